@@ -1,0 +1,52 @@
+//! OpenQQuantify's FPGA configuration validator (iCE40 first).
+//!
+//! A pure library: every function takes bytes or strings and returns a [`Report`]; nothing here
+//! touches files, the network or the clock. The validation function and `openqq validate` are
+//! the two callers.
+
+pub mod device;
+mod report;
+
+pub use report::{Finding, Location, Report, Severity, Utilization, Verdict};
+
+/// One validation request: what a tenant submitted, as text and bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Input<'a> {
+    /// Device name as nextpnr spells it (`hx8k`, `lp384`, `up5k`, …).
+    pub device: &'a str,
+    /// Package name as the chip database spells it (`ct256`, `sg48`, …).
+    pub package: &'a str,
+    /// Yosys `write_json` output.
+    pub netlist: &'a str,
+    /// PCF text, if the design is constrained.
+    pub pcf: Option<&'a str>,
+    /// Raw iCE40 `.bin` bitstream, if one was supplied.
+    pub bitstream: Option<&'a [u8]>,
+    /// Top module; when absent, the module with the `top` attribute (or the only one).
+    pub top: Option<&'a str>,
+    /// Downgrades `PORT_UNCONSTRAINED` from an error to a warning.
+    pub allow_unconstrained: bool,
+    /// File names used in finding locations (the CLI passes paths; the API passes none).
+    pub files: FileNames<'a>,
+}
+
+/// Names for the inputs, so findings can point at a file.
+#[derive(Debug, Clone, Default)]
+pub struct FileNames<'a> {
+    pub netlist: Option<&'a str>,
+    pub pcf: Option<&'a str>,
+    pub bitstream: Option<&'a str>,
+}
+
+/// Validates one design. Never panics; bad input becomes findings.
+pub fn validate(input: &Input<'_>) -> Report {
+    let mut findings = Vec::new();
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(input.netlist) {
+        findings.push(Finding::error(
+            "NETLIST_INVALID",
+            format!("the netlist is not JSON: {e}"),
+            Location { file: input.files.netlist.map(str::to_owned), line: Some(e.line() as u32), ..Location::default() },
+        ));
+    }
+    Report::new(Vec::new(), findings)
+}
