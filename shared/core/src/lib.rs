@@ -1,0 +1,29 @@
+//! The domain core of OpenQQuantify: what an event is, what a design is, and the ports through
+//! which the functions reach storage, the log, the limiter and notifications.
+//!
+//! Nothing here performs I/O. The modules fit together like this:
+//!
+//! - [`ids`]: tenant, design and correlation identifiers, validated once at the edge.
+//! - [`event`]: the [`Envelope`] every record carries, the event [`EventKind`]s, their payloads,
+//!   the record headers, and the dead-letter record.
+//! - [`design`]: the design specification tenants submit and the status state machine
+//!   (`submitted → validating → ready | failed`).
+//! - [`partition`]: the stable tenant → partition mapping (Kafka's murmur2, so the embedded log
+//!   and a Kafka cluster agree).
+//! - [`ports`]: the traits adapters implement ([`EventLog`], [`LogSource`], [`DesignStore`],
+//!   [`RateLimiter`], [`Notifier`]) and the one [`PortError`] they return, each variant classified
+//!   retriable or permanent.
+
+pub mod design;
+pub mod event;
+pub mod ids;
+pub mod partition;
+pub mod ports;
+
+pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
+pub use event::{DeadLetter, Envelope, EventKind, TimelineEntry, Topics};
+pub use ids::{CorrelationId, DesignId, IdError, TenantId};
+pub use ports::{
+    Applied, Decision, DesignStore, EventLog, LogRecord, LogSource, Notification, Notifier, Page,
+    PortError, Quota, RateLimiter, Record,
+};

@@ -1,0 +1,205 @@
+//! Ports: the small traits through which domain code reaches the outside world. Adapters live in
+//! `openqq-adapters`; each port has one conformance suite every adapter must pass.
+//!
+//! All ports share one error type, [`PortError`], whose variants are semantic and classified:
+//! [`PortError::is_retriable`] decides whether a consumer batch fails (and is retried) or a
+//! record is dead-lettered.
+
+use crate::design::{Change, DesignStatus, DesignView, StoredReport, Verdict};
+use crate::event::TimelineEntry;
+use crate::ids::{CorrelationId, DesignId, TenantId};
+use async_trait::async_trait;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    /// The thing asked for does not exist (for this tenant). Permanent.
+    #[error("not found")]
+    NotFound,
+    /// A conditional write lost against a newer state. Permanent for that write.
+    #[error("condition failed: {0}")]
+    ConditionFailed(String),
+    /// The backend asked us to slow down. Retriable.
+    #[error("throttled")]
+    Throttled { retry_after: Option<Duration> },
+    /// The backend could not be reached or did not answer in time. Retriable.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// The request itself is wrong (too large, malformed). Permanent.
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// Anything else the backend reported, with its own classification kept.
+    #[error("{message}")]
+    Backend { message: String, retriable: bool },
+}
+
+impl PortError {
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            PortError::Throttled { .. } | PortError::Unavailable(_) => true,
+            PortError::Backend { retriable, .. } => *retriable,
+            PortError::NotFound | PortError::ConditionFailed(_) | PortError::Invalid(_) => false,
+        }
+    }
+
+    /// A short, bounded label for metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            PortError::NotFound => "not_found",
+            PortError::ConditionFailed(_) => "condition_failed",
+            PortError::Throttled { .. } => "throttled",
+            PortError::Unavailable(_) => "unavailable",
+            PortError::Invalid(_) => "invalid",
+            PortError::Backend { .. } => "backend",
+        }
+    }
+}
+
+pub type PortResult<T> = Result<T, PortError>;
+
+// ---------------------------------------------------------------------------------------------
+// Event log
+
+/// A record to publish. The key is the tenant id, so a tenant's records share one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub key: String,
+    pub value: Vec<u8>,
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// A record as stored in a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    pub topic: String,
+    pub partition: u32,
+    pub offset: u64,
+    pub timestamp_ms: i64,
+    pub key: String,
+    pub value: Vec<u8>,
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Producer side. `publish` returns only once every record is durable; records of one call keep
+/// their order within their partition, and a retried call never reorders earlier records.
+#[async_trait]
+pub trait EventLog: Send + Sync {
+    async fn publish(&self, topic: &str, records: Vec<Record>) -> PortResult<()>;
+}
+
+/// Consumer side, used by the local event-source-mapping emulator (on AWS the MSK trigger does
+/// this). Offsets are "next offset to read"; a group with no commit starts at 0 (TRIM_HORIZON).
+#[async_trait]
+pub trait LogSource: Send + Sync {
+    /// Number of partitions of `topic`.
+    fn partitions(&self, topic: &str) -> u32;
+    /// Up to `max` records of one partition starting at `from`, in offset order.
+    async fn read(&self, topic: &str, partition: u32, from: u64, max: usize) -> PortResult<Vec<LogRecord>>;
+    /// The next offset that will be written to each partition (the high-water mark).
+    async fn end_offsets(&self, topic: &str) -> PortResult<Vec<u64>>;
+    async fn committed(&self, group: &str, topic: &str, partition: u32) -> PortResult<u64>;
+    async fn commit(&self, group: &str, topic: &str, partition: u32, next: u64) -> PortResult<()>;
+    /// Resolves when something may have been appended to `topic` (or after a short while);
+    /// consumers use it to avoid busy polling.
+    async fn wait_for_append(&self, topic: &str, timeout: Duration);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Design store
+
+/// The outcome of a revision-conditional write. Both variants are success: a consumer commits
+/// its offset either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The entry was new; it and its change were written.
+    Applied,
+    /// This exact kind and revision was already applied (a re-read or a retried send).
+    Duplicate,
+    /// A newer revision of this kind was already applied; nothing changed.
+    Stale,
+}
+
+/// A page of a listing; `next` is an opaque cursor for the following page.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+#[async_trait]
+pub trait DesignStore: Send + Sync {
+    /// Atomically records `entry` in the design's timeline and applies `change`, on condition
+    /// that no entry of the same kind has a revision ≥ `entry.revision`. Status changes apply only
+    /// while the design is still at `entry.revision`, so state never goes backwards.
+    async fn apply(&self, tenant: &TenantId, design: &DesignId, entry: &TimelineEntry, change: &Change) -> PortResult<Applied>;
+    async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>>;
+    /// Designs of a tenant, newest first; `limit` is capped by the adapter.
+    async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<DesignView>>;
+    /// The report of `revision`, or of the latest revision that has one.
+    async fn report(&self, tenant: &TenantId, design: &DesignId, revision: Option<u64>) -> PortResult<Option<StoredReport>>;
+    /// The design's timeline in the order applied; `None` if the design is unknown to the tenant.
+    async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limiter
+
+/// At most `limit` admissions in any window of length `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub limit: u32,
+    pub window: Duration,
+}
+
+/// One limiter decision, with what the `RateLimit-*` headers need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub limit: u32,
+    /// Admissions still possible in the current window after this decision.
+    pub remaining: u32,
+    /// Time until the oldest admission in the window expires (a slot frees up).
+    pub reset: Duration,
+    /// The limiter's clock reading for this decision, in microseconds (server time for Redis).
+    pub now_micros: u64,
+}
+
+#[async_trait]
+pub trait RateLimiter: Send + Sync {
+    /// Checks and, if allowed, records one request of `tenant`. Rejections are not recorded.
+    async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notifier
+
+/// Sent when a revision's results are ready.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Notification {
+    pub event_id: uuid::Uuid,
+    pub tenant_id: TenantId,
+    pub design_id: DesignId,
+    pub revision: u64,
+    pub status: DesignStatus,
+    pub verdict: Verdict,
+    pub correlation_id: CorrelationId,
+}
+
+#[async_trait]
+pub trait Notifier: Send + Sync {
+    async fn notify(&self, notification: &Notification) -> PortResult<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_classified_retriable_or_permanent() {
+        assert!(PortError::Unavailable("x".into()).is_retriable());
+        assert!(PortError::Throttled { retry_after: None }.is_retriable());
+        assert!(!PortError::Invalid("x".into()).is_retriable());
+        assert!(!PortError::ConditionFailed("x".into()).is_retriable());
+        assert!(PortError::Backend { message: "m".into(), retriable: true }.is_retriable());
+    }
+}
