@@ -4,7 +4,9 @@
 //! touches files, the network or the clock. The validation function and `openqq validate` are
 //! the two callers.
 
+mod bitstream;
 pub mod device;
+mod pcf;
 mod report;
 
 pub use report::{Finding, Location, Report, Severity, Utilization, Verdict};

@@ -77,7 +77,7 @@ pub(crate) fn parse(text: &str, file: Option<&str>) -> (Pcf, Vec<Finding>) {
     for (index, raw) in text.lines().enumerate() {
         let line = u32::try_from(index + 1).unwrap_or(u32::MAX);
         let code = raw.split('#').next().unwrap_or("");
-        let words: Vec<&str> = code.split_whitespace().collect();
+        let words: Vec<&str> = code.split(is_c_space).filter(|w| !w.is_empty()).collect();
         let at = |port: Option<&str>| Location {
             file: file.map(str::to_owned),
             line: Some(line),
@@ -105,6 +105,12 @@ pub(crate) fn parse(text: &str, file: Option<&str>) -> (Pcf, Vec<Finding>) {
         }
     }
     (pcf, findings)
+}
+
+/// Whitespace as C's `isspace` sees it (what `std::istream >>` splits on): ASCII only, with
+/// vertical tab, unlike `char::is_ascii_whitespace`.
+fn is_c_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r')
 }
 
 /// Parses `set_io` words; `Ok` carries the warnings nextpnr would print for the line.
