@@ -1,0 +1,19 @@
+//! Adapters for the ports defined in `openqq-core`.
+//!
+//! - [`embedded`]: the one-machine defaults. SQLite (bundled, WAL mode) for the partitioned event
+//!   log and the design store, an in-process sliding-window limiter, and an in-process broadcast
+//!   notifier that feeds live streams.
+//! - [`conformance`]: one suite per port. Every adapter — embedded here, cloud ones as they are
+//!   added — must pass the same suite; backend differences are flags to the suite, never a
+//!   second suite.
+//!
+//! Why SQLite rather than redb: the log, the offsets and the store each need a few small indexed
+//! tables with conditional, multi-row atomic updates; SQL expresses "insert the timeline entry
+//! only if no newer revision of this kind exists, then move the status if the design is still at
+//! this revision" in one transaction, and WAL mode gives readers that never block the writer.
+//! The `sqlite3` shell also lets an operator inspect a data dir by hand.
+
+pub mod conformance;
+pub mod embedded;
+
+pub use embedded::{BroadcastNotifier, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter, Durability};

@@ -1,0 +1,128 @@
+//! Design-store conformance: revision-conditional writes, forward-only status, reports by
+//! revision, timelines in applied order, pagination, and tenant isolation.
+
+use super::unique;
+use chrono::Utc;
+use openqq_core::{Applied, Change, CorrelationId, DesignId, DesignStatus, DesignStore, EventKind, TenantId, TimelineEntry, Verdict};
+use serde_json::value::RawValue;
+
+fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
+    TimelineEntry {
+        event_id: uuid::Uuid::now_v7(),
+        kind,
+        revision,
+        correlation_id: CorrelationId::parse(format!("corr-{revision}")).unwrap(),
+        occurred_at: Utc::now(),
+    }
+}
+
+fn submitted(name: &str) -> Change {
+    Change::Submitted { name: name.into() }
+}
+
+fn report(v: &str) -> Box<RawValue> {
+    RawValue::from_string(format!("{{\"verdict\":\"{v}\"}}")).unwrap()
+}
+
+fn ids() -> (TenantId, DesignId) {
+    (TenantId::parse(unique("t")).unwrap(), DesignId::parse(unique("d")).unwrap())
+}
+
+/// Runs every design-store check against `store`.
+pub async fn run<S: DesignStore + ?Sized>(store: &S) {
+    repeated_and_stale_revisions_are_no_ops_that_succeed(store).await;
+    status_moves_forward_only_at_the_current_revision(store).await;
+    reports_are_kept_per_revision(store).await;
+    a_tenant_never_sees_another_tenants_design(store).await;
+    listing_pages_through_every_design_newest_first(store).await;
+    events_for_an_unknown_design_are_refused(store).await;
+}
+
+pub async fn repeated_and_stale_revisions_are_no_ops_that_succeed<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    let sub = EventKind::DesignSubmitted;
+    assert_eq!(store.apply(&t, &d, &entry(sub, 1), &submitted("a")).await.unwrap(), Applied::Applied);
+    assert_eq!(store.apply(&t, &d, &entry(sub, 1), &submitted("a")).await.unwrap(), Applied::Duplicate);
+    assert_eq!(store.apply(&t, &d, &entry(sub, 3), &submitted("c")).await.unwrap(), Applied::Applied);
+    assert_eq!(store.apply(&t, &d, &entry(sub, 2), &submitted("b")).await.unwrap(), Applied::Stale);
+    let view = store.get(&t, &d).await.unwrap().expect("design exists");
+    assert_eq!((view.revision, view.name.as_str()), (3, "c"), "state never goes backwards");
+    let timeline = store.timeline(&t, &d).await.unwrap().unwrap();
+    let revs: Vec<u64> = timeline.iter().map(|e| e.revision).collect();
+    assert_eq!(revs, vec![1, 3], "only applied entries are in the timeline, in applied order");
+    assert_eq!(timeline[1].correlation_id.as_str(), "corr-3");
+}
+
+pub async fn status_moves_forward_only_at_the_current_revision<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted("x")).await.unwrap();
+    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 2), &submitted("x")).await.unwrap();
+    // Revision 1 finishing late must not move revision 2's status.
+    store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap();
+    store.apply(&t, &d, &entry(EventKind::ResultsReady, 1), &Change::ResultsReady { verdict: Verdict::Fail }).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().unwrap();
+    assert_eq!((v.revision, v.status, v.verdict), (2, DesignStatus::Submitted, None));
+    store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap();
+    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Validating);
+    store.apply(&t, &d, &entry(EventKind::ResultsReady, 2), &Change::ResultsReady { verdict: Verdict::Pass }).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().unwrap();
+    assert_eq!((v.status, v.verdict), (DesignStatus::Ready, Some(Verdict::Pass)));
+    // A replayed validation.started of revision 2 is a duplicate and cannot move ready back.
+    assert_eq!(store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap(), Applied::Duplicate);
+    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Ready);
+}
+
+pub async fn reports_are_kept_per_revision<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    assert!(store.report(&t, &d, None).await.unwrap().is_none());
+    for (rev, v) in [(1, Verdict::Fail), (2, Verdict::Pass)] {
+        store.apply(&t, &d, &entry(EventKind::DesignSubmitted, rev), &submitted("r")).await.unwrap();
+        let change = Change::ValidationFinished { verdict: v, report: report(v.as_str()) };
+        store.apply(&t, &d, &entry(EventKind::ValidationFinished, rev), &change).await.unwrap();
+    }
+    let latest = store.report(&t, &d, None).await.unwrap().unwrap();
+    assert_eq!((latest.revision, latest.verdict), (2, Verdict::Pass));
+    let first = store.report(&t, &d, Some(1)).await.unwrap().unwrap();
+    assert_eq!((first.revision, first.verdict, first.report.get()), (1, Verdict::Fail, "{\"verdict\":\"fail\"}"));
+    assert!(store.report(&t, &d, Some(9)).await.unwrap().is_none());
+}
+
+pub async fn a_tenant_never_sees_another_tenants_design<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    let other = TenantId::parse(unique("other")).unwrap();
+    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted("secret")).await.unwrap();
+    store.apply(&t, &d, &entry(EventKind::ValidationFinished, 1), &Change::ValidationFinished { verdict: Verdict::Pass, report: report("pass") }).await.unwrap();
+    assert!(store.get(&other, &d).await.unwrap().is_none());
+    assert!(store.timeline(&other, &d).await.unwrap().is_none());
+    assert!(store.report(&other, &d, None).await.unwrap().is_none());
+    assert!(store.list(&other, None, 10).await.unwrap().items.is_empty());
+}
+
+pub async fn listing_pages_through_every_design_newest_first<S: DesignStore + ?Sized>(store: &S) {
+    let t = TenantId::parse(unique("lister")).unwrap();
+    let mut made = Vec::new();
+    for i in 0..7 {
+        let d = DesignId::generate();
+        store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted(&format!("n{i}"))).await.unwrap();
+        made.push(d);
+    }
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store.list(&t, cursor.as_deref(), 3).await.unwrap();
+        assert!(page.items.len() <= 3);
+        seen.extend(page.items.into_iter().map(|v| v.design_id));
+        match page.next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    made.reverse();
+    assert_eq!(seen, made, "every design once, newest first");
+}
+
+pub async fn events_for_an_unknown_design_are_refused<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    let err = store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap_err();
+    assert!(!err.is_retriable(), "an event for a design that was never submitted cannot succeed later");
+}

@@ -1,0 +1,66 @@
+//! Shared SQLite plumbing: opening a database in WAL mode and running blocking calls off the
+//! async runtime.
+
+use openqq_core::PortError;
+use rusqlite::Connection;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// How hard a commit works to survive a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// WAL with `synchronous=NORMAL`: a committed write survives the process being killed
+    /// (`kill -9`), since the WAL is in the operating system's hands before the commit returns;
+    /// the last commits before a power loss may be lost.
+    #[default]
+    Process,
+    /// WAL with `synchronous=FULL`: every commit is fsynced, surviving power loss, at the cost of
+    /// one fsync per commit.
+    Power,
+}
+
+pub(crate) fn open(path: &Path, durability: Durability, schema: &str) -> Result<Connection, PortError> {
+    let conn = Connection::open(path).map_err(|e| unavailable(&format!("open {}", path.display()), e))?;
+    let sync = match durability {
+        Durability::Process => "NORMAL",
+        Durability::Power => "FULL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; {schema}"
+    ))
+    .map_err(|e| unavailable("initialise schema", e))?;
+    Ok(conn)
+}
+
+pub(crate) fn unavailable(what: &str, e: rusqlite::Error) -> PortError {
+    // Busy/locked/IO errors are worth retrying; constraint or misuse errors are not.
+    let retriable = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked | rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::DiskFull)
+    );
+    PortError::Backend { message: format!("sqlite: {what}: {e}"), retriable }
+}
+
+/// A connection used from async code: each call runs on the blocking pool.
+#[derive(Clone)]
+pub(crate) struct Db(Arc<Mutex<Connection>>);
+
+impl Db {
+    pub fn new(conn: Connection) -> Self {
+        Self(Arc::new(Mutex::new(conn)))
+    }
+
+    pub async fn call<T, F>(&self, f: F) -> Result<T, PortError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, PortError> + Send + 'static,
+    {
+        let conn = self.0.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| PortError::Unavailable(format!("storage task failed: {e}")))?
+    }
+}

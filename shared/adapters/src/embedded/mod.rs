@@ -1,0 +1,13 @@
+//! Embedded adapters: durable in a data directory, no server needed.
+
+mod db;
+mod limiter;
+mod log;
+mod notifier;
+mod store;
+
+pub use db::Durability;
+pub use limiter::InProcessRateLimiter;
+pub use log::EmbeddedEventLog;
+pub use notifier::BroadcastNotifier;
+pub use store::EmbeddedDesignStore;

@@ -1,0 +1,242 @@
+//! The embedded design store: designs, their timelines and reports in one SQLite file.
+//!
+//! `apply` is one transaction: the timeline entry goes in only if no entry of the same kind has
+//! a revision at least as high, and the status moves only while the design is still at the
+//! entry's revision and only forward. Replays and stale revisions are therefore no-ops.
+
+use super::db::{open, unavailable, Db, Durability};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use openqq_core::ports::PortResult;
+use openqq_core::{
+    Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId, TimelineEntry,
+    Verdict,
+};
+use openqq_core::{CorrelationId, EventKind};
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde_json::value::RawValue;
+use std::path::Path;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS designs (
+    tenant TEXT NOT NULL, design_id TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL,
+    status TEXT NOT NULL, verdict TEXT, updated_at TEXT NOT NULL,
+    PRIMARY KEY (tenant, design_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS timeline (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, design_id TEXT NOT NULL,
+    kind TEXT NOT NULL, revision INTEGER NOT NULL, event_id TEXT NOT NULL,
+    correlation_id TEXT NOT NULL, occurred_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS timeline_by_kind ON timeline (tenant, design_id, kind, revision);
+CREATE TABLE IF NOT EXISTS reports (
+    tenant TEXT NOT NULL, design_id TEXT NOT NULL, revision INTEGER NOT NULL,
+    verdict TEXT NOT NULL, report TEXT NOT NULL,
+    PRIMARY KEY (tenant, design_id, revision)) WITHOUT ROWID;
+";
+
+/// Largest page `list` returns, whatever the caller asks.
+pub const MAX_PAGE: usize = 100;
+
+pub struct EmbeddedDesignStore {
+    writer: Db,
+    reader: Db,
+}
+
+impl EmbeddedDesignStore {
+    /// Opens (or creates) `dir/store.db`.
+    pub fn open(dir: &Path, durability: Durability) -> PortResult<Self> {
+        let path = dir.join("store.db");
+        let writer = open(&path, durability, SCHEMA)?;
+        let reader = open(&path, durability, "")?;
+        Ok(Self { writer: Db::new(writer), reader: Db::new(reader) })
+    }
+}
+
+fn apply_tx(tx: &Transaction<'_>, tenant: &str, design: &str, entry: &TimelineEntry, change: &Change) -> PortResult<Applied> {
+    let kind = entry.kind.as_str();
+    let latest: Option<i64> = tx
+        .prepare_cached("SELECT MAX(revision) FROM timeline WHERE tenant=?1 AND design_id=?2 AND kind=?3")
+        .and_then(|mut s| s.query_row(params![tenant, design, kind], |r| r.get(0)))
+        .map_err(|e| unavailable("read timeline", e))?;
+    match latest.map(|l| l as u64) {
+        Some(l) if l == entry.revision => return Ok(Applied::Duplicate),
+        Some(l) if l > entry.revision => return Ok(Applied::Stale),
+        _ => {}
+    }
+    let now = Utc::now().to_rfc3339();
+    let current: Option<(u64, String)> = tx
+        .prepare_cached("SELECT revision, status FROM designs WHERE tenant=?1 AND design_id=?2")
+        .and_then(|mut s| s.query_row(params![tenant, design], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))).optional())
+        .map_err(|e| unavailable("read design", e))?;
+    match (change, &current) {
+        (Change::Submitted { name }, None) => {
+            tx.prepare_cached("INSERT INTO designs(tenant, design_id, name, revision, status, verdict, updated_at) VALUES (?1, ?2, ?3, ?4, 'submitted', NULL, ?5)")
+                .and_then(|mut s| s.execute(params![tenant, design, name, entry.revision as i64, now]))
+                .map_err(|e| unavailable("insert design", e))?;
+        }
+        (Change::Submitted { name }, Some((rev, _))) if *rev < entry.revision => {
+            tx.prepare_cached("UPDATE designs SET name=?3, revision=?4, status='submitted', verdict=NULL, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
+                .and_then(|mut s| s.execute(params![tenant, design, name, entry.revision as i64, now]))
+                .map_err(|e| unavailable("update design", e))?;
+        }
+        (Change::Submitted { .. }, Some(_)) => {}
+        (_, None) => return Err(PortError::NotFound),
+        (change, Some((rev, status))) => {
+            if let Change::ValidationFinished { verdict, report } = change {
+                tx.prepare_cached("INSERT OR IGNORE INTO reports(tenant, design_id, revision, verdict, report) VALUES (?1, ?2, ?3, ?4, ?5)")
+                    .and_then(|mut s| s.execute(params![tenant, design, entry.revision as i64, verdict.as_str(), report.get()]))
+                    .map_err(|e| unavailable("insert report", e))?;
+            }
+            let from = DesignStatus::parse(status).ok_or_else(|| PortError::Invalid(format!("stored status {status:?}")))?;
+            if let Some(to) = change.status().filter(|to| *rev == entry.revision && from.may_become(*to)) {
+                let verdict = match change {
+                    Change::ResultsReady { verdict } => Some(verdict.as_str()),
+                    _ => None,
+                };
+                tx.prepare_cached("UPDATE designs SET status=?3, verdict=COALESCE(?4, verdict), updated_at=?5 WHERE tenant=?1 AND design_id=?2")
+                    .and_then(|mut s| s.execute(params![tenant, design, to.as_str(), verdict, now]))
+                    .map_err(|e| unavailable("update status", e))?;
+            }
+        }
+    }
+    tx.prepare_cached("INSERT INTO timeline(tenant, design_id, kind, revision, event_id, correlation_id, occurred_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        .and_then(|mut s| {
+            s.execute(params![
+                tenant,
+                design,
+                kind,
+                entry.revision as i64,
+                entry.event_id.to_string(),
+                entry.correlation_id.as_str(),
+                entry.occurred_at.to_rfc3339()
+            ])
+        })
+        .map_err(|e| unavailable("insert timeline", e))?;
+    Ok(Applied::Applied)
+}
+
+fn corrupt(what: &str) -> rusqlite::Error {
+    rusqlite::Error::InvalidColumnType(0, what.to_owned(), rusqlite::types::Type::Text)
+}
+
+fn design_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DesignView> {
+    let status: String = r.get(3)?;
+    let verdict: Option<String> = r.get(4)?;
+    let updated: String = r.get(5)?;
+    Ok(DesignView {
+        design_id: DesignId::parse(r.get::<_, String>(0)?).map_err(|_| corrupt("design_id"))?,
+        name: r.get(1)?,
+        revision: r.get::<_, i64>(2)? as u64,
+        status: DesignStatus::parse(&status).ok_or_else(|| corrupt("status"))?,
+        verdict: verdict.as_deref().and_then(Verdict::parse),
+        updated_at: DateTime::parse_from_rfc3339(&updated).map_err(|_| corrupt("updated_at"))?.with_timezone(&Utc),
+    })
+}
+
+#[async_trait]
+impl DesignStore for EmbeddedDesignStore {
+    async fn apply(&self, tenant: &TenantId, design: &DesignId, entry: &TimelineEntry, change: &Change) -> PortResult<Applied> {
+        let (tenant, design, entry, change) = (tenant.to_string(), design.to_string(), entry.clone(), change.clone());
+        self.writer
+            .call(move |conn| {
+                let tx = conn.transaction().map_err(|e| unavailable("begin", e))?;
+                let outcome = apply_tx(&tx, &tenant, &design, &entry, &change)?;
+                if outcome == Applied::Applied {
+                    tx.commit().map_err(|e| unavailable("commit", e))?;
+                }
+                Ok(outcome)
+            })
+            .await
+    }
+
+    async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
+        let (tenant, design) = (tenant.to_string(), design.to_string());
+        self.reader
+            .call(move |conn| {
+                conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at FROM designs WHERE tenant=?1 AND design_id=?2")
+                    .and_then(|mut s| s.query_row(params![tenant, design], design_row).optional())
+                    .map_err(|e| unavailable("get design", e))
+            })
+            .await
+    }
+
+    async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<DesignView>> {
+        let limit = limit.clamp(1, MAX_PAGE);
+        let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
+        self.reader
+            .call(move |conn| {
+                // Design ids are UUIDv7, so descending id order is newest first and the last id
+                // of a page is a stable cursor.
+                let mut stmt = conn
+                    .prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at FROM designs WHERE tenant=?1 AND (?2 IS NULL OR design_id < ?2) ORDER BY design_id DESC LIMIT ?3")
+                    .map_err(|e| unavailable("list", e))?;
+                let items = stmt
+                    .query_map(params![tenant, cursor, limit as i64 + 1], design_row)
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                    .map_err(|e| unavailable("list", e))?;
+                let mut items = items;
+                let next = if items.len() > limit {
+                    items.truncate(limit);
+                    items.last().map(|d| d.design_id.to_string())
+                } else {
+                    None
+                };
+                Ok(Page { items, next })
+            })
+            .await
+    }
+
+    async fn report(&self, tenant: &TenantId, design: &DesignId, revision: Option<u64>) -> PortResult<Option<StoredReport>> {
+        let (tenant, design) = (tenant.to_string(), design.to_string());
+        self.reader
+            .call(move |conn| {
+                conn.prepare_cached("SELECT revision, verdict, report FROM reports WHERE tenant=?1 AND design_id=?2 AND (?3 IS NULL OR revision=?3) ORDER BY revision DESC LIMIT 1")
+                    .and_then(|mut s| {
+                        s.query_row(params![tenant, design, revision.map(|r| r as i64)], |r| {
+                            let verdict: String = r.get(1)?;
+                            let report: String = r.get(2)?;
+                            Ok(StoredReport {
+                                revision: r.get::<_, i64>(0)? as u64,
+                                verdict: Verdict::parse(&verdict).ok_or_else(|| corrupt("verdict"))?,
+                                report: RawValue::from_string(report).map_err(|_| corrupt("report"))?,
+                            })
+                        })
+                        .optional()
+                    })
+                    .map_err(|e| unavailable("get report", e))
+            })
+            .await
+    }
+
+    async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>> {
+        let (tenant, design) = (tenant.to_string(), design.to_string());
+        self.reader
+            .call(move |conn| {
+                let exists: bool = conn
+                    .prepare_cached("SELECT EXISTS(SELECT 1 FROM designs WHERE tenant=?1 AND design_id=?2)")
+                    .and_then(|mut s| s.query_row(params![tenant, design], |r| r.get(0)))
+                    .map_err(|e| unavailable("timeline", e))?;
+                if !exists {
+                    return Ok(None);
+                }
+                let mut stmt = conn
+                    .prepare_cached("SELECT event_id, kind, revision, correlation_id, occurred_at FROM timeline WHERE tenant=?1 AND design_id=?2 ORDER BY seq")
+                    .map_err(|e| unavailable("timeline", e))?;
+                let rows = stmt
+                    .query_map(params![tenant, design], |r| {
+                        let kind: String = r.get(1)?;
+                        let occurred: String = r.get(4)?;
+                        Ok(TimelineEntry {
+                            event_id: r.get::<_, String>(0)?.parse().map_err(|_| corrupt("event_id"))?,
+                            kind: EventKind::parse(&kind).ok_or_else(|| corrupt("kind"))?,
+                            revision: r.get::<_, i64>(2)? as u64,
+                            correlation_id: CorrelationId::parse(r.get::<_, String>(3)?).map_err(|_| corrupt("correlation_id"))?,
+                            occurred_at: DateTime::parse_from_rfc3339(&occurred).map_err(|_| corrupt("occurred_at"))?.with_timezone(&Utc),
+                        })
+                    })
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                    .map_err(|e| unavailable("timeline", e))?;
+                Ok(Some(rows))
+            })
+            .await
+    }
+}

@@ -1,0 +1,77 @@
+//! The embedded adapters against the port conformance suites.
+
+use openqq_adapters::conformance;
+use openqq_adapters::{Durability, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter};
+use openqq_core::{Decision, Quota, RateLimiter, TenantId};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_log_passes_the_event_log_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = EmbeddedEventLog::open(dir.path(), 12, Durability::Process).unwrap();
+    conformance::log::run(&log).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_log_keeps_records_and_offsets_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = EmbeddedEventLog::open(dir.path(), 3, Durability::Process).unwrap();
+    conformance::log::offsets_move_only_when_committed_and_reading_resumes_there(&log).await;
+    use openqq_core::{EventLog, LogSource, Record};
+    log.publish("t", vec![Record { key: "k".into(), value: b"v".to_vec(), headers: vec![] }]).await.unwrap();
+    log.commit("g", "t", openqq_core::partition::partition_for("k", 3), 1).await.unwrap();
+    drop(log);
+    let log = EmbeddedEventLog::open(dir.path(), 3, Durability::Process).unwrap();
+    let p = openqq_core::partition::partition_for("k", 3);
+    assert_eq!(log.committed("g", "t", p).await.unwrap(), 1);
+    assert_eq!(log.end_offsets("t").await.unwrap()[p as usize], 1);
+    log.publish("t", vec![Record { key: "k".into(), value: b"w".to_vec(), headers: vec![] }]).await.unwrap();
+    let recs = log.read("t", p, 0, 10).await.unwrap();
+    assert_eq!(recs.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0, 1], "offsets continue after a reopen");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_store_passes_the_design_store_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    conformance::store::run(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_process_limiter_passes_the_limiter_suite() {
+    conformance::limiter::run(Arc::new(InProcessRateLimiter::new())).await;
+}
+
+/// A fixed-window limiter: the classic mistake. Up to 2N admissions straddle a window edge.
+struct FixedWindow {
+    epoch: Instant,
+    state: Mutex<(u64, u32)>,
+}
+
+#[async_trait::async_trait]
+impl RateLimiter for FixedWindow {
+    async fn check(&self, _: &TenantId, q: Quota) -> openqq_core::ports::PortResult<Decision> {
+        let now = self.epoch.elapsed().as_micros() as u64;
+        let w = q.window.as_micros() as u64;
+        let mut s = self.state.lock().unwrap();
+        if s.0 != now / w {
+            *s = (now / w, 0);
+        }
+        let allowed = s.1 < q.limit;
+        if allowed {
+            s.1 += 1;
+        }
+        Ok(Decision { allowed, limit: q.limit, remaining: q.limit - s.1, reset: Duration::ZERO, now_micros: now })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exactness_check_catches_a_fixed_window_limiter() {
+    let bad: Arc<dyn RateLimiter> = Arc::new(FixedWindow { epoch: Instant::now(), state: Mutex::new((0, 0)) });
+    let tenant = TenantId::parse("t").unwrap();
+    let quota = Quota { limit: 20, window: Duration::from_millis(100) };
+    let decisions = conformance::limiter::hammer(bad, &tenant, quota, 3, Duration::from_millis(1200), false).await;
+    let max = conformance::limiter::max_in_any_window(&decisions, quota.window);
+    assert!(max > 20, "a fixed window lets more than the limit through across an edge (saw {max})");
+}
