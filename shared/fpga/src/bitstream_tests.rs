@@ -7,7 +7,7 @@ use super::*;
 fn build(cram: (u32, u32), bram: Option<(u32, u32)>) -> Vec<u8> {
     let mut out = vec![0xFF, 0x00, b'h', b'i', 0x00, 0x00, 0xFF, 0x7E, 0xAA, 0x99, 0x7E, 0x51, 0x00, 0x01, 0x05];
     let crc_from = out.len();
-    let mut push16 = |out: &mut Vec<u8>, cmd: u8, v: u32| out.extend([cmd, (v >> 8) as u8, v as u8]);
+    let push16 = |out: &mut Vec<u8>, cmd: u8, v: u32| out.extend([cmd, (v >> 8) as u8, v as u8]);
     push16(&mut out, 0x92, 0x20);
     push16(&mut out, 0x62, cram.0 - 1);
     push16(&mut out, 0x72, cram.1);

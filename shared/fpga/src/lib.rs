@@ -5,8 +5,10 @@
 //! the two callers.
 
 mod bitstream;
+mod constraints;
 pub mod device;
 mod pcf;
+mod pll;
 mod report;
 
 pub use report::{Finding, Location, Report, Severity, Utilization, Verdict};

@@ -1,0 +1,125 @@
+//! Checks a PCF against the device's package and the netlist's top-level ports.
+//!
+//! The rules and their order follow nextpnr-ice40 0.4, so that our error/no-error verdict is
+//! the tool's exit status: a constraint for a port the design lacks is only a warning (and
+//! `-nowarn` silences it), and its pin is then never looked at; pin names are case-sensitive;
+//! two ports on one pad fail at placement in nextpnr and are `PIN_DOUBLE_ASSIGNED` here.
+//! PLL frequency checks (stricter than nextpnr, which checks none) live in [`crate::pll`].
+
+use std::collections::HashMap;
+
+use crate::device::{Device, Package, Pin};
+use crate::pcf::{self, SetIo};
+use crate::pll::{self, Pll};
+use crate::report::{Finding, Location};
+
+/// What the constraint checks need to know about a design.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Design {
+    /// Every top-level port bit, named as nextpnr names its IO cell (`clk`, `led[0]`).
+    pub io_bits: Vec<String>,
+    /// Every `SB_PLL40_*` cell.
+    pub plls: Vec<Pll>,
+}
+
+/// The parts whose IO has programmable pull-up strengths (nextpnr: "UP5K/UP3K").
+const PULLUP_RESISTOR_DEVICES: &[&str] = &["up5k", "up3k"];
+
+/// Runs every constraint check. `pcf_text` is `None` when the design came without a PCF, which
+/// nextpnr accepts with a warning and places every IO itself.
+pub(crate) fn check_constraints(
+    device: &Device,
+    package: &Package,
+    design: &Design,
+    pcf_text: Option<&str>,
+    allow_unconstrained: bool,
+    file: Option<&str>,
+) -> Vec<Finding> {
+    let Some(text) = pcf_text else {
+        return vec![Finding::warning(
+            "PORT_UNCONSTRAINED",
+            "no PCF was given, so nextpnr will place every IO automatically",
+            Location::default(),
+        )];
+    };
+    let (parsed, mut findings) = pcf::parse(text, file);
+    let at = |io: &SetIo| Location {
+        file: file.map(str::to_owned),
+        line: Some(io.line),
+        port: Some(io.port.clone()),
+        pin: Some(io.pin.clone()),
+        ..Location::default()
+    };
+    let ports: HashMap<&str, ()> = design.io_bits.iter().map(|p| (p.as_str(), ())).collect();
+    let mut placed: HashMap<&str, (&SetIo, &'static Pin)> = HashMap::new();
+    let mut pads: HashMap<(u8, u8, u8), &SetIo> = HashMap::new();
+    // Ports with a rejected constraint already have an error; calling them unconstrained too
+    // would only repeat it.
+    let mut mentioned: HashMap<&str, ()> = HashMap::new();
+    for io in &parsed.ios {
+        if io.pullup_resistor.is_some() && !PULLUP_RESISTOR_DEVICES.contains(&device.name) {
+            findings.push(Finding::error(
+                "PULLUP_RESISTOR_NOT_SUPPORTED",
+                format!("-pullup_resistor needs an iCE40 UltraPlus part (up5k, up3k); {} has fixed pull-ups", device.name),
+                at(io),
+            ));
+        }
+        if !ports.contains_key(io.port.as_str()) {
+            if !io.nowarn {
+                findings.push(Finding::warning(
+                    "CONSTRAINT_UNKNOWN_PORT",
+                    format!("the design has no top-level port '{}'; the constraint is ignored (add -nowarn to silence this)", io.port),
+                    at(io),
+                ));
+            }
+            continue;
+        }
+        mentioned.insert(&io.port, ());
+        let Some(pin) = package.pins.iter().find(|p| p.name == io.pin) else {
+            findings.push(Finding::error(
+                "PIN_NOT_IN_PACKAGE",
+                format!(
+                    "package {} has no IO pin named '{}' (pin names are case-sensitive; power, ground and configuration pins cannot be constrained)",
+                    package.name, io.pin
+                ),
+                at(io),
+            ));
+            continue;
+        };
+        if let Some((first, _)) = placed.get(io.port.as_str()) {
+            findings.push(Finding::error(
+                "PORT_CONSTRAINED_TWICE",
+                format!("port '{}' is already constrained on line {}", io.port, first.line),
+                at(io),
+            ));
+            continue;
+        }
+        if let Some(other) = pads.get(&(pin.x, pin.y, pin.z)) {
+            findings.push(Finding::error(
+                "PIN_DOUBLE_ASSIGNED",
+                format!("pin {} is already taken by port '{}' (line {})", io.pin, other.port, other.line),
+                at(io),
+            ));
+            continue;
+        }
+        placed.insert(&io.port, (io, pin));
+        pads.insert((pin.x, pin.y, pin.z), io);
+    }
+    for port in design.io_bits.iter().filter(|p| !mentioned.contains_key(p.as_str())) {
+        let location = Location { file: file.map(str::to_owned), port: Some(port.clone()), ..Location::default() };
+        let message = format!("port '{port}' has no set_io constraint");
+        findings.push(if allow_unconstrained {
+            Finding::warning("PORT_UNCONSTRAINED", format!("{message}; nextpnr will place it automatically"), location)
+        } else {
+            Finding::error("PORT_UNCONSTRAINED", format!("{message} (allow unconstrained IO to let nextpnr place it)"), location)
+        });
+    }
+    let pins: HashMap<&str, &'static Pin> = placed.iter().map(|(port, (_, pin))| (*port, *pin)).collect();
+    findings.extend(pll::check_pads(&design.plls, &pins, file));
+    findings.extend(pll::check_frequencies(&design.plls, &parsed.frequencies, file));
+    findings
+}
+
+#[cfg(test)]
+#[path = "constraints_tests.rs"]
+mod tests;
