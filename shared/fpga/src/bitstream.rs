@@ -33,7 +33,7 @@ const SYNC_WORD: u32 = 0x7EAA_997E;
 
 /// What a well-formed bitstream told us.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Bitstream {
+pub struct Bitstream {
     /// Comment strings from the `FF 00 … 00 FF` block (icepack copies the `.asc` comment here).
     pub comments: Vec<String>,
     /// Die name as the chip database spells it (`8k`), detected from the CRAM geometry.
@@ -46,14 +46,14 @@ pub(crate) struct Bitstream {
 
 /// Why a bitstream was rejected: a finding code, the byte offset and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BitstreamError {
+pub struct BitstreamError {
     pub code: &'static str,
     pub offset: usize,
     pub message: String,
 }
 
 /// Checks a bitstream and, when `expected_die` is given, that it was built for that die.
-pub(crate) fn check(bytes: &[u8], expected_die: Option<&str>, file: Option<&str>) -> Vec<Finding> {
+pub fn check(bytes: &[u8], expected_die: Option<&str>, file: Option<&str>) -> Vec<Finding> {
     let at = || Location { file: file.map(str::to_owned), ..Location::default() };
     match parse(bytes) {
         Err(e) => vec![Finding::error(e.code, format!("{} (at byte {})", e.message, e.offset), at())],
@@ -106,7 +106,7 @@ impl Reader<'_> {
 }
 
 /// One step of CRC-16/CCITT (poly 0x1021, MSB first), as icepack computes it.
-pub(crate) fn crc16_update(mut crc: u16, byte: u8) -> u16 {
+pub fn crc16_update(mut crc: u16, byte: u8) -> u16 {
     for i in (0..8).rev() {
         let feedback = ((crc >> 15) ^ u16::from(byte >> i)) & 1 != 0;
         crc = (crc << 1) ^ if feedback { 0x1021 } else { 0 };
@@ -115,7 +115,7 @@ pub(crate) fn crc16_update(mut crc: u16, byte: u8) -> u16 {
 }
 
 /// Parses a bitstream up to its wakeup command.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
+pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
     let mut r = Reader { bytes, pos: 0, crc: 0 };
     let mut window = 0u32;
     loop {

@@ -4,10 +4,10 @@
 //! touches files, the network or the clock. The validation function and `openqq validate` are
 //! the two callers.
 
-mod bitstream;
+pub mod bitstream;
 mod constraints;
 pub mod device;
-mod pcf;
+pub mod pcf;
 mod pll;
 mod report;
 

@@ -18,14 +18,14 @@ use crate::report::{Finding, Location};
 
 /// A parsed PCF file: the constraints that survived parsing, in file order.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Pcf {
+pub struct Pcf {
     pub ios: Vec<SetIo>,
     pub frequencies: Vec<SetFrequency>,
 }
 
 /// One `set_io` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SetIo {
+pub struct SetIo {
     /// 1-based line number, for finding locations.
     pub line: u32,
     /// Top-level port bit as nextpnr names it (`clk`, `led[0]`).
@@ -42,7 +42,7 @@ pub(crate) struct SetIo {
 
 /// The pull-up strengths of the iCE40 UltraPlus IO (`-pullup_resistor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PullupResistor {
+pub enum PullupResistor {
     R3k3,
     R6k8,
     R10k,
@@ -63,7 +63,7 @@ impl PullupResistor {
 
 /// One `set_frequency` line.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SetFrequency {
+pub struct SetFrequency {
     pub line: u32,
     pub net: String,
     /// Frequency in MHz, as `std::stof` reads it (a numeric prefix: `12MHz` is 12).
@@ -71,7 +71,7 @@ pub(crate) struct SetFrequency {
 }
 
 /// Parses PCF text. Findings carry `file` (when given) and the 1-based line.
-pub(crate) fn parse(text: &str, file: Option<&str>) -> (Pcf, Vec<Finding>) {
+pub fn parse(text: &str, file: Option<&str>) -> (Pcf, Vec<Finding>) {
     let mut pcf = Pcf::default();
     let mut findings = Vec::new();
     for (index, raw) in text.lines().enumerate() {
