@@ -6,6 +6,7 @@
 
 pub mod bitstream;
 mod constraints;
+mod design_view;
 pub mod device;
 pub mod pcf;
 mod pll;
@@ -45,12 +46,36 @@ pub struct FileNames<'a> {
 /// Validates one design. Never panics; bad input becomes findings.
 pub fn validate(input: &Input<'_>) -> Report {
     let mut findings = Vec::new();
-    if let Err(e) = serde_json::from_str::<serde_json::Value>(input.netlist) {
-        findings.push(Finding::error(
+    let at = |file: Option<&str>| Location { file: file.map(str::to_owned), ..Location::default() };
+    let Some(device) = device::device(input.device) else {
+        let message = format!("unknown iCE40 device '{}'", input.device);
+        return Report::new(Vec::new(), vec![Finding::error("DEVICE_UNKNOWN", message, Location::default())]);
+    };
+    let package = device.packages.iter().find(|p| p.name == input.package || (input.package.is_empty() && p.name == device.default_package));
+    let Some(package) = package else {
+        let message = format!("device {} has no package '{}'", device.name, input.package);
+        return Report::new(Vec::new(), vec![Finding::error("PACKAGE_UNKNOWN", message, Location::default())]);
+    };
+    match serde_json::from_str::<serde_json::Value>(input.netlist) {
+        Err(e) => findings.push(Finding::error(
             "NETLIST_INVALID",
             format!("the netlist is not JSON: {e}"),
             Location { file: input.files.netlist.map(str::to_owned), line: Some(e.line() as u32), ..Location::default() },
-        ));
+        )),
+        Ok(json) => match design_view::design_view(&json, input.top) {
+            Err(e) => findings.push(Finding::error(e.code, e.message, at(input.files.netlist))),
+            Ok(design) => findings.extend(constraints::check_constraints(
+                device,
+                package,
+                &design,
+                input.pcf,
+                input.allow_unconstrained,
+                input.files.pcf,
+            )),
+        },
+    }
+    if let Some(bytes) = input.bitstream {
+        findings.extend(bitstream::check(bytes, Some(device.die), input.files.bitstream));
     }
     Report::new(Vec::new(), findings)
 }
