@@ -1,0 +1,19 @@
+//! The runtime shared by the three consumer functions, on Lambda and on one machine.
+//!
+//! - [`kafka`]: the AWS MSK trigger's event shape — building it from log records (the local
+//!   emulator) and reading it back (records keyed `"topic-partition"`, base64 key and value,
+//!   headers as lists of signed bytes, headers possibly absent).
+//! - [`consumer`]: the per-record driver every consumer function uses. It decodes envelopes,
+//!   calls the function's [`consumer::RecordHandler`], dead-letters records that can never
+//!   succeed, and fails the whole batch on a retriable error so it is retried in order.
+//! - [`esm`]: the event-source-mapping emulator that runs a consumer locally as the MSK trigger
+//!   would: batches per partition within a batching window, commit after success, backoff
+//!   while the failed partitions wait, the on-failure destination after the last attempt, and a
+//!   draining shutdown.
+
+pub mod consumer;
+pub mod esm;
+pub mod kafka;
+
+pub use consumer::{BatchError, BatchHandler, Consumer, RecordError, RecordHandler};
+pub use esm::{EventSourceMapping, MappingConfig};

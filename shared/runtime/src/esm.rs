@@ -1,0 +1,307 @@
+//! The local event-source-mapping emulator: runs a consumer function over the log the way the
+//! MSK trigger runs it on AWS.
+//!
+//! Workers (`concurrency` of them) claim partitions that have records and are not backing off,
+//! so a partition is only ever in one batch at a time (that is what keeps per-tenant order).
+//! A batch holds up to `batch_size` records; if it is not full, the worker waits until the
+//! oldest claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent`.
+//! Offsets are committed only after the handler succeeded. A failed batch leaves its offsets
+//! where they were: its partitions back off exponentially while the others go on, and are read
+//! again from the committed offset. After `max_retries` retries the batch's records go to the
+//! dead-letter topic with the reason, and the partitions move on.
+
+use crate::consumer::BatchHandler;
+use crate::kafka::to_event;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use openqq_core::event::headers;
+use openqq_core::{DeadLetter, EventLog, LogRecord, LogSource, PortError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tracing::{debug, error, info, warn};
+
+#[derive(Debug, Clone)]
+pub struct MappingConfig {
+    /// The topic the function consumes.
+    pub topic: String,
+    /// Where records go after the last retry (the on-failure destination).
+    pub dead_letter_topic: String,
+    pub batch_size: usize,
+    pub batch_window: Duration,
+    /// Retries after the first attempt before a batch is dead-lettered.
+    pub max_retries: u32,
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Batches in flight at once (each on distinct partitions).
+    pub concurrency: usize,
+}
+
+impl MappingConfig {
+    pub fn new(topic: impl Into<String>, dead_letter_topic: impl Into<String>) -> Self {
+        Self {
+            topic: topic.into(),
+            dead_letter_topic: dead_letter_topic.into(),
+            batch_size: 100,
+            batch_window: Duration::from_millis(500),
+            max_retries: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(10),
+            concurrency: 2,
+        }
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 1u32.checked_shl(attempt.saturating_sub(1)).unwrap_or(u32::MAX);
+        self.initial_backoff.saturating_mul(factor).min(self.max_backoff)
+    }
+}
+
+/// Per-partition bookkeeping, shared by the workers of one mapping.
+#[derive(Debug, Clone, Default)]
+struct Partition {
+    /// Next offset to read: the committed offset.
+    next: u64,
+    claimed: bool,
+    /// Failed attempts of the current batch.
+    failures: u32,
+    not_before: Option<Instant>,
+}
+
+pub struct EventSourceMapping {
+    source: Arc<dyn LogSource>,
+    log: Arc<dyn EventLog>,
+    handler: Arc<dyn BatchHandler>,
+    cfg: MappingConfig,
+    parts: Mutex<Vec<Partition>>,
+}
+
+impl EventSourceMapping {
+    pub async fn new(source: Arc<dyn LogSource>, log: Arc<dyn EventLog>, handler: Arc<dyn BatchHandler>, cfg: MappingConfig) -> Result<Arc<Self>, PortError> {
+        let n = source.partitions(&cfg.topic);
+        let mut parts = Vec::with_capacity(n as usize);
+        for p in 0..n {
+            let next = source.committed(handler.name(), &cfg.topic, p).await?;
+            parts.push(Partition { next, ..Partition::default() });
+        }
+        Ok(Arc::new(Self { source, log, handler, cfg, parts: Mutex::new(parts) }))
+    }
+
+    fn group(&self) -> &str {
+        self.handler.name()
+    }
+
+    /// Runs the workers until `shutdown` becomes true; batches in flight finish first.
+    pub async fn run(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
+        let workers: Vec<_> = (0..self.cfg.concurrency.max(1))
+            .map(|_| {
+                let me = self.clone();
+                let shutdown = shutdown.clone();
+                tokio::spawn(async move { me.worker(shutdown).await })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.await;
+        }
+        info!(function = self.group(), topic = %self.cfg.topic, "The event source mapping drained and stopped.");
+    }
+
+    async fn worker(&self, mut shutdown: watch::Receiver<bool>) {
+        while !*shutdown.borrow() {
+            let ends = match self.source.end_offsets(&self.cfg.topic).await {
+                Ok(e) => e,
+                Err(e) => {
+                    warn!(function = self.group(), error = %e, "Reading end offsets failed; retrying.");
+                    tokio::time::sleep(self.cfg.initial_backoff).await;
+                    continue;
+                }
+            };
+            self.record_lag(&ends);
+            let (claimed, wait) = self.claim(&ends);
+            if claimed.is_empty() {
+                let pause = wait.unwrap_or(Duration::from_millis(200)).min(Duration::from_millis(200));
+                tokio::select! {
+                    _ = self.source.wait_for_append(&self.cfg.topic, pause) => {}
+                    _ = shutdown.changed() => {}
+                }
+                continue;
+            }
+            let batch = self.fill(&claimed, &mut shutdown).await;
+            self.invoke(&claimed, batch).await;
+        }
+    }
+
+    /// Claims every free partition with records to read, or says how long until one is free.
+    fn claim(&self, ends: &[u64]) -> (Vec<u32>, Option<Duration>) {
+        let now = Instant::now();
+        let mut parts = self.parts.lock().unwrap();
+        let mut claimed = Vec::new();
+        let mut soonest: Option<Duration> = None;
+        for (p, st) in parts.iter_mut().enumerate() {
+            let has_records = ends.get(p).is_some_and(|end| *end > st.next);
+            if st.claimed || !has_records {
+                continue;
+            }
+            match st.not_before {
+                Some(t) if t > now => soonest = Some(soonest.map_or(t - now, |s| s.min(t - now))),
+                _ => {
+                    st.claimed = true;
+                    claimed.push(p as u32);
+                }
+            }
+        }
+        (claimed, soonest)
+    }
+
+    /// Reads up to `batch_size` records from the claimed partitions, waiting for more until the
+    /// oldest one is `batch_window` old (or shutdown begins).
+    async fn fill(&self, claimed: &[u32], shutdown: &mut watch::Receiver<bool>) -> Vec<LogRecord> {
+        loop {
+            let batch = self.read(claimed).await;
+            let full = batch.len() >= self.cfg.batch_size;
+            let oldest = batch.iter().map(|r| r.timestamp_ms).min();
+            let waited = oldest.map(|ts| (chrono::Utc::now().timestamp_millis() - ts).max(0) as u64).unwrap_or(0);
+            let window = self.cfg.batch_window.as_millis() as u64;
+            if full || batch.is_empty() || waited >= window || *shutdown.borrow() {
+                return batch;
+            }
+            tokio::select! {
+                _ = self.source.wait_for_append(&self.cfg.topic, Duration::from_millis(window - waited)) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+
+    async fn read(&self, claimed: &[u32]) -> Vec<LogRecord> {
+        let mut batch = Vec::new();
+        for &p in claimed {
+            let budget = self.cfg.batch_size.saturating_sub(batch.len());
+            if budget == 0 {
+                break;
+            }
+            let from = self.parts.lock().unwrap()[p as usize].next;
+            match self.source.read(&self.cfg.topic, p, from, budget).await {
+                Ok(recs) => batch.extend(recs),
+                Err(e) => warn!(function = self.group(), partition = p, error = %e, "Reading a partition failed; it will be read again."),
+            }
+        }
+        batch
+    }
+
+    async fn invoke(&self, claimed: &[u32], batch: Vec<LogRecord>) {
+        if batch.is_empty() {
+            self.release(claimed);
+            return;
+        }
+        let function = self.group().to_owned();
+        let started = Instant::now();
+        let result = self.handler.handle(to_event(&batch)).await;
+        metrics::histogram!("openqq_batch_duration_seconds", "function" => function.clone()).record(started.elapsed().as_secs_f64());
+        match result {
+            Ok(()) => {
+                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "ok").increment(1);
+                self.commit_batch(&batch).await;
+            }
+            Err(e) => {
+                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "failed").increment(1);
+                self.fail_batch(&batch, &e.to_string()).await;
+            }
+        }
+        self.release(claimed);
+    }
+
+    /// Commits the offset after the last record of each partition in the batch. A commit that
+    /// fails leaves the offset behind: the records are read again and applied as no-ops.
+    async fn commit_batch(&self, batch: &[LogRecord]) {
+        for (p, next) in last_offsets(batch) {
+            match self.source.commit(self.group(), &self.cfg.topic, p, next).await {
+                Ok(()) => {
+                    let mut parts = self.parts.lock().unwrap();
+                    let st = &mut parts[p as usize];
+                    st.next = next;
+                    st.failures = 0;
+                    st.not_before = None;
+                }
+                Err(e) => warn!(function = self.group(), partition = p, error = %e, "Committing an offset failed; the records will be delivered again."),
+            }
+        }
+    }
+
+    async fn fail_batch(&self, batch: &[LogRecord], reason: &str) {
+        let partitions: Vec<u32> = last_offsets(batch).into_iter().map(|(p, _)| p).collect();
+        let attempts = {
+            let mut parts = self.parts.lock().unwrap();
+            let mut attempts = 0;
+            for &p in &partitions {
+                let st = &mut parts[p as usize];
+                st.failures += 1;
+                attempts = attempts.max(st.failures);
+                st.not_before = Some(Instant::now() + self.cfg.backoff(st.failures));
+            }
+            attempts
+        };
+        if attempts <= self.cfg.max_retries {
+            warn!(function = self.group(), attempt = attempts, partitions = ?partitions, %reason,
+                "The batch failed; its partitions wait and retry from the committed offset.");
+            return;
+        }
+        error!(function = self.group(), records = batch.len(), %reason, "The batch failed after every retry; its records go to the dead-letter topic.");
+        match self.dead_letter(batch, reason).await {
+            Ok(()) => {
+                metrics::counter!("openqq_dead_letters_total", "function" => self.group().to_owned(), "source" => "retries_exhausted").increment(batch.len() as u64);
+                self.commit_batch(batch).await;
+            }
+            Err(e) => warn!(function = self.group(), error = %e, "Dead-lettering failed; the batch will be retried."),
+        }
+    }
+
+    async fn dead_letter(&self, batch: &[LogRecord], reason: &str) -> Result<(), PortError> {
+        let now = chrono::Utc::now();
+        let records = batch
+            .iter()
+            .map(|r| {
+                DeadLetter {
+                    source_topic: r.topic.clone(),
+                    source_partition: r.partition,
+                    source_offset: r.offset,
+                    function: self.group().to_owned(),
+                    reason: format!("retries exhausted: {reason}"),
+                    correlation_id: r.headers.iter().find(|(k, _)| k == headers::CORRELATION_ID).map(|(_, v)| String::from_utf8_lossy(v).into_owned()),
+                    key_base64: Some(B64.encode(r.key.as_bytes())),
+                    value_base64: Some(B64.encode(&r.value)),
+                    dead_lettered_at: now,
+                }
+                .to_record(&r.key)
+            })
+            .collect();
+        self.log.publish(&self.cfg.dead_letter_topic, records).await
+    }
+
+    fn release(&self, claimed: &[u32]) {
+        let mut parts = self.parts.lock().unwrap();
+        for &p in claimed {
+            parts[p as usize].claimed = false;
+        }
+    }
+
+    fn record_lag(&self, ends: &[u64]) {
+        let parts = self.parts.lock().unwrap();
+        for (p, st) in parts.iter().enumerate() {
+            let lag = ends.get(p).copied().unwrap_or(0).saturating_sub(st.next);
+            metrics::gauge!("openqq_consumer_lag_records", "function" => self.group().to_owned(), "partition" => p.to_string()).set(lag as f64);
+        }
+        debug!(function = self.group(), "Lag recorded.");
+    }
+}
+
+/// For each partition in the batch, the offset after its last record.
+fn last_offsets(batch: &[LogRecord]) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    for r in batch {
+        match out.iter_mut().find(|(p, _)| *p == r.partition) {
+            Some((_, next)) => *next = (*next).max(r.offset + 1),
+            None => out.push((r.partition, r.offset + 1)),
+        }
+    }
+    out
+}

@@ -1,0 +1,172 @@
+//! The event-source-mapping emulator over the embedded log, with scripted handlers.
+
+use async_trait::async_trait;
+use aws_lambda_events::event::kafka::KafkaEvent;
+use openqq_adapters::{Durability, EmbeddedEventLog};
+use openqq_core::partition::partition_for;
+use openqq_core::{EventLog, LogSource, Record};
+use openqq_runtime::kafka::records;
+use openqq_runtime::{BatchError, BatchHandler, EventSourceMapping, MappingConfig};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Records what it saw; fails every batch containing a poisoned value, up to `fail_times` times
+/// per poisoned value (u32::MAX: forever).
+#[derive(Default)]
+struct Script {
+    seen: Mutex<Vec<(String, Vec<u8>)>>,
+    batches: Mutex<Vec<usize>>,
+    failures: Mutex<HashMap<Vec<u8>, u32>>,
+    poison: Vec<(Vec<u8>, u32)>,
+}
+
+#[async_trait]
+impl BatchHandler for Script {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError> {
+        let recs = records(&event);
+        for r in &recs {
+            let v = r.value.clone().unwrap();
+            if let Some((_, times)) = self.poison.iter().find(|(p, _)| *p == v) {
+                let mut f = self.failures.lock().unwrap();
+                let n = f.entry(v.clone()).or_default();
+                if *n < *times {
+                    *n += 1;
+                    return Err(BatchError { function: "scripted".into(), topic: r.topic.clone(), partition: r.partition, offset: r.offset, reason: "scripted failure".into() });
+                }
+            }
+        }
+        self.batches.lock().unwrap().push(recs.len());
+        let mut seen = self.seen.lock().unwrap();
+        for r in recs {
+            seen.push((String::from_utf8(r.key.unwrap()).unwrap(), r.value.unwrap()));
+        }
+        Ok(())
+    }
+}
+
+fn rec(key: &str, n: u32) -> Record {
+    Record { key: key.into(), value: format!("{key}:{n}").into_bytes(), headers: vec![] }
+}
+
+fn config(window_ms: u64) -> MappingConfig {
+    let mut c = MappingConfig::new("in", "dlq");
+    c.batch_size = 10;
+    c.batch_window = Duration::from_millis(window_ms);
+    c.initial_backoff = Duration::from_millis(20);
+    c.max_retries = 2;
+    c
+}
+
+async fn until(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn start(log: Arc<EmbeddedEventLog>, handler: Arc<Script>, cfg: MappingConfig) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+    let esm = EventSourceMapping::new(log.clone(), log, handler, cfg).await.unwrap();
+    let (tx, rx) = watch::channel(false);
+    (tx, tokio::spawn(esm.run(rx)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_record_is_delivered_once_in_partition_order_and_committed_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap());
+    let keys = ["a", "b", "c", "d", "e"];
+    for n in 0..30 {
+        log.publish("in", keys.iter().map(|k| rec(k, n)).collect()).await.unwrap();
+    }
+    let h = Arc::new(Script::default());
+    let (stop, task) = start(log.clone(), h.clone(), config(50)).await;
+    until("all records", Duration::from_secs(10), || h.seen.lock().unwrap().len() == 150).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    let seen = h.seen.lock().unwrap().clone();
+    for k in keys {
+        let mine: Vec<_> = seen.iter().filter(|(key, _)| key == k).map(|(_, v)| v.clone()).collect();
+        let want: Vec<_> = (0..30).map(|n| format!("{k}:{n}").into_bytes()).collect();
+        assert_eq!(mine, want, "key {k} delivered once each, in order");
+        let p = partition_for(k, 4);
+        assert_eq!(log.committed("scripted", "in", p).await.unwrap(), log.end_offsets("in").await.unwrap()[p as usize]);
+    }
+    assert!(h.batches.lock().unwrap().iter().all(|n| *n <= 10), "no batch exceeds batch_size");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_partition_waits_and_retries_while_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap());
+    let bad = "a";
+    let good = ["b", "c", "d", "e", "f"].into_iter().find(|k| partition_for(k, 4) != partition_for(bad, 4)).unwrap();
+    log.publish("in", vec![rec(bad, 0), rec(bad, 1)]).await.unwrap();
+    let h = Arc::new(Script { poison: vec![(b"a:0".to_vec(), 2)], ..Script::default() });
+    let mut cfg = config(0);
+    cfg.initial_backoff = Duration::from_millis(300);
+    let (stop, task) = start(log.clone(), h.clone(), cfg).await;
+    until("the first failure", Duration::from_secs(5), || !h.failures.lock().unwrap().is_empty()).await;
+    log.publish("in", vec![rec(good, 0)]).await.unwrap();
+    until("the healthy partition", Duration::from_secs(5), || h.seen.lock().unwrap().iter().any(|(k, _)| k == good)).await;
+    assert!(!h.seen.lock().unwrap().iter().any(|(k, _)| k == bad), "the failing partition has not moved on yet");
+    assert_eq!(log.committed("scripted", "in", partition_for(bad, 4)).await.unwrap(), 0, "nothing committed for the failing partition");
+    until("the retried records", Duration::from_secs(10), || h.seen.lock().unwrap().iter().filter(|(k, _)| k == bad).count() == 2).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    let bad_seen: Vec<_> = h.seen.lock().unwrap().iter().filter(|(k, _)| k == bad).map(|(_, v)| v.clone()).collect();
+    assert_eq!(bad_seen, vec![b"a:0".to_vec(), b"a:1".to_vec()], "retried in order, once each");
+    assert!(log.read("dlq", 0, 0, 10).await.unwrap().is_empty() && log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_never_succeeds_goes_to_the_dead_letter_topic_and_the_partition_moves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap());
+    log.publish("in", vec![rec("a", 0)]).await.unwrap();
+    let h = Arc::new(Script { poison: vec![(b"a:0".to_vec(), u32::MAX)], ..Script::default() });
+    let (stop, task) = start(log.clone(), h.clone(), config(0)).await;
+    let p = partition_for("a", 4);
+    until("the dead letter", Duration::from_secs(10), || *h.failures.lock().unwrap().get(&b"a:0".to_vec()).unwrap_or(&0) >= 3).await;
+    until("the commit", Duration::from_secs(5), || {
+        futures_lite_block(log.committed("scripted", "in", p)).unwrap() == 1
+    })
+    .await;
+    log.publish("in", vec![rec("a", 1)]).await.unwrap();
+    until("the next record", Duration::from_secs(5), || h.seen.lock().unwrap().len() == 1).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert_eq!(*h.failures.lock().unwrap().get(&b"a:0".to_vec()).unwrap(), 3, "one attempt and max_retries = 2 retries");
+    let dlq = log.read("dlq", p, 0, 10).await.unwrap();
+    assert_eq!(dlq.len(), 1);
+    let letter: serde_json::Value = serde_json::from_slice(&dlq[0].value).unwrap();
+    assert_eq!(letter["source_offset"], 0);
+    assert!(letter["reason"].as_str().unwrap().contains("scripted failure"));
+}
+
+fn futures_lite_block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_batch_waits_for_the_batching_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 1, Durability::Process).unwrap());
+    let h = Arc::new(Script::default());
+    let (stop, task) = start(log.clone(), h.clone(), config(400)).await;
+    let t0 = Instant::now();
+    log.publish("in", vec![rec("a", 0)]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    log.publish("in", vec![rec("a", 1)]).await.unwrap();
+    until("the batch", Duration::from_secs(5), || !h.seen.lock().unwrap().is_empty()).await;
+    let took = t0.elapsed();
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert!(took >= Duration::from_millis(350), "the window held the batch open ({took:?})");
+    assert_eq!(*h.batches.lock().unwrap(), vec![2], "both records arrived in one batch");
+}
