@@ -57,7 +57,9 @@ def parse(path):
             if line.startswith("."):
                 words = line.split()
                 section = words[0]
-                if section == ".logic_tile":
+                if section == ".device":
+                    die["width"], die["height"] = int(words[2]), int(words[3])
+                elif section == ".logic_tile":
                     die["logic"] += 1
                 elif section == ".ramb_tile":
                     die["ramb"] += 1
@@ -157,6 +159,8 @@ def main():
             ident = f"PINS_{die_name}_{pkg}".upper().replace(":", "_")
             w(f'            Package {{ name: "{shown}", pins: {ident} }},')
         w("        ],")
+        w(f"        width: {die['width']},")
+        w(f"        height: {die['height']},")
         w(f"        logic_tiles: {die['logic']},")
         w(f"        ram_tiles: {die['ramb']},")
         w(f"        io_tiles: {die['io']},")

@@ -23,6 +23,10 @@ pub struct Device {
     pub default_package: &'static str,
     /// Every package the chip database lists for this part.
     pub packages: &'static [Package],
+    /// Tile grid width, IO ring included.
+    pub width: u32,
+    /// Tile grid height, IO ring included; bounds carry-chain length (`(height - 2) * 8 - 2`).
+    pub height: u32,
     /// Logic tiles; each holds 8 logic cells (`ICESTORM_LC`).
     pub logic_tiles: u32,
     /// Block RAM tiles (`ICESTORM_RAM`); each pairs a `ramb` and a `ramt` tile.

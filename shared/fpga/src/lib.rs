@@ -8,6 +8,8 @@ pub mod bitstream;
 mod constraints;
 mod design_view;
 pub mod device;
+pub mod netlist;
+pub mod pack;
 pub mod pcf;
 mod pll;
 mod report;

@@ -1,0 +1,290 @@
+//! Yosys `write_json` netlists: the top module's ports and cells, nothing else.
+//!
+//! Parsing is total: any input yields either a [`Module`] or a [`NetlistError`] that becomes a
+//! `NETLIST_INVALID` or `TOP_NOT_FOUND` finding. Map order from the file is kept, because
+//! nextpnr's packer visits cells in the order it read them and some of its choices depend on it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+
+/// One bit of a port or connection: a net number or a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Bit {
+    Net(u32),
+    Zero,
+    One,
+    /// `x` or `z`: undriven.
+    Undriven,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Input,
+    Output,
+    Inout,
+}
+
+/// A top-level port; each bit becomes an IO pad unless an `SB_IO` already owns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    pub name: String,
+    pub direction: Direction,
+    pub bits: Vec<Bit>,
+}
+
+/// A cell instance. `connections` keep the file's order; `outputs` names the ports the cell drives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub name: String,
+    pub cell_type: String,
+    /// Parameters as strings (yosys writes bit strings, numbers or text).
+    pub parameters: BTreeMap<String, String>,
+    pub connections: Vec<(String, Vec<Bit>)>,
+    /// Ports yosys marked `output` in `port_directions`.
+    pub outputs: Vec<String>,
+}
+
+/// The top module after blackbox library modules have been set aside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    pub name: String,
+    pub ports: Vec<Port>,
+    pub cells: Vec<Cell>,
+}
+
+/// Why a netlist could not be read; `code` is the finding code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetlistError {
+    pub code: &'static str,
+    pub message: String,
+    /// 1-based line of a JSON syntax error.
+    pub line: Option<u32>,
+}
+
+impl Cell {
+    /// The bits on a port, or an empty slice when the port is not connected.
+    pub fn port(&self, name: &str) -> &[Bit] {
+        self.connections.iter().find(|(p, _)| p == name).map_or(&[], |(_, b)| b.as_slice())
+    }
+
+    /// The single bit on a one-bit port.
+    pub fn bit(&self, name: &str) -> Option<Bit> {
+        self.port(name).first().copied()
+    }
+
+    pub fn is_output(&self, port: &str) -> bool {
+        self.outputs.iter().any(|p| p == port)
+    }
+}
+
+/// A JSON object read into a vector, keeping the file's key order.
+struct Ordered(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+                let mut entries = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    entries.push((k, v));
+                }
+                Ok(Ordered(entries))
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+fn invalid(message: impl Into<String>) -> NetlistError {
+    NetlistError { code: "NETLIST_INVALID", message: message.into(), line: None }
+}
+
+/// Re-reads a `Value` object keeping key order (serde_json's `Value` map may sort keys).
+fn ordered(v: &Value, what: &str) -> Result<Vec<(String, Value)>, NetlistError> {
+    match v {
+        Value::Object(_) => Ordered::deserialize(v).map(|o| o.0).map_err(|e| invalid(format!("{what}: {e}"))),
+        Value::Null => Ok(Vec::new()),
+        _ => Err(invalid(format!("{what} is not an object"))),
+    }
+}
+
+fn truthy(attrs: Option<&Value>, key: &str) -> bool {
+    match attrs.and_then(|a| a.get(key)) {
+        Some(Value::String(s)) => s.chars().any(|c| c != '0'),
+        Some(Value::Number(n)) => n.as_u64().is_some_and(|n| n != 0),
+        Some(Value::Bool(b)) => *b,
+        _ => false,
+    }
+}
+
+fn bits(v: &Value, what: &str) -> Result<Vec<Bit>, NetlistError> {
+    let arr = v.as_array().ok_or_else(|| invalid(format!("{what}: bits are not a list")))?;
+    arr.iter()
+        .map(|b| match b {
+            Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).map(Bit::Net),
+            Value::String(s) if s == "0" => Some(Bit::Zero),
+            Value::String(s) if s == "1" => Some(Bit::One),
+            Value::String(s) if s == "x" || s == "z" => Some(Bit::Undriven),
+            _ => None,
+        }
+        .ok_or_else(|| invalid(format!("{what}: bit {b} is neither a net number nor 0/1/x/z"))))
+        .collect()
+}
+
+fn param_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Parses yosys JSON and picks the top module: `top` if given, else the module with the `top`
+/// attribute, else the only module that is not a blackbox.
+pub fn parse(text: &str, top: Option<&str>) -> Result<Module, NetlistError> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| NetlistError {
+        code: "NETLIST_INVALID",
+        message: format!("the netlist is not JSON: {e}"),
+        line: u32::try_from(e.line()).ok().filter(|l| *l > 0),
+    })?;
+    let modules = doc.get("modules").ok_or_else(|| invalid("the netlist has no \"modules\" object (is it yosys write_json output?)"))?;
+    let modules = ordered(modules, "modules")?;
+    let real: Vec<&(String, Value)> =
+        modules.iter().filter(|(_, m)| !truthy(m.get("attributes"), "blackbox")).collect();
+    let chosen = match top {
+        Some(want) => {
+            let want = want.trim_start_matches('\\');
+            real.iter().find(|(n, _)| n.trim_start_matches('\\') == want).copied().ok_or_else(|| NetlistError {
+                code: "TOP_NOT_FOUND",
+                message: format!("the netlist has no module named `{want}`"),
+                line: None,
+            })?
+        }
+        None => {
+            let marked: Vec<_> = real.iter().filter(|(_, m)| truthy(m.get("attributes"), "top")).collect();
+            match (marked.as_slice(), real.as_slice()) {
+                ([one], _) => **one,
+                ([], [only]) => *only,
+                _ => {
+                    return Err(NetlistError {
+                        code: "TOP_NOT_FOUND",
+                        message: format!(
+                            "cannot tell the top module: {} candidate modules and {} marked `top`; name one",
+                            real.len(),
+                            marked.len()
+                        ),
+                        line: None,
+                    })
+                }
+            }
+        }
+    };
+    module(&chosen.0, &chosen.1)
+}
+
+fn module(name: &str, m: &Value) -> Result<Module, NetlistError> {
+    if !m.is_object() {
+        return Err(invalid(format!("module `{name}` is not an object")));
+    }
+    let mut ports = Vec::new();
+    for (pname, p) in ordered(m.get("ports").unwrap_or(&Value::Null), "ports")? {
+        let direction = match p.get("direction").and_then(Value::as_str) {
+            Some("input") => Direction::Input,
+            Some("output") => Direction::Output,
+            Some("inout") => Direction::Inout,
+            other => return Err(invalid(format!("port `{pname}` has direction {other:?}"))),
+        };
+        let b = bits(p.get("bits").unwrap_or(&Value::Null), &format!("port `{pname}`"))?;
+        ports.push(Port { name: pname, direction, bits: b });
+    }
+    let mut cells = Vec::new();
+    for (cname, c) in ordered(m.get("cells").unwrap_or(&Value::Null), "cells")? {
+        let cell_type = c
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid(format!("cell `{cname}` has no type")))?
+            .to_owned();
+        let parameters = ordered(c.get("parameters").unwrap_or(&Value::Null), "parameters")?
+            .into_iter()
+            .map(|(k, v)| (k, param_string(&v)))
+            .collect();
+        let mut connections = Vec::new();
+        for (port, b) in ordered(c.get("connections").unwrap_or(&Value::Null), "connections")? {
+            let b = bits(&b, &format!("cell `{cname}` port `{port}`"))?;
+            connections.push((port, b));
+        }
+        let outputs = ordered(c.get("port_directions").unwrap_or(&Value::Null), "port_directions")?
+            .into_iter()
+            .filter(|(_, d)| d.as_str() == Some("output"))
+            .map(|(k, _)| k)
+            .collect();
+        cells.push(Cell { name: cname, cell_type, parameters, connections, outputs });
+    }
+    Ok(Module { name: name.trim_start_matches('\\').to_owned(), ports, cells })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = r#"{"modules":{
+        "SB_LUT4":{"attributes":{"blackbox":"00000000000000000000000000000001"},"ports":{},"cells":{}},
+        "top":{"attributes":{"top":"00000000000000000000000000000001"},
+          "ports":{"a":{"direction":"input","bits":[2,3]},"y":{"direction":"output","bits":[4]}},
+          "cells":{"z_lut":{"type":"SB_LUT4","parameters":{"LUT_INIT":"0110"},
+            "port_directions":{"I0":"input","I1":"input","O":"output"},
+            "connections":{"I0":[2],"I1":["0"],"O":[4]}},
+            "a_first":{"type":"SB_DFF","connections":{"D":[3],"C":["x"],"Q":[5]}}}}}}"#;
+
+    #[test]
+    fn the_module_marked_top_is_chosen_and_blackboxes_are_ignored() {
+        let m = parse(SMALL, None).unwrap();
+        assert_eq!(m.name, "top");
+        assert_eq!(m.ports[0].bits, vec![Bit::Net(2), Bit::Net(3)]);
+        assert_eq!(m.cells[0].bit("I1"), Some(Bit::Zero));
+        assert!(m.cells[0].is_output("O"));
+    }
+
+    #[test]
+    fn cells_keep_the_order_of_the_file() {
+        let m = parse(SMALL, None).unwrap();
+        let names: Vec<_> = m.cells.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["z_lut", "a_first"]);
+        assert_eq!(m.cells[1].bit("C"), Some(Bit::Undriven));
+    }
+
+    #[test]
+    fn a_named_top_that_does_not_exist_is_top_not_found() {
+        assert_eq!(parse(SMALL, Some("nope")).unwrap_err().code, "TOP_NOT_FOUND");
+        assert_eq!(parse(SMALL, Some("SB_LUT4")).unwrap_err().code, "TOP_NOT_FOUND");
+    }
+
+    #[test]
+    fn two_unmarked_modules_are_top_not_found() {
+        let two = r#"{"modules":{"a":{"ports":{},"cells":{}},"b":{"ports":{},"cells":{}}}}"#;
+        assert_eq!(parse(two, None).unwrap_err().code, "TOP_NOT_FOUND");
+        assert_eq!(parse(two, Some("b")).unwrap().name, "b");
+    }
+
+    #[test]
+    fn broken_json_is_netlist_invalid_with_a_line() {
+        let e = parse("{\n\"modules\": [", None).unwrap_err();
+        assert_eq!((e.code, e.line.is_some()), ("NETLIST_INVALID", true));
+    }
+
+    #[test]
+    fn wrong_shapes_are_netlist_invalid_not_panics() {
+        for text in ["[]", "{\"modules\":3}", "{\"modules\":{\"t\":{\"cells\":{\"c\":{}}}}}",
+                     "{\"modules\":{\"t\":{\"ports\":{\"p\":{\"direction\":\"up\",\"bits\":[]}}}}}",
+                     "{\"modules\":{\"t\":{\"cells\":{\"c\":{\"type\":\"X\",\"connections\":{\"A\":[-1]}}}}}}"] {
+            assert_eq!(parse(text, None).unwrap_err().code, "NETLIST_INVALID", "{text}");
+        }
+    }
+}
