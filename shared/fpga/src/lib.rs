@@ -10,6 +10,7 @@ mod design_view;
 pub mod device;
 pub mod netlist;
 pub mod pack;
+pub mod resources;
 pub mod pcf;
 mod pll;
 mod report;
@@ -56,28 +57,37 @@ pub fn validate(input: &Input<'_>) -> Report {
     let package = device.packages.iter().find(|p| p.name == input.package || (input.package.is_empty() && p.name == device.default_package));
     let Some(package) = package else {
         let message = format!("device {} has no package '{}'", device.name, input.package);
-        return Report::new(Vec::new(), vec![Finding::error("PACKAGE_UNKNOWN", message, Location::default())]);
+        return Report::new(Vec::new(), vec![Finding::error("PACKAGE_UNSUPPORTED", message, Location::default())]);
     };
-    match serde_json::from_str::<serde_json::Value>(input.netlist) {
+    // Packing and resource checks (utilisation as nextpnr-ice40 --pack-only reports it), then
+    // the pin and PLL checks on the same netlist.
+    let mut utilization = Vec::new();
+    match netlist::parse(input.netlist, input.top) {
         Err(e) => findings.push(Finding::error(
-            "NETLIST_INVALID",
-            format!("the netlist is not JSON: {e}"),
-            Location { file: input.files.netlist.map(str::to_owned), line: Some(e.line() as u32), ..Location::default() },
+            e.code,
+            e.message,
+            Location { line: e.line, ..at(input.files.netlist) },
         )),
-        Ok(json) => match design_view::design_view(&json, input.top) {
-            Err(e) => findings.push(Finding::error(e.code, e.message, at(input.files.netlist))),
-            Ok(design) => findings.extend(constraints::check_constraints(
-                device,
-                package,
-                &design,
-                input.pcf,
-                input.allow_unconstrained,
-                input.files.pcf,
-            )),
-        },
+        Ok(module) => {
+            let (rows, resource_findings) = resources::check(device, package, &module, input.files.netlist);
+            utilization = rows;
+            findings.extend(resource_findings);
+            let json: serde_json::Value = serde_json::from_str(input.netlist).unwrap_or_default();
+            match design_view::design_view(&json, input.top) {
+                Err(e) => findings.push(Finding::error(e.code, e.message, at(input.files.netlist))),
+                Ok(design) => findings.extend(constraints::check_constraints(
+                    device,
+                    package,
+                    &design,
+                    input.pcf,
+                    input.allow_unconstrained,
+                    input.files.pcf,
+                )),
+            }
+        }
     }
     if let Some(bytes) = input.bitstream {
         findings.extend(bitstream::check(bytes, Some(device.die), input.files.bitstream));
     }
-    Report::new(Vec::new(), findings)
+    Report::new(utilization, findings)
 }

@@ -124,7 +124,7 @@ fn hard_resource(t: &str) -> Option<&'static str> {
 impl<'a> Graph<'a> {
     fn new(m: &'a Module) -> (Self, HashMap<u32, Net>) {
         let mut ids: HashMap<u32, Net> = HashMap::new();
-        let mut intern = |n: u32, ids: &mut HashMap<u32, Net>| {
+        let intern = |n: u32, ids: &mut HashMap<u32, Net>| {
             let next = ids.len();
             *ids.entry(n).or_insert(next)
         };

@@ -1,0 +1,120 @@
+//! Resource checks: packs the design as nextpnr-ice40 would and compares every resource with
+//! the device's capacity and the package's pins.
+//!
+//! Codes: `RESOURCE_OVER_CAPACITY`, `RESOURCE_ABSENT`, `IO_EXCEEDS_PACKAGE`, `CELL_TYPE_UNKNOWN`.
+
+use crate::device::{Device, Package};
+use crate::netlist::Module;
+use crate::pack::pack;
+use crate::report::{Finding, Location, Utilization};
+
+/// The extra utilisation row for bonded pins; nextpnr's own `SB_IO` row counts die pads.
+pub const PACKAGE_PINS: &str = "PACKAGE_PIN";
+
+/// Utilisation rows (nextpnr's resources, then [`PACKAGE_PINS`]) and resource findings.
+pub fn check(device: &Device, package: &Package, module: &Module, file: Option<&str>) -> (Vec<Utilization>, Vec<Finding>) {
+    let packed = pack(module, device);
+    let at = || Location { file: file.map(str::to_owned), ..Location::default() };
+    let mut rows: Vec<Utilization> = device
+        .capacities()
+        .into_iter()
+        .map(|(r, available)| Utilization { resource: r.to_owned(), used: packed.used.get(r).copied().unwrap_or(0), available })
+        .collect();
+    let mut findings = Vec::new();
+    for (r, used) in &packed.used {
+        if *used > 0 && !rows.iter().any(|u| u.resource == *r) {
+            findings.push(Finding::error(
+                "RESOURCE_ABSENT",
+                format!("the design uses {used} {r} but the {} has none", device.name),
+                at(),
+            ));
+            rows.push(Utilization { resource: (*r).to_owned(), used: *used, available: 0 });
+        }
+    }
+    for u in &rows {
+        if u.available > 0 && u.used > u.available {
+            findings.push(Finding::error(
+                "RESOURCE_OVER_CAPACITY",
+                format!("the design needs {} {} but the {} has {}", u.used, u.resource, device.name, u.available),
+                at(),
+            ));
+        }
+    }
+    let ios = packed.used.get("SB_IO").copied().unwrap_or(0);
+    let pins = package.pins.len() as u32;
+    rows.push(Utilization { resource: PACKAGE_PINS.to_owned(), used: ios, available: pins });
+    if ios > pins {
+        // nextpnr counts die pads here and only fails at placement; we say so up front.
+        findings.push(Finding::error(
+            "IO_EXCEEDS_PACKAGE",
+            format!("the design needs {ios} IO pins but the {} {} package bonds out {pins}", device.name, package.name),
+            at(),
+        ));
+    }
+    for &ci in &packed.unknown_cells {
+        let cell = &module.cells[ci];
+        findings.push(Finding::warning(
+            "CELL_TYPE_UNKNOWN",
+            format!("cell type {} is not an iCE40 primitive nextpnr-ice40 knows; it is not counted", cell.cell_type),
+            Location { cell: Some(cell.name.clone()), ..at() },
+        ));
+    }
+    (rows, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::device;
+    use crate::netlist::parse;
+
+    fn run(dev: &str, netlist: &str) -> (Vec<Utilization>, Vec<Finding>) {
+        let d = device(dev).unwrap();
+        check(d, d.package("").unwrap(), &parse(netlist, None).unwrap(), None)
+    }
+
+    fn codes(f: &[Finding]) -> Vec<&str> {
+        f.iter().map(|f| f.code.as_str()).collect()
+    }
+
+    fn luts(n: usize, ports: &str) -> String {
+        let cells: Vec<String> = (0..n)
+            .map(|i| format!(r#""l{i}":{{"type":"SB_LUT4","port_directions":{{"I0":"input","O":"output"}},"connections":{{"I0":[2],"O":[{}]}}}}"#, i + 10))
+            .collect();
+        format!(r#"{{"modules":{{"top":{{"ports":{{{ports}}},"cells":{{{}}}}}}}}}"#, cells.join(","))
+    }
+
+    #[test]
+    fn block_ram_on_lp384_is_resource_absent() {
+        // nextpnr-ice40 0.4 crashes on this design (no RAM bels on the 384 die); we say why.
+        let ram = r#"{"modules":{"top":{"ports":{},"cells":{"r":{"type":"SB_RAM40_4K","connections":{}}}}}}"#;
+        let (rows, findings) = run("lp384", ram);
+        assert_eq!(codes(&findings), ["RESOURCE_ABSENT"]);
+        assert!(rows.iter().any(|u| u.resource == "ICESTORM_RAM" && u.used == 1 && u.available == 0));
+    }
+
+    #[test]
+    fn more_logic_cells_than_the_die_has_is_over_capacity() {
+        let (rows, findings) = run("lp384", &luts(400, ""));
+        assert_eq!(codes(&findings), ["RESOURCE_OVER_CAPACITY"]);
+        // 400 LUTs + the VCC driver nextpnr always adds.
+        assert_eq!(rows.iter().find(|u| u.resource == "ICESTORM_LC").unwrap().used, 401);
+    }
+
+    #[test]
+    fn more_ports_than_package_pins_is_io_exceeds_package() {
+        // nextpnr only notices this at placement; pack-only passes. lp384 qn32 bonds 21 pins.
+        let wide = r#""a":{"direction":"input","bits":[2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26]}"#;
+        let (rows, findings) = run("lp384", &luts(0, wide));
+        assert_eq!(codes(&findings), ["IO_EXCEEDS_PACKAGE"]);
+        let pins = rows.iter().find(|u| u.resource == PACKAGE_PINS).unwrap();
+        assert_eq!((pins.used, pins.available), (25, 21));
+    }
+
+    #[test]
+    fn an_unknown_cell_type_is_a_warning_naming_the_cell() {
+        let (_, findings) = run("hx8k", r#"{"modules":{"top":{"ports":{},"cells":{"m":{"type":"XC_DSP48","connections":{}}}}}}"#);
+        assert_eq!(codes(&findings), ["CELL_TYPE_UNKNOWN"]);
+        assert_eq!(findings[0].location.cell.as_deref(), Some("m"));
+    }
+}
