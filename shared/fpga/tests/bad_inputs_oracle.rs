@@ -96,7 +96,7 @@ fn the_recordings_cover_every_case_the_issue_lists() {
         "PULLUP_RESISTOR_NOT_SUPPORTED",
         "PLL_PAD_PIN_INVALID",
         "PLL_FREQ_OUT_OF_RANGE",
-        "PACKAGE_UNKNOWN",
+        "PACKAGE_UNSUPPORTED",
         "TOP_NOT_FOUND",
         "NETLIST_INVALID",
         "BITSTREAM_TRUNCATED",
