@@ -15,5 +15,7 @@
 
 pub mod conformance;
 pub mod embedded;
+pub mod fallback_limiter;
+pub mod redis_limiter;
 
 pub use embedded::{BroadcastNotifier, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter, Durability};
