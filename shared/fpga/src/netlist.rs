@@ -81,26 +81,97 @@ impl Cell {
     }
 }
 
-/// A JSON object read into a vector, keeping the file's key order.
-struct Ordered(Vec<(String, Value)>);
+/// A JSON object read into a vector of entries (no map, no sorting, no cloning).
+struct Entries<T>(Vec<(String, T)>);
 
-impl<'de> Deserialize<'de> for Ordered {
+impl<T> Default for Entries<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Ordered;
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Entries<T>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+            fn visit_unit<E>(self) -> Result<Entries<T>, E> {
+                Ok(Entries(Vec::new()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<T>, A::Error> {
                 let mut entries = Vec::new();
-                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                while let Some((k, v)) = map.next_entry::<String, T>()? {
                     entries.push((k, v));
                 }
-                Ok(Ordered(entries))
+                Ok(Entries(entries))
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct RawDoc {
+    modules: Entries<RawModule>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawModule {
+    #[serde(default)]
+    attributes: Entries<Value>,
+    #[serde(default)]
+    ports: Entries<RawPort>,
+    #[serde(default)]
+    cells: Entries<RawCell>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawPort {
+    direction: String,
+    bits: Vec<RawBit>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawCell {
+    #[serde(rename = "type")]
+    cell_type: String,
+    #[serde(default)]
+    parameters: Entries<Value>,
+    #[serde(default)]
+    port_directions: Entries<String>,
+    #[serde(default)]
+    connections: Entries<Vec<RawBit>>,
+}
+
+/// A bit as written: a net number or a constant string. Hand-written visitor because serde's
+/// untagged enums buffer every value and made parsing several times slower.
+enum RawBit {
+    Net(u32),
+    Const(String),
+}
+
+impl<'de> Deserialize<'de> for RawBit {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawBit;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a net number or \"0\", \"1\", \"x\", \"z\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<RawBit, E> {
+                u32::try_from(n).map(RawBit::Net).map_err(|_| E::custom("net number out of range"))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<RawBit, E> {
+                u32::try_from(n).map(RawBit::Net).map_err(|_| E::custom("net number out of range"))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<RawBit, E> {
+                Ok(RawBit::Const(s.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(V)
     }
 }
 
@@ -108,17 +179,8 @@ fn invalid(message: impl Into<String>) -> NetlistError {
     NetlistError { code: "NETLIST_INVALID", message: message.into(), line: None }
 }
 
-/// Re-reads a `Value` object keeping key order (serde_json's `Value` map may sort keys).
-fn ordered(v: &Value, what: &str) -> Result<Vec<(String, Value)>, NetlistError> {
-    match v {
-        Value::Object(_) => Ordered::deserialize(v).map(|o| o.0).map_err(|e| invalid(format!("{what}: {e}"))),
-        Value::Null => Ok(Vec::new()),
-        _ => Err(invalid(format!("{what} is not an object"))),
-    }
-}
-
-fn truthy(attrs: Option<&Value>, key: &str) -> bool {
-    match attrs.and_then(|a| a.get(key)) {
+fn truthy(attrs: &Entries<Value>, key: &str) -> bool {
+    match attrs.0.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
         Some(Value::String(s)) => s.chars().any(|c| c != '0'),
         Some(Value::Number(n)) => n.as_u64().is_some_and(|n| n != 0),
         Some(Value::Bool(b)) => *b,
@@ -126,23 +188,23 @@ fn truthy(attrs: Option<&Value>, key: &str) -> bool {
     }
 }
 
-fn bits(v: &Value, what: &str) -> Result<Vec<Bit>, NetlistError> {
-    let arr = v.as_array().ok_or_else(|| invalid(format!("{what}: bits are not a list")))?;
-    arr.iter()
+fn bits(raw: Vec<RawBit>, what: &str) -> Result<Vec<Bit>, NetlistError> {
+    raw.into_iter()
         .map(|b| match b {
-            Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).map(Bit::Net),
-            Value::String(s) if s == "0" => Some(Bit::Zero),
-            Value::String(s) if s == "1" => Some(Bit::One),
-            Value::String(s) if s == "x" || s == "z" => Some(Bit::Undriven),
-            _ => None,
-        }
-        .ok_or_else(|| invalid(format!("{what}: bit {b} is neither a net number nor 0/1/x/z"))))
+            RawBit::Net(n) => Ok(Bit::Net(n)),
+            RawBit::Const(s) => match s.as_str() {
+                "0" => Ok(Bit::Zero),
+                "1" => Ok(Bit::One),
+                "x" | "z" => Ok(Bit::Undriven),
+                other => Err(invalid(format!("{what}: bit {other:?} is neither a net number nor 0/1/x/z"))),
+            },
+        })
         .collect()
 }
 
-fn param_string(v: &Value) -> String {
+fn param_string(v: Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => s,
         other => other.to_string(),
     }
 }
@@ -150,29 +212,27 @@ fn param_string(v: &Value) -> String {
 /// Parses yosys JSON and picks the top module: `top` if given, else the module with the `top`
 /// attribute, else the only module that is not a blackbox.
 pub fn parse(text: &str, top: Option<&str>) -> Result<Module, NetlistError> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| NetlistError {
+    let doc: RawDoc = serde_json::from_str(text).map_err(|e| NetlistError {
         code: "NETLIST_INVALID",
-        message: format!("the netlist is not JSON: {e}"),
+        message: format!("the netlist is not yosys JSON: {e}"),
         line: u32::try_from(e.line()).ok().filter(|l| *l > 0),
     })?;
-    let modules = doc.get("modules").ok_or_else(|| invalid("the netlist has no \"modules\" object (is it yosys write_json output?)"))?;
-    let modules = ordered(modules, "modules")?;
-    let real: Vec<&(String, Value)> =
-        modules.iter().filter(|(_, m)| !truthy(m.get("attributes"), "blackbox")).collect();
-    let chosen = match top {
+    let mut real: Vec<(String, RawModule)> =
+        doc.modules.0.into_iter().filter(|(_, m)| !truthy(&m.attributes, "blackbox")).collect();
+    let index = match top {
         Some(want) => {
             let want = want.trim_start_matches('\\');
-            real.iter().find(|(n, _)| n.trim_start_matches('\\') == want).copied().ok_or_else(|| NetlistError {
+            real.iter().position(|(n, _)| n.trim_start_matches('\\') == want).ok_or_else(|| NetlistError {
                 code: "TOP_NOT_FOUND",
                 message: format!("the netlist has no module named `{want}`"),
                 line: None,
             })?
         }
         None => {
-            let marked: Vec<_> = real.iter().filter(|(_, m)| truthy(m.get("attributes"), "top")).collect();
-            match (marked.as_slice(), real.as_slice()) {
-                ([one], _) => **one,
-                ([], [only]) => *only,
+            let marked: Vec<usize> = (0..real.len()).filter(|i| truthy(&real[*i].1.attributes, "top")).collect();
+            match (marked.as_slice(), real.len()) {
+                ([one], _) => *one,
+                ([], 1) => 0,
                 _ => {
                     return Err(NetlistError {
                         code: "TOP_NOT_FOUND",
@@ -187,51 +247,35 @@ pub fn parse(text: &str, top: Option<&str>) -> Result<Module, NetlistError> {
             }
         }
     };
-    module(&chosen.0, &chosen.1)
+    let (name, m) = real.swap_remove(index);
+    module(&name, m)
 }
 
-fn module(name: &str, m: &Value) -> Result<Module, NetlistError> {
-    if !m.is_object() {
-        return Err(invalid(format!("module `{name}` is not an object")));
-    }
+fn module(name: &str, m: RawModule) -> Result<Module, NetlistError> {
     let mut ports = Vec::new();
-    for (pname, p) in ordered(m.get("ports").unwrap_or(&Value::Null), "ports")? {
-        let direction = match p.get("direction").and_then(Value::as_str) {
-            Some("input") => Direction::Input,
-            Some("output") => Direction::Output,
-            Some("inout") => Direction::Inout,
+    for (pname, p) in m.ports.0 {
+        let direction = match p.direction.as_str() {
+            "input" => Direction::Input,
+            "output" => Direction::Output,
+            "inout" => Direction::Inout,
             other => return Err(invalid(format!("port `{pname}` has direction {other:?}"))),
         };
-        let b = bits(p.get("bits").unwrap_or(&Value::Null), &format!("port `{pname}`"))?;
+        let b = bits(p.bits, &format!("port `{pname}`"))?;
         ports.push(Port { name: pname, direction, bits: b });
     }
     let mut cells = Vec::new();
-    for (cname, c) in ordered(m.get("cells").unwrap_or(&Value::Null), "cells")? {
-        let cell_type = c
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid(format!("cell `{cname}` has no type")))?
-            .to_owned();
-        let parameters = ordered(c.get("parameters").unwrap_or(&Value::Null), "parameters")?
-            .into_iter()
-            .map(|(k, v)| (k, param_string(&v)))
-            .collect();
+    for (cname, c) in m.cells.0 {
+        let parameters = c.parameters.0.into_iter().map(|(k, v)| (k, param_string(v))).collect();
         let mut connections = Vec::new();
-        for (port, b) in ordered(c.get("connections").unwrap_or(&Value::Null), "connections")? {
-            let b = bits(&b, &format!("cell `{cname}` port `{port}`"))?;
+        for (port, b) in c.connections.0 {
+            let b = bits(b, &format!("cell `{cname}` port `{port}`"))?;
             connections.push((port, b));
         }
-        let outputs = ordered(c.get("port_directions").unwrap_or(&Value::Null), "port_directions")?
-            .into_iter()
-            .filter(|(_, d)| d.as_str() == Some("output"))
-            .map(|(k, _)| k)
-            .collect();
-        cells.push(Cell { name: cname, cell_type, parameters, connections, outputs });
+        connections.sort_by(|a: &(String, Vec<Bit>), b| a.0.cmp(&b.0));
+        let outputs = c.port_directions.0.into_iter().filter(|(_, d)| d == "output").map(|(k, _)| k).collect();
+        cells.push(Cell { name: cname, cell_type: c.cell_type, parameters, connections, outputs });
     }
     cells.sort_by(|a, b| a.name.cmp(&b.name));
-    for c in &mut cells {
-        c.connections.sort_by(|a, b| a.0.cmp(&b.0));
-    }
     Ok(Module { name: name.trim_start_matches('\\').to_owned(), ports, cells })
 }
 
