@@ -1,0 +1,75 @@
+//! The API function: HTTP API v1.
+//!
+//! [`router`] builds the whole API as an axum `Router`; `main.rs` hands it to `lambda_http`, and
+//! the local runner serves it on a TCP port. Requests flow through these layers, outermost first:
+//!
+//! 1. [`correlation`]: accept a well-formed `x-correlation-id` or create one; echo it on every
+//!    response; scope it for logs and problem documents.
+//! 2. [`observe`]: request counts and latency histograms by route template and status.
+//! 3. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
+//!    immediate 503 when the queue is full.
+//! 4. Per route: [`auth`] (bearer JWT → tenant), the per-tenant [`limit`], then the handler in
+//!    [`designs`]. Every error is an RFC 9457 problem document ([`problem`]).
+//!
+//! Submissions are published to the log and answered 202 once durable; the API never writes the
+//! store. Reads come from the store, which the consumer functions materialise, so they are
+//! eventually consistent with submissions.
+
+pub mod auth;
+pub mod body;
+pub mod correlation;
+pub mod designs;
+pub mod limit;
+pub mod observe;
+pub mod pool;
+pub mod problem;
+
+use axum::routing::{get, post};
+use axum::Router;
+use metrics_exporter_prometheus::PrometheusHandle;
+use openqq_core::{DesignStore, EventLog, RateLimiter, Topics};
+use std::sync::Arc;
+
+pub use auth::{Claims, JwtKeys};
+pub use limit::LimitPolicy;
+pub use pool::PoolConfig;
+
+/// Everything a request may need, built once at start-up (cold start on Lambda).
+#[derive(Clone)]
+pub struct AppState {
+    pub log: Arc<dyn EventLog>,
+    pub store: Arc<dyn DesignStore>,
+    pub limiter: Arc<dyn RateLimiter>,
+    pub limits: Arc<LimitPolicy>,
+    pub keys: Arc<JwtKeys>,
+    pub topics: Topics,
+    /// Renders `/metrics`; absent where metrics leave another way (CloudWatch EMF on Lambda).
+    pub metrics: Option<PrometheusHandle>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// Default request-body limit: a Yosys netlist of a mid-size design fits; the log's record limit
+/// (1 MiB) is what bounds it.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 900 * 1024;
+
+/// The API router with every layer.
+pub fn router(state: AppState, pool: PoolConfig) -> Router {
+    let v1 = Router::new()
+        .route("/v1/designs", post(designs::submit).get(designs::list))
+        .route("/v1/designs/{id}", get(designs::get_one))
+        .route("/v1/designs/{id}/revisions", post(designs::revise))
+        .route("/v1/designs/{id}/report", get(designs::report))
+        .route("/v1/designs/{id}/events", get(designs::events))
+        .layer(axum::middleware::from_fn_with_state(pool::Pool::new(pool), pool::layer))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard));
+    Router::new()
+        .merge(v1)
+        .route("/healthz", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
+        .route("/metrics", get(observe::scrape))
+        .fallback(problem::not_found)
+        .method_not_allowed_fallback(problem::method_not_allowed)
+        .layer(axum::middleware::from_fn(observe::record))
+        .layer(axum::middleware::from_fn(correlation::layer))
+        .with_state(state)
+}

@@ -1,0 +1,54 @@
+//! The results function: marks the revision's results ready (conditional on revision), publishes
+//! `results.ready` and notifies the tenant.
+//!
+//! Notifications are at least once: a re-read batch may notify again with the same `event_id`
+//! semantics (design, revision), so receivers de-duplicate on (design_id, revision). A failing
+//! notifier is logged and counted but does not hold the partition back.
+
+use async_trait::async_trait;
+use openqq_core::event::{ResultsReady, ValidationFinished};
+use openqq_core::{Applied, Change, DesignStatus, DesignStore, Envelope, EventKind, EventLog, Notification, Notifier, Topics};
+use openqq_runtime::{RecordError, RecordHandler};
+use std::sync::Arc;
+
+pub const NAME: &str = "results";
+
+pub struct Results {
+    pub store: Arc<dyn DesignStore>,
+    pub log: Arc<dyn EventLog>,
+    pub notifier: Arc<dyn Notifier>,
+    pub topics: Topics,
+}
+
+#[async_trait]
+impl RecordHandler for Results {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn handle(&self, envelope: Envelope) -> Result<(), RecordError> {
+        let env = envelope.typed::<ValidationFinished>(EventKind::ValidationFinished).map_err(|e| RecordError::Permanent(e.to_string()))?;
+        let cause = env.cause();
+        let verdict = env.payload.verdict;
+        let ready = Envelope::new(EventKind::ResultsReady, &cause, NAME, ResultsReady { status: DesignStatus::Ready, verdict });
+        let applied = self.store.apply(&cause.tenant_id, &cause.design_id, &ready.timeline_entry(), &Change::ResultsReady { verdict }).await?;
+        if applied == Applied::Stale {
+            return Ok(());
+        }
+        self.log.publish(&self.topics.of(EventKind::ResultsReady), vec![ready.to_record()]).await?;
+        let note = Notification {
+            event_id: ready.event_id,
+            tenant_id: cause.tenant_id,
+            design_id: cause.design_id,
+            revision: cause.revision,
+            status: DesignStatus::Ready,
+            verdict,
+            correlation_id: cause.correlation_id,
+        };
+        if let Err(e) = self.notifier.notify(&note).await {
+            metrics::counter!("openqq_notification_failures_total").increment(1);
+            tracing::warn!(error = %e, "Notifying the tenant failed; the results are stored and readable.");
+        }
+        Ok(())
+    }
+}

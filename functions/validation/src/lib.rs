@@ -1,0 +1,77 @@
+//! The validation function: announces `validation.started`, runs the FPGA validator on the
+//! revision, stores the report with `validation.finished` in the timeline, and publishes
+//! `validation.finished` for the results function.
+//!
+//! Every write is conditional on revision, so a re-read batch re-runs the (deterministic)
+//! validator and re-publishes, but applies nothing twice.
+
+use async_trait::async_trait;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
+use openqq_core::{Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, EventLog, Topics, Verdict};
+use openqq_fpga::{FileNames, Finding, Input, Location, Report};
+use openqq_runtime::{RecordError, RecordHandler};
+use serde_json::value::RawValue;
+use std::sync::Arc;
+
+pub const NAME: &str = "validation";
+
+pub struct Validation {
+    pub store: Arc<dyn DesignStore>,
+    pub log: Arc<dyn EventLog>,
+    pub topics: Topics,
+}
+
+/// Runs the validator on a submitted specification. Pure and CPU-bound.
+pub fn validate(spec: &DesignSpec) -> Report {
+    let bitstream = spec.bitstream_base64.as_deref().map(|b| B64.decode(b));
+    if let Some(Err(e)) = &bitstream {
+        let finding = Finding::error("BITSTREAM_MALFORMED", format!("bitstream_base64 is not valid base64: {e}"), Location::default());
+        return Report::new(Vec::new(), vec![finding]);
+    }
+    let bytes = bitstream.and_then(Result::ok);
+    let input = Input {
+        device: &spec.target.device,
+        package: &spec.target.package,
+        netlist: spec.netlist.get(),
+        pcf: Some(spec.constraints.text.as_str()),
+        bitstream: bytes.as_deref(),
+        top: spec.options.top.as_deref(),
+        allow_unconstrained: spec.options.allow_unconstrained,
+        files: FileNames::default(),
+    };
+    openqq_fpga::validate(&input)
+}
+
+#[async_trait]
+impl RecordHandler for Validation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn handle(&self, envelope: Envelope) -> Result<(), RecordError> {
+        let env = envelope.typed::<ValidationRequested>(EventKind::ValidationRequested).map_err(|e| RecordError::Permanent(e.to_string()))?;
+        let cause = env.cause();
+        let started = Envelope::new(EventKind::ValidationStarted, &cause, NAME, ValidationStarted {});
+        let applied = self.store.apply(&cause.tenant_id, &cause.design_id, &started.timeline_entry(), &Change::ValidationStarted).await?;
+        if applied == Applied::Stale {
+            tracing::info!("Validation of an older revision was skipped; a newer one already started.");
+            return Ok(());
+        }
+        self.log.publish(&self.topics.of(EventKind::ValidationStarted), vec![started.to_record()]).await?;
+
+        let spec = env.payload.spec;
+        let t0 = std::time::Instant::now();
+        let report = tokio::task::spawn_blocking(move || validate(&spec)).await.map_err(|e| RecordError::Retriable(format!("validator task failed: {e}")))?;
+        metrics::histogram!("openqq_validation_duration_seconds").record(t0.elapsed().as_secs_f64());
+        let verdict = if report.has_errors() { Verdict::Fail } else { Verdict::Pass };
+        let report = RawValue::from_string(serde_json::to_string(&report).expect("reports serialise")).expect("valid JSON");
+
+        let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, ValidationFinished { verdict, report: report.clone() });
+        let change = Change::ValidationFinished { verdict, report };
+        self.store.apply(&cause.tenant_id, &cause.design_id, &finished.timeline_entry(), &change).await?;
+        self.log.publish(&self.topics.of(EventKind::ValidationFinished), vec![finished.to_record()]).await?;
+        Ok(())
+    }
+}

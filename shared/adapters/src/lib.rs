@@ -13,9 +13,11 @@
 //! this revision" in one transaction, and WAL mode gives readers that never block the writer.
 //! The `sqlite3` shell also lets an operator inspect a data dir by hand.
 
+pub mod backends;
 pub mod conformance;
 pub mod embedded;
 pub mod fallback_limiter;
 pub mod redis_limiter;
 
+pub use backends::Backends;
 pub use embedded::{BroadcastNotifier, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter, Durability};

@@ -43,7 +43,9 @@ pub struct Options {
 /// validator: it is checked to be an object, never rebuilt.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DesignSpec {
-    pub name: String,
+    /// Required on the first submission; a revision without one keeps the design's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub target: Target,
     pub netlist: Box<RawValue>,
     pub constraints: Constraints,
@@ -68,12 +70,13 @@ fn field_error(field: &str, message: impl Into<String>) -> FieldError {
 impl DesignSpec {
     /// Checks what the schema cannot: lengths, emptiness, the netlist being an object.
     pub fn check(&self) -> Result<(), FieldError> {
-        let name = self.name.trim();
-        if name.is_empty() {
-            return Err(field_error("name", "must not be empty"));
-        }
-        if self.name.chars().count() > MAX_NAME_CHARS {
-            return Err(field_error("name", format!("must be at most {MAX_NAME_CHARS} characters")));
+        if let Some(name) = &self.name {
+            if name.trim().is_empty() {
+                return Err(field_error("name", "must not be empty"));
+            }
+            if name.chars().count() > MAX_NAME_CHARS {
+                return Err(field_error("name", format!("must be at most {MAX_NAME_CHARS} characters")));
+            }
         }
         for (field, value) in [("target.device", &self.target.device), ("target.package", &self.target.package)] {
             if value.is_empty() || value.len() > 32 || !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
@@ -160,8 +163,8 @@ impl Verdict {
 /// the entry and the change in one atomic, revision-conditional write.
 #[derive(Debug, Clone)]
 pub enum Change {
-    /// A new revision: name and revision recorded, status back to `submitted`.
-    Submitted { name: String },
+    /// A new revision: revision (and name, if given) recorded, status back to `submitted`.
+    Submitted { name: Option<String> },
     /// Validation of this revision began.
     ValidationStarted,
     /// The validator's report for this revision.

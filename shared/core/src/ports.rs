@@ -60,6 +60,10 @@ pub type PortResult<T> = Result<T, PortError>;
 // ---------------------------------------------------------------------------------------------
 // Event log
 
+/// Largest record value any event-log adapter accepts: Kafka's default `message.max.bytes`
+/// (1 MiB), so what the embedded log accepts, MSK accepts too.
+pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
+
 /// A record to publish. The key is the tenant id, so a tenant's records share one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {

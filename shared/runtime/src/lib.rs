@@ -14,6 +14,7 @@
 pub mod consumer;
 pub mod esm;
 pub mod kafka;
+pub mod lambda;
 
 pub use consumer::{BatchError, BatchHandler, Consumer, RecordError, RecordHandler};
 pub use esm::{EventSourceMapping, MappingConfig};

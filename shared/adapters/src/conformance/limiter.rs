@@ -57,7 +57,8 @@ pub async fn run(limiter: Arc<dyn RateLimiter>) {
     never_more_than_the_limit_in_any_window(limiter.clone(), false).await;
     never_more_than_the_limit_in_any_window(limiter.clone(), true).await;
     the_first_entry_expires_one_window_after_admission(limiter.clone()).await;
-    tenants_have_separate_windows(limiter).await;
+    tenants_have_separate_windows(limiter.clone()).await;
+    remaining_counts_down_and_reset_stays_within_the_window(limiter).await;
 }
 
 pub async fn never_more_than_the_limit_in_any_window(limiter: Arc<dyn RateLimiter>, bursty: bool) {
@@ -118,4 +119,17 @@ pub async fn tenants_have_separate_windows(limiter: Arc<dyn RateLimiter>) {
     assert!(limiter.check(&a, quota).await.unwrap().allowed);
     assert!(!limiter.check(&a, quota).await.unwrap().allowed);
     assert!(limiter.check(&b, quota).await.unwrap().allowed, "one tenant's use does not limit another");
+}
+
+pub async fn remaining_counts_down_and_reset_stays_within_the_window(limiter: Arc<dyn RateLimiter>) {
+    let tenant = TenantId::parse(unique("headers")).unwrap();
+    let quota = Quota { limit: 3, window: Duration::from_secs(10) };
+    let mut remaining = Vec::new();
+    for _ in 0..4 {
+        let d = limiter.check(&tenant, quota).await.unwrap();
+        assert_eq!(d.limit, 3, "the decision carries the limit for RateLimit-Limit");
+        assert!(d.reset > Duration::ZERO && d.reset <= quota.window, "reset lies within the window, was {:?}", d.reset);
+        remaining.push((d.allowed, d.remaining));
+    }
+    assert_eq!(remaining, vec![(true, 2), (true, 1), (true, 0), (false, 0)], "remaining counts the admissions left");
 }

@@ -17,7 +17,7 @@ fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
 }
 
 fn submitted(name: &str) -> Change {
-    Change::Submitted { name: name.into() }
+    Change::Submitted { name: Some(name.into()) }
 }
 
 fn report(v: &str) -> Box<RawValue> {
@@ -47,9 +47,11 @@ pub async fn repeated_and_stale_revisions_are_no_ops_that_succeed<S: DesignStore
     assert_eq!(store.apply(&t, &d, &entry(sub, 2), &submitted("b")).await.unwrap(), Applied::Stale);
     let view = store.get(&t, &d).await.unwrap().expect("design exists");
     assert_eq!((view.revision, view.name.as_str()), (3, "c"), "state never goes backwards");
+    store.apply(&t, &d, &entry(sub, 4), &Change::Submitted { name: None }).await.unwrap();
+    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().name, "c", "a revision without a name keeps the name");
     let timeline = store.timeline(&t, &d).await.unwrap().unwrap();
     let revs: Vec<u64> = timeline.iter().map(|e| e.revision).collect();
-    assert_eq!(revs, vec![1, 3], "only applied entries are in the timeline, in applied order");
+    assert_eq!(revs, vec![1, 3, 4], "only applied entries are in the timeline, in applied order");
     assert_eq!(timeline[1].correlation_id.as_str(), "corr-3");
 }
 

@@ -8,7 +8,7 @@
 use super::db::{open, unavailable, Db, Durability};
 use async_trait::async_trait;
 use openqq_core::partition::partition_for;
-use openqq_core::ports::PortResult;
+use openqq_core::ports::{PortResult, MAX_RECORD_BYTES};
 use openqq_core::{EventLog, LogRecord, LogSource, PortError, Record};
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
@@ -28,8 +28,6 @@ CREATE TABLE IF NOT EXISTS offsets (
     PRIMARY KEY (grp, topic, partition)) WITHOUT ROWID;
 ";
 
-/// Largest record value accepted, matching Kafka's default `message.max.bytes` (1 MiB).
-pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
 
 pub struct EmbeddedEventLog {
     writer: Db,

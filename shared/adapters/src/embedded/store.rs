@@ -70,11 +70,11 @@ fn apply_tx(tx: &Transaction<'_>, tenant: &str, design: &str, entry: &TimelineEn
     match (change, &current) {
         (Change::Submitted { name }, None) => {
             tx.prepare_cached("INSERT INTO designs(tenant, design_id, name, revision, status, verdict, updated_at) VALUES (?1, ?2, ?3, ?4, 'submitted', NULL, ?5)")
-                .and_then(|mut s| s.execute(params![tenant, design, name, entry.revision as i64, now]))
+                .and_then(|mut s| s.execute(params![tenant, design, name.as_deref().unwrap_or(design), entry.revision as i64, now]))
                 .map_err(|e| unavailable("insert design", e))?;
         }
         (Change::Submitted { name }, Some((rev, _))) if *rev < entry.revision => {
-            tx.prepare_cached("UPDATE designs SET name=?3, revision=?4, status='submitted', verdict=NULL, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
+            tx.prepare_cached("UPDATE designs SET name=COALESCE(?3, name), revision=?4, status='submitted', verdict=NULL, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
                 .and_then(|mut s| s.execute(params![tenant, design, name, entry.revision as i64, now]))
                 .map_err(|e| unavailable("update design", e))?;
         }

@@ -1,0 +1,179 @@
+//! The design routes. Submissions publish `design.submitted` and answer 202 once the record is
+//! durable; reads come from the store and are scoped to the caller's tenant.
+
+use crate::body::JsonBody;
+use crate::problem::Problem;
+use crate::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use openqq_core::design::{Constraints, Options, Target};
+use openqq_core::event::{Cause, DesignSubmitted};
+use openqq_core::{CorrelationId, DesignId, DesignSpec, Envelope, EventKind, TenantId};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// Largest client revision number accepted (JSON-safe integer).
+pub const MAX_REVISION: u64 = (1 << 53) - 1;
+
+/// `POST /v1/designs` and `POST /v1/designs/{id}/revisions` bodies (the latter with `revision`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    #[serde(default)]
+    pub revision: Option<u64>,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub target: Target,
+    pub netlist: Box<RawValue>,
+    pub constraints: Constraints,
+    #[serde(default)]
+    pub bitstream_base64: Option<String>,
+    #[serde(default)]
+    pub options: Options,
+}
+
+impl SubmitRequest {
+    fn into_spec(self) -> Result<DesignSpec, Problem> {
+        let spec = DesignSpec {
+            name: self.name,
+            target: self.target,
+            netlist: self.netlist,
+            constraints: self.constraints,
+            bitstream_base64: self.bitstream_base64,
+            options: self.options,
+        };
+        spec.check().map_err(|e| Problem::invalid_field(e.field, e.message))?;
+        Ok(spec)
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Accepted {
+    pub design_id: DesignId,
+    pub revision: u64,
+    pub status: String,
+    pub correlation_id: CorrelationId,
+}
+
+async fn publish(state: &AppState, tenant: TenantId, design: DesignId, revision: u64, corr: CorrelationId, spec: DesignSpec) -> Result<Response, Problem> {
+    let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
+    let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
+    let record = env.to_record();
+    if record.value.len() > openqq_core::ports::MAX_RECORD_BYTES {
+        return Err(Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", "The design is too large", "the encoded design exceeds the 1 MiB record limit"));
+    }
+    state.log.publish(&state.topics.of(EventKind::DesignSubmitted), vec![record]).await.map_err(|e| Problem::from_port(e, "publishing the design"))?;
+    tracing::info!(tenant_id = %cause.tenant_id, design_id = %design, revision, "The design revision was accepted.");
+    let location = format!("/v1/designs/{design}");
+    let body = Accepted { design_id: design, revision, status: "submitted".into(), correlation_id: corr };
+    Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(body)).into_response())
+}
+
+pub async fn submit(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Extension(corr): Extension<CorrelationId>,
+    JsonBody(req): JsonBody<SubmitRequest>,
+) -> Result<Response, Problem> {
+    if req.revision.is_some_and(|r| r != 1) {
+        return Err(Problem::invalid_field("revision", "a new design starts at revision 1; post later revisions to /v1/designs/{id}/revisions"));
+    }
+    if req.name.is_none() {
+        return Err(Problem::invalid_field("name", "is required for a new design"));
+    }
+    let spec = req.into_spec()?;
+    publish(&state, tenant, DesignId::generate(), 1, corr, spec).await
+}
+
+fn design_id(raw: &str) -> Result<DesignId, Problem> {
+    // Ids are the UUIDs this API hands out; anything else cannot name a design.
+    uuid::Uuid::parse_str(raw).ok().and_then(|_| DesignId::parse(raw).ok()).ok_or_else(Problem::design_not_found)
+}
+
+pub async fn revise(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Extension(corr): Extension<CorrelationId>,
+    Path(id): Path<String>,
+    JsonBody(req): JsonBody<SubmitRequest>,
+) -> Result<Response, Problem> {
+    let design = design_id(&id)?;
+    let revision = req.revision.ok_or_else(|| Problem::invalid_field("revision", "is required: the client numbers its revisions"))?;
+    if !(1..=MAX_REVISION).contains(&revision) {
+        return Err(Problem::invalid_field("revision", format!("must be between 1 and {MAX_REVISION}")));
+    }
+    let spec = req.into_spec()?;
+    publish(&state, tenant, design, revision, corr, spec).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+fn query<T>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, Problem> {
+    q.map(|Query(v)| v).map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid-query", "The query string is invalid", e.body_text()))
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    let q = query(q)?;
+    let limit = q.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(Problem::invalid_field("limit", "must be between 1 and 100"));
+    }
+    if q.cursor.as_deref().is_some_and(|c| DesignId::parse(c).is_err()) {
+        return Err(Problem::invalid_field("cursor", "is not a cursor this API returned"));
+    }
+    let page = state.store.list(&tenant, q.cursor.as_deref(), limit).await.map_err(|e| Problem::from_port(e, "listing designs"))?;
+    Ok(Json(serde_json::json!({ "designs": page.items, "next_cursor": page.next })).into_response())
+}
+
+pub async fn get_one(State(state): State<AppState>, Extension(tenant): Extension<TenantId>, Path(id): Path<String>) -> Result<Response, Problem> {
+    let design = design_id(&id)?;
+    let view = state.store.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;
+    view.map(|v| Json(v).into_response()).ok_or_else(Problem::design_not_found)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportQuery {
+    pub revision: Option<u64>,
+}
+
+pub async fn report(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+    q: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    let design = design_id(&id)?;
+    let q = query(q)?;
+    let stored = state.store.report(&tenant, &design, q.revision).await.map_err(|e| Problem::from_port(e, "reading the report"))?;
+    let Some(stored) = stored else {
+        let detail = match q.revision {
+            Some(r) => format!("no report for revision {r} of this design (yet)"),
+            None => "no report for this design yet; it appears when validation finishes".to_owned(),
+        };
+        return Err(Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail));
+    };
+    // The stored report is the validator's JSON; the response adds the revision it belongs to.
+    let mut body: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(stored.report.get()).map_err(|e| Problem::from_port(openqq_core::PortError::Invalid(e.to_string()), "decoding the report"))?;
+    body.insert("revision".into(), stored.revision.into());
+    body.insert("verdict".into(), stored.verdict.as_str().into());
+    Ok(Json(body).into_response())
+}
+
+pub async fn events(State(state): State<AppState>, Extension(tenant): Extension<TenantId>, Path(id): Path<String>) -> Result<Response, Problem> {
+    let design = design_id(&id)?;
+    let timeline = state.store.timeline(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the timeline"))?;
+    timeline.map(|events| Json(serde_json::json!({ "events": events })).into_response()).ok_or_else(Problem::design_not_found)
+}

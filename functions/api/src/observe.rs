@@ -1,0 +1,28 @@
+//! Request metrics by route template (bounded) and status, and the Prometheus scrape page.
+
+use crate::problem::Problem;
+use crate::AppState;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::time::Instant;
+
+pub async fn record(req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".to_owned());
+    let method = req.method().as_str().to_owned();
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16().to_string();
+    let labels = [("route", route), ("method", method), ("status", status)];
+    metrics::counter!("openqq_http_requests_total", &labels).increment(1);
+    metrics::histogram!("openqq_http_request_duration_seconds", &labels).record(started.elapsed().as_secs_f64());
+    resp
+}
+
+pub async fn scrape(State(state): State<AppState>) -> Response {
+    match &state.metrics {
+        Some(h) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], h.render()).into_response(),
+        None => Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", "metrics are exported another way here").into_response(),
+    }
+}

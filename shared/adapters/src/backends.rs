@@ -1,0 +1,36 @@
+//! The set of backends a process runs with, chosen once at start-up.
+
+use crate::embedded::{BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter};
+use openqq_core::ports::PortResult;
+use openqq_core::{DesignStore, EventLog, LogSource, Notifier, RateLimiter};
+use std::path::Path;
+use std::sync::Arc;
+
+/// One handle per port. `source` is the consumer side of `log`, used by the local runner.
+#[derive(Clone)]
+pub struct Backends {
+    pub log: Arc<dyn EventLog>,
+    pub source: Arc<dyn LogSource>,
+    pub store: Arc<dyn DesignStore>,
+    pub limiter: Arc<dyn RateLimiter>,
+    pub notifier: Arc<BroadcastNotifier>,
+}
+
+impl Backends {
+    /// Everything embedded, durable in `dir` (created if missing).
+    pub fn embedded(dir: &Path, partitions: u32, durability: Durability) -> PortResult<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| openqq_core::PortError::Invalid(format!("cannot create {}: {e}", dir.display())))?;
+        let log = Arc::new(EmbeddedEventLog::open(dir, partitions, durability)?);
+        Ok(Self {
+            log: log.clone(),
+            source: log,
+            store: Arc::new(EmbeddedDesignStore::open(dir, durability)?),
+            limiter: Arc::new(InProcessRateLimiter::new()),
+            notifier: Arc::new(BroadcastNotifier::new(1024)),
+        })
+    }
+
+    pub fn notifier(&self) -> Arc<dyn Notifier> {
+        self.notifier.clone()
+    }
+}
