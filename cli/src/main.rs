@@ -1,1 +1,55 @@
-fn main() {}
+//! `openqq`: the OpenQQuantify platform on one machine.
+//!
+//! - `openqq up` runs the API and the three consumer functions over embedded storage.
+//! - `openqq token` prints a bearer token the local server accepts.
+//! - `openqq validate` validates an FPGA design from files, as the validation function does.
+
+mod secret;
+mod token;
+mod up;
+mod validate;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "openqq", version, about = "OpenQQuantify: FPGA design jobs as event streams, on one machine or on AWS")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the whole platform: the API and the three consumer functions.
+    Up(up::UpArgs),
+    /// Print a bearer token for a tenant.
+    Token(token::TokenArgs),
+    /// Validate an FPGA design (exit 0: no errors, 1: errors found, 2: usage or unreadable file).
+    Validate(validate::ValidateArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    match cli.command {
+        Command::Up(args) => report(up::run(args)),
+        Command::Token(args) => report(token::run(args)),
+        Command::Validate(args) => validate::run(args),
+    }
+}
+
+fn report(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

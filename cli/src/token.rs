@@ -1,0 +1,29 @@
+//! `openqq token --tenant T`: a bearer token signed with the local secret.
+
+use crate::secret;
+use anyhow::{Context, Result};
+use clap::Args;
+use openqq_api::JwtKeys;
+use openqq_core::TenantId;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct TokenArgs {
+    /// The tenant the token speaks for.
+    #[arg(long)]
+    tenant: String,
+    /// Where the local secret lives (ignored when OPENQQ_JWT_SECRET is set).
+    #[arg(long, env = "OPENQQ_DATA_DIR", default_value = ".openqq")]
+    data_dir: PathBuf,
+    /// How long the token stays valid.
+    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+    ttl: Duration,
+}
+
+pub fn run(args: TokenArgs) -> Result<()> {
+    let tenant = TenantId::parse(args.tenant).context("--tenant")?;
+    let keys = JwtKeys::from_secret(&secret::load_or_create(&args.data_dir)?).map_err(anyhow::Error::msg)?;
+    println!("{}", keys.issue(&tenant, args.ttl));
+    Ok(())
+}

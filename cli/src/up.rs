@@ -1,0 +1,177 @@
+//! `openqq up`: the whole platform in one process.
+//!
+//! The API router is served on `--listen`; each consumer function gets an event-source-mapping
+//! emulator over the embedded log, exactly as the MSK trigger would invoke it on AWS. SIGTERM or
+//! Ctrl-C stops accepting requests, lets the in-flight batches finish and commit, and exits 0.
+
+use crate::secret;
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use openqq_adapters::{Backends, Durability};
+use openqq_api::{limit::QuotaSpec, router, AppState, JwtKeys, LimitPolicy, PoolConfig};
+use openqq_core::{EventKind, Topics};
+use openqq_runtime::{BatchHandler, Consumer, EventSourceMapping, MappingConfig};
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Json,
+    Pretty,
+}
+
+/// Settings of the local runner; every flag has an environment variable too.
+#[derive(Args, Clone)]
+pub struct UpArgs {
+    /// Where the embedded log, store and local secret live.
+    #[arg(long, env = "OPENQQ_DATA_DIR", default_value = ".openqq")]
+    data_dir: PathBuf,
+    /// Address the API listens on (port 0 picks a free port; the URL is printed).
+    #[arg(long, env = "OPENQQ_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Partitions per topic; fixed for the life of a data dir.
+    #[arg(long, env = "OPENQQ_PARTITIONS", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    partitions: u32,
+    /// Most records per consumer invocation.
+    #[arg(long, env = "OPENQQ_BATCH_SIZE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    batch_size: u32,
+    /// How long a partial batch waits for more records.
+    #[arg(long, env = "OPENQQ_BATCH_WINDOW", default_value = "500ms", value_parser = humantime::parse_duration)]
+    batch_window: Duration,
+    /// Retries of a failed batch before its records go to the dead-letter topic.
+    #[arg(long, env = "OPENQQ_MAX_RETRIES", default_value_t = 5)]
+    max_retries: u32,
+    /// Batches in flight per consumer function (on distinct partitions).
+    #[arg(long, env = "OPENQQ_CONSUMER_CONCURRENCY", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    consumer_concurrency: u32,
+    /// Default per-tenant limit, COUNT/WINDOW.
+    #[arg(long, env = "OPENQQ_RATE_LIMIT", default_value = "100/1s")]
+    rate_limit: QuotaSpec,
+    /// API requests in progress at once (default 2 × cores).
+    #[arg(long, env = "OPENQQ_WORKERS")]
+    workers: Option<usize>,
+    /// API requests allowed to wait for a worker before new ones get 503.
+    #[arg(long, env = "OPENQQ_QUEUE")]
+    queue: Option<usize>,
+    /// Largest request body, in bytes.
+    #[arg(long, env = "OPENQQ_MAX_BODY_BYTES", default_value_t = openqq_api::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+    /// Fsync every commit (survives power loss, not just a killed process).
+    #[arg(long, env = "OPENQQ_FSYNC")]
+    fsync: bool,
+    /// Topic name prefix.
+    #[arg(long, env = "OPENQQ_TOPIC_PREFIX", default_value = "")]
+    topic_prefix: String,
+    #[arg(long, env = "OPENQQ_LOG_FORMAT", value_enum, default_value = "pretty")]
+    log_format: LogFormat,
+}
+
+pub fn run(args: UpArgs) -> Result<()> {
+    openqq_telemetry::init_logs(match args.log_format {
+        LogFormat::Json => openqq_telemetry::LogFormat::Json,
+        LogFormat::Pretty => openqq_telemetry::LogFormat::Pretty,
+    });
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve(args))
+}
+
+fn mapping(args: &UpArgs, topics: &Topics, kind: EventKind) -> MappingConfig {
+    let mut cfg = MappingConfig::new(topics.of(kind), topics.dead_letter());
+    cfg.batch_size = args.batch_size as usize;
+    cfg.batch_window = args.batch_window;
+    cfg.max_retries = args.max_retries;
+    cfg.concurrency = args.consumer_concurrency as usize;
+    cfg
+}
+
+async fn serve(args: UpArgs) -> Result<()> {
+    let durability = if args.fsync { Durability::Power } else { Durability::Process };
+    let backends = Backends::embedded(&args.data_dir, args.partitions, durability).with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
+    let keys = JwtKeys::from_secret(&secret::load_or_create(&args.data_dir)?).map_err(anyhow::Error::msg)?;
+    let topics = Topics::new(args.topic_prefix.clone());
+    let metrics = openqq_telemetry::metrics("openqq");
+
+    let consumers: Vec<(EventKind, Arc<dyn BatchHandler>)> = vec![
+        (
+            EventKind::DesignSubmitted,
+            Arc::new(Consumer::new(
+                openqq_design_job::DesignJob { store: backends.store.clone(), log: backends.log.clone(), topics: topics.clone() },
+                backends.log.clone(),
+                topics.clone(),
+            )),
+        ),
+        (
+            EventKind::ValidationRequested,
+            Arc::new(Consumer::new(
+                openqq_validation::Validation { store: backends.store.clone(), log: backends.log.clone(), topics: topics.clone() },
+                backends.log.clone(),
+                topics.clone(),
+            )),
+        ),
+        (
+            EventKind::ValidationFinished,
+            Arc::new(Consumer::new(
+                openqq_results::Results { store: backends.store.clone(), log: backends.log.clone(), notifier: backends.notifier(), topics: topics.clone() },
+                backends.log.clone(),
+                topics.clone(),
+            )),
+        ),
+    ];
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut mappings = Vec::new();
+    for (kind, handler) in consumers {
+        let esm = EventSourceMapping::new(backends.source.clone(), backends.log.clone(), handler, mapping(&args, &topics, kind)).await?;
+        mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
+    }
+
+    let defaults = PoolConfig::default();
+    let pool = PoolConfig { workers: args.workers.unwrap_or(defaults.workers), queue: args.queue.unwrap_or(defaults.queue) };
+    let state = AppState {
+        log: backends.log.clone(),
+        store: backends.store.clone(),
+        limiter: backends.limiter.clone(),
+        limits: Arc::new(LimitPolicy::new(args.rate_limit.0)),
+        keys: Arc::new(keys),
+        topics,
+        metrics: Some(metrics),
+        max_body_bytes: args.max_body_bytes,
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let mut http_stop = stop_rx.clone();
+    let server = tokio::spawn(
+        axum::serve(listener, router(state, pool)).with_graceful_shutdown(async move {
+            let _ = http_stop.wait_for(|s| *s).await;
+        })
+        .into_future(),
+    );
+    println!("OpenQQuantify is up at http://{addr} (data in {})", args.data_dir.display());
+    tracing::info!(%addr, data_dir = %args.data_dir.display(), "The platform is up.");
+
+    shutdown_signal().await;
+    tracing::info!("Shutting down: finishing in-flight requests and batches.");
+    let _ = stop_tx.send(true);
+    server.await?.context("serving HTTP")?;
+    for m in mappings {
+        m.await?;
+    }
+    tracing::info!("Stopped cleanly.");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,85 @@
+//! `openqq validate`: the validator on files. Exit 0: no error findings; 1: error findings;
+//! 2: usage error or an unreadable file.
+
+use clap::{Args, ValueEnum};
+use openqq_fpga::{FileNames, Input};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Device, as nextpnr names it (hx8k, lp384, up5k, …).
+    #[arg(long)]
+    device: String,
+    /// Package (ct256, sg48, …).
+    #[arg(long)]
+    package: String,
+    /// Yosys JSON netlist (`write_json`).
+    #[arg(long)]
+    netlist: PathBuf,
+    /// PCF pin constraints.
+    #[arg(long)]
+    pcf: Option<PathBuf>,
+    /// iCE40 bitstream (.bin).
+    #[arg(long)]
+    bitstream: Option<PathBuf>,
+    /// Top module, when the netlist does not mark one.
+    #[arg(long)]
+    top: Option<String>,
+    /// Report unconstrained ports as warnings instead of errors.
+    #[arg(long)]
+    allow_unconstrained: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// Largest input file read, in bytes.
+const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("{} is larger than {MAX_FILE_BYTES} bytes", path.display()));
+    }
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+fn text(path: &PathBuf) -> Result<String, String> {
+    String::from_utf8(read(path)?).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
+pub fn run(args: ValidateArgs) -> ExitCode {
+    let loaded = (|| -> Result<_, String> {
+        Ok((text(&args.netlist)?, args.pcf.as_ref().map(text).transpose()?, args.bitstream.as_ref().map(read).transpose()?))
+    })();
+    let (netlist, pcf, bitstream) = match loaded {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let names = (args.netlist.display().to_string(), args.pcf.as_ref().map(|p| p.display().to_string()), args.bitstream.as_ref().map(|p| p.display().to_string()));
+    let input = Input {
+        device: &args.device,
+        package: &args.package,
+        netlist: &netlist,
+        pcf: pcf.as_deref(),
+        bitstream: bitstream.as_deref(),
+        top: args.top.as_deref(),
+        allow_unconstrained: args.allow_unconstrained,
+        files: FileNames { netlist: Some(&names.0), pcf: names.1.as_deref(), bitstream: names.2.as_deref() },
+    };
+    let report = openqq_fpga::validate(&input);
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report).expect("reports serialise")),
+        Format::Text => print!("{}", report.to_text()),
+    }
+    if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
