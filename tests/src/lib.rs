@@ -1,0 +1,191 @@
+//! Helpers for driving a real `openqq up` process: spawn it on port 0 with a temporary data dir,
+//! read the URL it prints, issue tokens, submit designs and wait for results.
+//!
+//! The binary is found next to the test executable (`target/<profile>/openqq`), or at
+//! `OPENQQ_BIN`; build it first (`cargo build --bin openqq`), as the test script does.
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `openqq` binary under test.
+pub fn openqq_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("OPENQQ_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the test knows where it runs");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("tests run from target/<profile>/deps");
+    let bin = profile_dir.join("openqq");
+    assert!(bin.exists(), "{} is missing: run `cargo build --bin openqq` first (the test script does)", bin.display());
+    bin
+}
+
+/// A running `openqq up`.
+pub struct Server {
+    child: Child,
+    pub url: String,
+    pub data_dir: PathBuf,
+    pub extra_args: Vec<String>,
+}
+
+impl Server {
+    /// Starts `openqq up` on `listen` (use `127.0.0.1:0` for a free port) and waits for its URL.
+    pub fn start(data_dir: &Path, listen: &str, extra_args: &[&str]) -> Result<Self> {
+        let mut child = Command::new(openqq_bin())
+            .arg("up")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--listen")
+            .arg(listen)
+            .args(["--batch-window", "50ms", "--log-format", "json"])
+            .args(extra_args)
+            .env("RUST_LOG", "warn")
+            .env_remove("OPENQQ_JWT_SECRET")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("spawning openqq up")?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).context("reading the ready line")?;
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .ok_or_else(|| anyhow!("openqq up did not print its URL; it printed {line:?}"))?
+            .to_owned();
+        Ok(Self { child, url, data_dir: data_dir.to_owned(), extra_args: extra_args.iter().map(|s| s.to_string()).collect() })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("the URL has a port")
+    }
+
+    /// SIGKILL: no chance to flush or drain anything.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn terminate(&mut self) -> Result<std::process::ExitStatus> {
+        let status = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status()?;
+        if !status.success() {
+            bail!("kill -TERM failed");
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(s) = self.child.try_wait()? {
+                return Ok(s);
+            }
+            if Instant::now() > deadline {
+                bail!("openqq did not exit within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Restarts on the same data dir and port.
+    pub fn restart(&mut self) -> Result<()> {
+        let listen = format!("127.0.0.1:{}", self.port());
+        let args: Vec<&str> = self.extra_args.iter().map(String::as_str).collect();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match Server::start(&self.data_dir.clone(), &listen, &args) {
+                Ok(new) => {
+                    // The old process is already gone; dropping it just reaps it.
+                    drop(std::mem::replace(self, new));
+                    return Ok(());
+                }
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("restart failed ({e:#}); retrying");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A token for `tenant` from `openqq token` on the same data dir.
+    pub fn token(&self, tenant: &str) -> String {
+        let out = Command::new(openqq_bin())
+            .args(["token", "--tenant", tenant, "--data-dir"])
+            .arg(&self.data_dir)
+            .env_remove("OPENQQ_JWT_SECRET")
+            .output()
+            .expect("openqq token runs");
+        assert!(out.status.success(), "openqq token failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The repository root (for fixtures).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+/// A small real design: the `blink` netlist synthesised by yosys for hx8k/ct256, with its PCF.
+pub fn blink_design(name: &str) -> Value {
+    let root = repo_root().join("shared/fpga/fixtures/bad");
+    let netlist: Value = serde_json::from_str(&std::fs::read_to_string(root.join("netlists/blink.json")).unwrap()).unwrap();
+    let pcf = std::fs::read_to_string(root.join("cases/good_blink.pcf")).unwrap();
+    json!({
+        "name": name,
+        "target": {"device": "hx8k", "package": "ct256"},
+        "netlist": netlist,
+        "constraints": {"format": "pcf", "text": pcf},
+    })
+}
+
+/// An HTTP client for one tenant.
+#[derive(Clone)]
+pub struct Client {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub token: String,
+}
+
+impl Client {
+    pub fn new(base: &str, token: &str) -> Self {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+        Self { http, base: base.to_owned(), token: token.to_owned() }
+    }
+
+    pub async fn get(&self, path: &str) -> Result<(u16, Value)> {
+        let resp = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.token).send().await?;
+        let status = resp.status().as_u16();
+        let body = resp.json::<Value>().await.unwrap_or(Value::Null);
+        Ok((status, body))
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<(u16, Value)> {
+        let resp = self.http.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(body).send().await?;
+        let status = resp.status().as_u16();
+        Ok((status, resp.json::<Value>().await.unwrap_or(Value::Null)))
+    }
+
+    /// Polls a design until `done` holds for it, or fails after `within`.
+    pub async fn wait_for(&self, design_id: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Result<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok((200, v)) = self.get(&format!("/v1/designs/{design_id}")).await {
+                if done(&v) {
+                    return Ok(v);
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("design {design_id} did not reach the expected state within {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}

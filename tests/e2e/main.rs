@@ -1,0 +1,5 @@
+//! End-to-end suites against the real `openqq` binary. One test binary, a module per area.
+
+mod durability;
+mod lifecycle;
+mod problems;
