@@ -120,7 +120,7 @@ fn split(g: &mut Graph, chain: &[usize], max_len: usize, global: &HashSet<Net>) 
         }
         if let Some(cout) = g.lcs[lc].cout {
             let at_end = i == chain.len() - 1;
-            let users = g.users[cout].len();
+            let users = g.users(cout).len();
             if users > 1 || at_end {
                 let i3 = g.only_drives(cout, "I3", false);
                 let cin = g.only_drives(cout, "CIN", false);

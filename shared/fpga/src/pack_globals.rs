@@ -40,14 +40,14 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32) -> Vec<Net> {
         for c in counts.iter_mut() {
             c.insert(net, 0);
         }
-        for (owner, p) in &g.users[net] {
+        for (owner, p) in g.users(net) {
             let usage = match g.lc_port(*owner, p) {
                 Some((_, "CLK")) => Some(Use::Clock),
                 Some((_, "SR")) => Some(Use::Reset),
                 Some((_, "CEN")) => Some(Use::Enable),
                 Some(_) => None,
                 None => match owner {
-                    Owner::Cell(ci) => hard_use(&g.cells[*ci].cell_type, p),
+                    Owner::Cell(ci) => hard_use(&g.module.cells[*ci].cell_type, p),
                     Owner::TopPort => None,
                 },
             };
