@@ -17,7 +17,7 @@ mod globals;
 #[path = "pack_graph.rs"]
 mod graph;
 
-pub(crate) use graph::{Graph, Kind, Net, Owner};
+pub(crate) use graph::{Graph, Kind, LcPort, Net, Owner, Role, Use};
 
 /// A logic cell (`ICESTORM_LC`) as the packer builds it.
 #[derive(Debug, Clone, Default)]
@@ -115,11 +115,11 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
         if g.kinds[ci] != Kind::Lut {
             continue;
         }
-        let dff = g.pin(ci, "O").and_then(|o| match g.users(o) {
-            [(Owner::Cell(d), "D")] if g.kinds[*d] == Kind::Ff && g.cell_lc[*d].is_none() => Some(*d),
+        let dff = g.pin(ci, Role::O).and_then(|o| match g.users(o) {
+            [Use { owner: Owner::Cell(d), role: Role::D, .. }] if g.kinds[*d] == Kind::Ff && g.cell_lc[*d].is_none() => Some(*d),
             _ => None,
         });
-        let inputs = ["I0", "I1", "I2", "I3"].map(|p| g.pin(ci, p));
+        let inputs = [Role::I0, Role::I1, Role::I2, Role::I3].map(|p| g.pin(ci, p));
         let lc = Lc { inputs, lut: true, dff: dff.map(|d| dff_of(&g, d)), ..Lc::default() };
         g.lcs.push(lc);
         g.cell_lc[ci] = Some(g.lcs.len() - 1);
@@ -161,7 +161,7 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
         } else if let Some(r) = hard_resource(t) {
             *used.entry(r).or_default() += 1;
             // A used PLL LOCK output cannot reach the fabric directly: nextpnr adds a LUT.
-            if r == "ICESTORM_PLL" && g.pin(ci, "LOCK").is_some_and(|l| !g.users(l).is_empty()) {
+            if r == "ICESTORM_PLL" && g.pin(ci, Role::Lock).is_some_and(|l| !g.users(l).is_empty()) {
                 extra_lcs += 1;
             }
         } else {
@@ -198,9 +198,9 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
 
 fn dff_of(g: &Graph, ci: usize) -> Dff {
     Dff {
-        clk: g.pin(ci, "C"),
-        cen: g.pin(ci, "E"),
-        sr: g.pin(ci, "R").or_else(|| g.pin(ci, "S")),
+        clk: g.pin(ci, Role::C),
+        cen: g.pin(ci, Role::E),
+        sr: g.pin(ci, Role::R).or_else(|| g.pin(ci, Role::S)),
         neg: g.module.cells[ci].cell_type.starts_with("SB_DFFN"),
     }
 }
@@ -215,14 +215,14 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
         if g.kinds[ci] != Kind::Carry {
             continue;
         }
-        let cin = g.pin(ci, "CI").filter(|x| *x != g.vcc);
-        let (i0, i1) = (g.pin(ci, "I0"), g.pin(ci, "I1"));
-        let ci_lc = cin.and_then(|x| g.only_drives(x, "I3", false)).filter(|l| *l < existing);
-        let matches = |net: Option<Net>, port: &str, other: usize| -> (BTreeSet<usize>, BTreeSet<usize>) {
+        let cin = g.pin(ci, Role::Ci).filter(|x| *x != g.vcc);
+        let (i0, i1) = (g.pin(ci, Role::I0), g.pin(ci, Role::I1));
+        let ci_lc = cin.and_then(|x| g.only_drives(x, LcPort::I3, false)).filter(|l| *l < existing);
+        let matches = |net: Option<Net>, port: LcPort, other: usize| -> (BTreeSet<usize>, BTreeSet<usize>) {
             let (mut own, mut dup) = (BTreeSet::new(), BTreeSet::new());
             if let Some(x) = net {
-                for (o, p) in g.users(x) {
-                    if let Some((lc, lp)) = g.lc_port(*o, p) {
+                for u in g.users(x) {
+                    if let Some((lc, lp)) = g.lc_port(u) {
                         if lp == port && lc < existing && !exhausted.contains(&lc) {
                             own.insert(lc);
                             if g.lcs[lc].inputs[other].is_none() {
@@ -234,8 +234,8 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
             }
             (own, dup)
         };
-        let (mut m0, dup1) = matches(i0, "I1", 2);
-        let (mut m1, dup0) = matches(i1, "I2", 1);
+        let (mut m0, dup1) = matches(i0, LcPort::I1, 2);
+        let (mut m1, dup0) = matches(i1, LcPort::I2, 1);
         if i1.is_none() {
             m1.extend(dup1);
         }
@@ -256,7 +256,7 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
             },
         };
         exhausted.insert(lc);
-        let cout = g.pin(ci, "CO");
+        let cout = g.pin(ci, Role::Co);
         let l = &mut g.lcs[lc];
         l.carry = true;
         l.cin = cin;

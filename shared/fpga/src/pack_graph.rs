@@ -28,6 +28,69 @@ pub(crate) enum Kind {
     Other,
 }
 
+/// A cell port the packer cares about, recognised once while building the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    I0,
+    I1,
+    I2,
+    I3,
+    O,
+    Ci,
+    Co,
+    D,
+    C,
+    E,
+    R,
+    S,
+    Lock,
+    Other,
+}
+
+const ROLES: usize = Role::Other as usize;
+
+impl Role {
+    fn of(port: &str) -> Role {
+        match port {
+            "I0" => Role::I0,
+            "I1" => Role::I1,
+            "I2" => Role::I2,
+            "I3" => Role::I3,
+            "O" => Role::O,
+            "CI" => Role::Ci,
+            "CO" => Role::Co,
+            "D" => Role::D,
+            "C" => Role::C,
+            "E" => Role::E,
+            "R" => Role::R,
+            "S" => Role::S,
+            "LOCK" => Role::Lock,
+            _ => Role::Other,
+        }
+    }
+}
+
+/// A port of a logic cell (`ICESTORM_LC`) that a netlist cell's port became.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LcPort {
+    I0,
+    I1,
+    I2,
+    I3,
+    Cin,
+    Clk,
+    Cen,
+    Sr,
+}
+
+/// One user of a net.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Use<'a> {
+    pub owner: Owner,
+    pub port: &'a str,
+    pub role: Role,
+}
+
 /// yosys net numbers to dense [`Net`] indices.
 enum NetIds {
     /// Indexed by net number; `u32::MAX` for numbers not in the netlist.
@@ -91,7 +154,9 @@ pub(crate) struct Graph<'a> {
     pub vcc: Net,
     ids: NetIds,
     user_start: Vec<u32>,
-    user_list: Vec<(Owner, &'a str)>,
+    user_list: Vec<Use<'a>>,
+    /// Each cell's net on the ports in [`Role`] (first bit), `u32::MAX` when unconnected.
+    pins: Vec<[u32; ROLES]>,
     pub driver: Vec<Option<(Owner, &'a str)>>,
     pub lcs: Vec<Lc>,
     /// Which LC each netlist cell ended up in.
@@ -121,6 +186,7 @@ impl<'a> Graph<'a> {
             ids,
             user_start: vec![0; nets + 1],
             user_list: Vec::new(),
+            pins: vec![[u32::MAX; ROLES]; m.cells.len()],
             driver: vec![None; nets],
             lcs: Vec::new(),
             cell_lc: vec![None; m.cells.len()],
@@ -130,6 +196,12 @@ impl<'a> Graph<'a> {
         for pass in 0..2 {
             for (ci, c) in m.cells.iter().enumerate() {
                 for conn in m.connections(c) {
+                    let role = Role::of(&conn.port);
+                    if pass == 0 && role != Role::Other {
+                        if let Some(n) = m.bits(conn).first().and_then(|b| g.net_of(*b)) {
+                            g.pins[ci][role as usize] = n as u32;
+                        }
+                    }
                     for b in m.bits(conn) {
                         let Some(n) = g.net_of(*b) else { continue };
                         if conn.output {
@@ -137,7 +209,7 @@ impl<'a> Graph<'a> {
                                 g.driver[n] = Some((Owner::Cell(ci), conn.port.as_ref()));
                             }
                         } else {
-                            g.add_user(pass, &mut fill, n, (Owner::Cell(ci), conn.port.as_ref()));
+                            g.add_user(pass, &mut fill, n, Use { owner: Owner::Cell(ci), port: conn.port.as_ref(), role });
                         }
                     }
                 }
@@ -148,7 +220,7 @@ impl<'a> Graph<'a> {
                     match p.direction {
                         Direction::Input if pass == 0 => g.driver[n] = g.driver[n].or(Some((Owner::TopPort, "O"))),
                         Direction::Input => {}
-                        _ => g.add_user(pass, &mut fill, n, (Owner::TopPort, "I")),
+                        _ => g.add_user(pass, &mut fill, n, Use { owner: Owner::TopPort, port: "I", role: Role::Other }),
                     }
                 }
             }
@@ -159,14 +231,14 @@ impl<'a> Graph<'a> {
                     *s = total;
                     total += count;
                 }
-                g.user_list = vec![(Owner::TopPort, ""); total as usize];
+                g.user_list = vec![Use { owner: Owner::TopPort, port: "", role: Role::Other }; total as usize];
                 fill = Some(g.user_start.clone());
             }
         }
         g
     }
 
-    fn add_user(&mut self, pass: usize, fill: &mut Option<Vec<u32>>, n: Net, user: (Owner, &'a str)) {
+    fn add_user(&mut self, pass: usize, fill: &mut Option<Vec<u32>>, n: Net, user: Use<'a>) {
         match (pass, fill) {
             (0, _) => self.user_start[n] += 1,
             (_, Some(next)) => {
@@ -178,7 +250,7 @@ impl<'a> Graph<'a> {
     }
 
     /// Who uses a net, in netlist order (cells by name, then top-level ports).
-    pub fn users(&self, n: Net) -> &[(Owner, &'a str)] {
+    pub fn users(&self, n: Net) -> &[Use<'a>] {
         &self.user_list[self.user_start[n] as usize..self.user_start[n + 1] as usize]
     }
 
@@ -202,37 +274,38 @@ impl<'a> Graph<'a> {
     }
 
     /// The net on a cell's one-bit port.
-    pub fn pin(&self, ci: usize, port: &str) -> Option<Net> {
-        self.module.bit(&self.module.cells[ci], port).and_then(|b| self.net_of(b))
+    pub fn pin(&self, ci: usize, role: Role) -> Option<Net> {
+        let n = self.pins[ci][role as usize];
+        (n != u32::MAX).then_some(n as Net)
     }
 
     /// The LC port a netlist cell's port became, if that cell is inside an LC.
-    pub fn lc_port(&self, owner: Owner, port: &str) -> Option<(usize, &'static str)> {
-        let Owner::Cell(ci) = owner else { return None };
+    pub fn lc_port(&self, u: &Use<'_>) -> Option<(usize, LcPort)> {
+        let Owner::Cell(ci) = u.owner else { return None };
         let lc = self.cell_lc[ci]?;
-        let mapped = match (self.kinds[ci], port) {
-            (Kind::Lut, "I0") => "I0",
-            (Kind::Lut, "I1") => "I1",
-            (Kind::Lut, "I2") => "I2",
-            (Kind::Lut, "I3") => "I3",
-            (Kind::Carry, "CI") => "CIN",
-            (Kind::Carry, "I0") => "I1",
-            (Kind::Carry, "I1") => "I2",
-            (Kind::Ff, "D") if !self.lcs[lc].lut => "I0",
-            (Kind::Ff, "C") => "CLK",
-            (Kind::Ff, "E") => "CEN",
-            (Kind::Ff, "R" | "S") => "SR",
+        let mapped = match (self.kinds[ci], u.role) {
+            (Kind::Lut, Role::I0) => LcPort::I0,
+            (Kind::Lut, Role::I1) => LcPort::I1,
+            (Kind::Lut, Role::I2) => LcPort::I2,
+            (Kind::Lut, Role::I3) => LcPort::I3,
+            (Kind::Carry, Role::Ci) => LcPort::Cin,
+            (Kind::Carry, Role::I0) => LcPort::I1,
+            (Kind::Carry, Role::I1) => LcPort::I2,
+            (Kind::Ff, Role::D) if !self.lcs[lc].lut => LcPort::I0,
+            (Kind::Ff, Role::C) => LcPort::Clk,
+            (Kind::Ff, Role::E) => LcPort::Cen,
+            (Kind::Ff, Role::R | Role::S) => LcPort::Sr,
             _ => return None,
         };
         Some((lc, mapped))
     }
 
     /// nextpnr's `net_only_drives(net, is_lc, port, exclusive)`.
-    pub fn only_drives(&self, net: Net, port: &str, exclusive: bool) -> Option<usize> {
+    pub fn only_drives(&self, net: Net, port: LcPort, exclusive: bool) -> Option<usize> {
         let users = self.users(net);
         if exclusive && users.len() != 1 {
             return None;
         }
-        users.iter().find_map(|(o, p)| self.lc_port(*o, p).filter(|(_, lp)| *lp == port).map(|(lc, _)| lc))
+        users.iter().find_map(|u| self.lc_port(u).filter(|(_, lp)| *lp == port).map(|(lc, _)| lc))
     }
 }
