@@ -208,9 +208,9 @@ fn dff_of(g: &Graph, ci: usize) -> Dff {
 /// Puts each SB_CARRY into the LC whose LUT already has the carry's operands on I1/I2 (and
 /// whose I3 takes the carry-in), or into a new carry-only LC. Returns the carry-only LCs.
 fn pack_carries(g: &mut Graph) -> Vec<usize> {
-    let mut exhausted = BTreeSet::new();
     let mut carry_only = Vec::new();
     let existing = g.lcs.len();
+    let mut exhausted = vec![false; existing];
     for ci in 0..g.kinds.len() {
         if g.kinds[ci] != Kind::Carry {
             continue;
@@ -218,16 +218,16 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
         let cin = g.pin(ci, Role::Ci).filter(|x| *x != g.vcc);
         let (i0, i1) = (g.pin(ci, Role::I0), g.pin(ci, Role::I1));
         let ci_lc = cin.and_then(|x| g.only_drives(x, LcPort::I3, false)).filter(|l| *l < existing);
-        let matches = |net: Option<Net>, port: LcPort, other: usize| -> (BTreeSet<usize>, BTreeSet<usize>) {
-            let (mut own, mut dup) = (BTreeSet::new(), BTreeSet::new());
-            if let Some(x) = net {
-                for u in g.users(x) {
-                    if let Some((lc, lp)) = g.lc_port(u) {
-                        if lp == port && lc < existing && !exhausted.contains(&lc) {
-                            own.insert(lc);
-                            if g.lcs[lc].inputs[other].is_none() {
-                                dup.insert(lc);
-                            }
+        // The LCs (built before this step, not yet given a carry) whose `port` is on `net`,
+        // and those of them with the other operand input free. Sorted, without repeats.
+        let matches = |net: Option<Net>, port: LcPort, other: usize| -> (Vec<usize>, Vec<usize>) {
+            let (mut own, mut dup) = (Vec::new(), Vec::new());
+            for u in net.map_or(&[][..], |x| g.users(x)) {
+                if let Some((lc, lp)) = g.lc_port(u) {
+                    if lp == port && lc < existing && !exhausted[lc] {
+                        own.push(lc);
+                        if g.lcs[lc].inputs[other].is_none() {
+                            dup.push(lc);
                         }
                     }
                 }
@@ -242,7 +242,10 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
         if i0.is_none() {
             m0.extend(dup0);
         }
-        let both: BTreeSet<usize> = m0.intersection(&m1).copied().collect();
+        m1.sort_unstable();
+        m0.sort_unstable();
+        m0.dedup();
+        let both: Vec<usize> = m0.into_iter().filter(|l| m1.binary_search(l).is_ok()).collect();
         // An LC whose I3 takes the carry-in is the only candidate when there is one.
         let lc = match ci_lc {
             Some(l) if both.contains(&l) => l,
@@ -255,7 +258,9 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
                 }
             },
         };
-        exhausted.insert(lc);
+        if lc < existing {
+            exhausted[lc] = true;
+        }
         let cout = g.pin(ci, Role::Co);
         let l = &mut g.lcs[lc];
         l.carry = true;

@@ -193,10 +193,18 @@ impl<'a> Graph<'a> {
         };
         // Two passes over the same uses: count each net's users, then place them.
         let mut fill: Option<Vec<u32>> = None;
+        let mut roles = Vec::new();
         for pass in 0..2 {
+            let mut k = 0;
             for (ci, c) in m.cells.iter().enumerate() {
                 for conn in m.connections(c) {
-                    let role = Role::of(&conn.port);
+                    let role = if pass == 0 {
+                        roles.push(Role::of(&conn.port));
+                        roles[roles.len() - 1]
+                    } else {
+                        k += 1;
+                        roles[k - 1]
+                    };
                     if pass == 0 && role != Role::Other {
                         if let Some(n) = m.bits(conn).first().and_then(|b| g.net_of(*b)) {
                             g.pins[ci][role as usize] = n as u32;
