@@ -2,7 +2,7 @@
 # Benchmark 1: limiter decisions/s through RedisRateLimiter against raw `redis-benchmark`
 # EVALSHA of the same script on the same Redis, side by side, as a ratio.
 #
-#   scripts/bench-limiter.sh [--seconds 5] [--tasks 64] [--tenants 10000] [--limit 100] ...
+#   scripts/bench-limiter.sh [--seconds 3] [--rounds 3] [--tasks 64] [--tenants 10000] [--limit 100] ...
 #
 # Uses OPENQQ_TEST_REDIS_URL when set; otherwise starts a throwaway Redis and stops it after.
 # Flags are passed to the bench (see shared/adapters/examples/limiter_bench.rs).

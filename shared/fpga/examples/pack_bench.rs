@@ -1,27 +1,34 @@
-//! Times our packing + resource checks on recorded fixture netlists.
-//! Usage: pack_bench <case.json>... ; prints "<name> <microseconds per run> <ICESTORM_LC used>".
+//! Times `openqq_fpga::validate()` on one netlist file, the same file nextpnr is given.
+//!
+//! `pack_bench <device> <package> <netlist.json>` prints "<median µs per call> <ICESTORM_LC used>"
+//! over 200 in-process calls (JSON parse, packing, resource, pin and PLL checks; no PCF).
+//! `pack_bench --once <device> <package> <netlist.json>` reads the file and validates once, so
+//! a caller can time the whole process the way it times nextpnr.
 
 use std::time::Instant;
 
 fn main() {
-    for path in std::env::args().skip(1) {
-        let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("readable case")).expect("case JSON");
-        let netlist = case["netlist"].to_string();
-        let input = openqq_fpga::Input {
-            device: case["device"].as_str().unwrap_or(""),
-            package: case["package"].as_str().unwrap_or(""),
-            netlist: &netlist,
-            allow_unconstrained: true,
-            ..Default::default()
-        };
-        let runs = 50;
-        let start = Instant::now();
-        let mut lcs = 0;
-        for _ in 0..runs {
-            let report = openqq_fpga::validate(&input);
-            lcs = report.utilization.iter().find(|u| u.resource == "ICESTORM_LC").map_or(0, |u| u.used);
-        }
-        let micros = start.elapsed().as_micros() / runs;
-        println!("{} {} {}", path, micros, lcs);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let once = args.first().is_some_and(|a| a == "--once");
+    if once {
+        args.remove(0);
     }
+    let [device, package, path] = <[String; 3]>::try_from(args).expect("usage: pack_bench [--once] <device> <package> <netlist.json>");
+    let netlist = std::fs::read_to_string(&path).expect("readable netlist");
+    let input = openqq_fpga::Input { device: &device, package: &package, netlist: &netlist, allow_unconstrained: true, ..Default::default() };
+    let lcs = |r: &openqq_fpga::Report| r.utilization.iter().find(|u| u.resource == "ICESTORM_LC").map_or(0, |u| u.used);
+    if once {
+        println!("{}", lcs(&openqq_fpga::validate(&input)));
+        return;
+    }
+    let mut times = Vec::new();
+    let mut used = 0;
+    for _ in 0..200 {
+        let start = Instant::now();
+        let report = openqq_fpga::validate(&input);
+        times.push(start.elapsed().as_micros());
+        used = lcs(&report);
+    }
+    times.sort_unstable();
+    println!("{} {}", times[times.len() / 2], used);
 }

@@ -8,6 +8,7 @@ pub mod bitstream;
 mod constraints;
 mod design_view;
 pub mod device;
+mod json_scan;
 pub mod netlist;
 pub mod pack;
 pub mod resources;
@@ -72,18 +73,15 @@ pub fn validate(input: &Input<'_>) -> Report {
             let (rows, resource_findings) = resources::check(device, package, &module, input.files.netlist);
             utilization = rows;
             findings.extend(resource_findings);
-            let json: serde_json::Value = serde_json::from_str(input.netlist).unwrap_or_default();
-            match design_view::design_view(&json, input.top) {
-                Err(e) => findings.push(Finding::error(e.code, e.message, at(input.files.netlist))),
-                Ok(design) => findings.extend(constraints::check_constraints(
-                    device,
-                    package,
-                    &design,
-                    input.pcf,
-                    input.allow_unconstrained,
-                    input.files.pcf,
-                )),
-            }
+            let design = design_view::design_view(&module);
+            findings.extend(constraints::check_constraints(
+                device,
+                package,
+                &design,
+                input.pcf,
+                input.allow_unconstrained,
+                input.files.pcf,
+            ));
         }
     }
     if let Some(bytes) = input.bitstream {

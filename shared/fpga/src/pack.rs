@@ -5,24 +5,19 @@
 //! ([`chains`]). Every logic cell is an [`Lc`]; nets are dense indices. The rules were read off
 //! nextpnr's behaviour on the recorded fixtures (`fixtures/cases`), which the oracle test checks.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::device::Device;
-use crate::netlist::{Bit, Cell, Direction, Module};
+use crate::netlist::{Bit, Module};
 
 #[path = "pack_chains.rs"]
 mod chains;
 #[path = "pack_globals.rs"]
 mod globals;
+#[path = "pack_graph.rs"]
+mod graph;
 
-pub(crate) type Net = usize;
-
-/// Who uses a net: a netlist cell (by index) or a top-level port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Owner {
-    Cell(usize),
-    TopPort,
-}
+pub(crate) use graph::{Graph, Kind, LcPort, Net, Owner, Role, Use};
 
 /// A logic cell (`ICESTORM_LC`) as the packer builds it.
 #[derive(Debug, Clone, Default)]
@@ -52,18 +47,6 @@ impl Lc {
     }
 }
 
-/// The packer's working state: the netlist's nets and users, and the LCs built so far.
-pub(crate) struct Graph<'a> {
-    pub cells: &'a [Cell],
-    pub nets: usize,
-    pub vcc: Net,
-    pub users: Vec<Vec<(Owner, &'a str)>>,
-    pub driver: Vec<Option<(Owner, &'a str)>>,
-    pub lcs: Vec<Lc>,
-    /// Which LC each netlist cell ended up in.
-    pub cell_lc: Vec<Option<usize>>,
-}
-
 /// Utilisation after packing, by nextpnr resource name, plus cells we do not know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packing {
@@ -85,7 +68,7 @@ pub struct Breakdown {
     pub chain_legalise: u32,
 }
 
-fn is_ff(t: &str) -> bool {
+pub(crate) fn is_ff(t: &str) -> bool {
     t.starts_with("SB_DFF")
 }
 
@@ -121,115 +104,24 @@ fn hard_resource(t: &str) -> Option<&'static str> {
     })
 }
 
-impl<'a> Graph<'a> {
-    fn new(m: &'a Module) -> (Self, HashMap<u32, Net>) {
-        let mut ids: HashMap<u32, Net> = HashMap::new();
-        let intern = |n: u32, ids: &mut HashMap<u32, Net>| {
-            let next = ids.len();
-            *ids.entry(n).or_insert(next)
-        };
-        for c in &m.cells {
-            for (_, bits) in &c.connections {
-                bits.iter().for_each(|b| if let Bit::Net(n) = b { intern(*n, &mut ids); });
-            }
-        }
-        for p in &m.ports {
-            p.bits.iter().for_each(|b| if let Bit::Net(n) = b { intern(*n, &mut ids); });
-        }
-        let vcc = ids.len();
-        let nets = vcc + 2; // VCC, then GND
-        let mut g = Graph {
-            cells: &m.cells,
-            nets,
-            vcc,
-            users: vec![Vec::new(); nets],
-            driver: vec![None; nets],
-            lcs: Vec::new(),
-            cell_lc: vec![None; m.cells.len()],
-        };
-        for (ci, c) in m.cells.iter().enumerate() {
-            for (port, bits) in &c.connections {
-                for b in bits {
-                    let Some(n) = g.net_of(&ids, *b) else { continue };
-                    if c.is_output(port) {
-                        g.driver[n] = Some((Owner::Cell(ci), port.as_str()));
-                    } else {
-                        g.users[n].push((Owner::Cell(ci), port.as_str()));
-                    }
-                }
-            }
-        }
-        for p in &m.ports {
-            for b in &p.bits {
-                let Some(n) = g.net_of(&ids, *b) else { continue };
-                match p.direction {
-                    Direction::Input => g.driver[n] = g.driver[n].or(Some((Owner::TopPort, "O"))),
-                    _ => g.users[n].push((Owner::TopPort, "I")),
-                }
-            }
-        }
-        (g, ids)
-    }
-
-    /// A bit as a net: constant one is the VCC net; zero and undriven bits are no net, which is
-    /// what nextpnr does to constant-zero LUT and carry inputs.
-    fn net_of(&self, ids: &HashMap<u32, Net>, b: Bit) -> Option<Net> {
-        match b {
-            Bit::Net(n) => ids.get(&n).copied(),
-            Bit::One => Some(self.vcc),
-            Bit::Zero | Bit::Undriven => None,
-        }
-    }
-
-    /// The LC port a netlist cell's port became, if that cell is inside an LC.
-    pub fn lc_port(&self, owner: Owner, port: &str) -> Option<(usize, &'static str)> {
-        let Owner::Cell(ci) = owner else { return None };
-        let lc = self.cell_lc[ci]?;
-        let t = self.cells[ci].cell_type.as_str();
-        let mapped = match (t, port) {
-            ("SB_LUT4", "I0") => "I0",
-            ("SB_LUT4", "I1") => "I1",
-            ("SB_LUT4", "I2") => "I2",
-            ("SB_LUT4", "I3") => "I3",
-            ("SB_CARRY", "CI") => "CIN",
-            ("SB_CARRY", "I0") => "I1",
-            ("SB_CARRY", "I1") => "I2",
-            (t, "D") if is_ff(t) && !self.lcs[lc].lut => "I0",
-            (t, "C") if is_ff(t) => "CLK",
-            (t, "E") if is_ff(t) => "CEN",
-            (t, "R" | "S") if is_ff(t) => "SR",
-            _ => return None,
-        };
-        Some((lc, mapped))
-    }
-
-    /// nextpnr's `net_only_drives(net, is_lc, port, exclusive)`.
-    pub fn only_drives(&self, net: Net, port: &str, exclusive: bool) -> Option<usize> {
-        let users = &self.users[net];
-        if exclusive && users.len() != 1 {
-            return None;
-        }
-        users.iter().find_map(|(o, p)| self.lc_port(*o, p).filter(|(_, lp)| *lp == port).map(|(lc, _)| lc))
-    }
-}
-
 /// Packs the top module for a device, as `nextpnr-ice40 --pack-only` would.
-pub fn pack(m: &Module, device: &Device) -> Packing {
-    let (mut g, ids) = Graph::new(m);
+pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
+    let mut g = Graph::new(m);
     let mut used: BTreeMap<&'static str, u32> = BTreeMap::new();
     let mut unknown_cells = Vec::new();
-    let vcc = g.vcc;
-    let n = |b: Option<Bit>| b.and_then(|b| g_net(&ids, vcc, b));
 
     // LUT4 + DFF pairs: a LUT whose output drives only one flip-flop's D input.
-    for (ci, c) in m.cells.iter().enumerate().filter(|(_, c)| c.cell_type == "SB_LUT4") {
-        let o = n(c.bit("O"));
-        let dff = o.and_then(|o| match g.users[o].as_slice() {
-            [(Owner::Cell(d), "D")] if is_ff(&m.cells[*d].cell_type) && g.cell_lc[*d].is_none() => Some(*d),
+    for ci in 0..m.cells.len() {
+        if g.kinds[ci] != Kind::Lut {
+            continue;
+        }
+        let dff = g.pin(ci, Role::O).and_then(|o| match g.users(o) {
+            [Use { owner: Owner::Cell(d), role: Role::D, .. }] if g.kinds[*d] == Kind::Ff && g.cell_lc[*d].is_none() => Some(*d),
             _ => None,
         });
-        let inputs = ["I0", "I1", "I2", "I3"].map(|p| n(c.bit(p)));
-        g.lcs.push(Lc { inputs, lut: true, dff: dff.map(|d| dff_of(&m.cells[d], &n)), ..Lc::default() });
+        let inputs = [Role::I0, Role::I1, Role::I2, Role::I3].map(|p| g.pin(ci, p));
+        let lc = Lc { inputs, lut: true, dff: dff.map(|d| dff_of(&g, d)), ..Lc::default() };
+        g.lcs.push(lc);
         g.cell_lc[ci] = Some(g.lcs.len() - 1);
         if let Some(d) = dff {
             g.cell_lc[d] = Some(g.lcs.len() - 1);
@@ -237,9 +129,10 @@ pub fn pack(m: &Module, device: &Device) -> Packing {
     }
     // Flip-flops left over get an LC with a pass-through LUT.
     for (ci, c) in m.cells.iter().enumerate() {
-        if is_ff(&c.cell_type) && g.cell_lc[ci].is_none() {
-            let inputs = [c.bit("D").and_then(|b| g_net_any(&ids, vcc, b)), None, None, None];
-            g.lcs.push(Lc { inputs, dff: Some(dff_of(c, &n)), ..Lc::default() });
+        if g.kinds[ci] == Kind::Ff && g.cell_lc[ci].is_none() {
+            let inputs = [m.bit(c, "D").and_then(|b| g.net_of_any(b)), None, None, None];
+            let lc = Lc { inputs, dff: Some(dff_of(&g, ci)), ..Lc::default() };
+            g.lcs.push(lc);
             g.cell_lc[ci] = Some(g.lcs.len() - 1);
         }
     }
@@ -249,19 +142,18 @@ pub fn pack(m: &Module, device: &Device) -> Packing {
         dff_only: g.lcs.iter().filter(|l| !l.lut).count() as u32,
         ..Breakdown::default()
     };
-    let carry_only = pack_carries(&mut g, m, &n);
+    let carry_only = pack_carries(&mut g);
     breakdown.carry_only = carry_only.len() as u32;
     merge_indirect(&mut g, &carry_only);
     breakdown.merged = g.lcs.iter().filter(|l| l.gone).count() as u32;
 
     let mut extra_lcs = 1; // nextpnr always inserts the VCC driver
-    let any_zero = m.cells.iter().any(|c| c.connections.iter().any(|(_, b)| b.contains(&Bit::Zero)))
-        || m.ports.iter().any(|p| p.bits.contains(&Bit::Zero));
+    let any_zero = m.all_cell_bits().contains(&Bit::Zero) || m.ports.iter().any(|p| p.bits.contains(&Bit::Zero));
     extra_lcs += u32::from(any_zero);
 
     for (ci, c) in m.cells.iter().enumerate() {
-        let t = c.cell_type.as_str();
-        if t == "SB_LUT4" || t == "SB_CARRY" || is_ff(t) {
+        let t = c.cell_type.as_ref();
+        if g.kinds[ci] != Kind::Other {
             continue;
         }
         if t == "ICESTORM_LC" {
@@ -269,7 +161,7 @@ pub fn pack(m: &Module, device: &Device) -> Packing {
         } else if let Some(r) = hard_resource(t) {
             *used.entry(r).or_default() += 1;
             // A used PLL LOCK output cannot reach the fabric directly: nextpnr adds a LUT.
-            if r == "ICESTORM_PLL" && n(c.bit("LOCK")).is_some_and(|l| !g.users[l].is_empty()) {
+            if r == "ICESTORM_PLL" && g.pin(ci, Role::Lock).is_some_and(|l| !g.users(l).is_empty()) {
                 extra_lcs += 1;
             }
         } else {
@@ -281,14 +173,14 @@ pub fn pack(m: &Module, device: &Device) -> Packing {
         .cells
         .iter()
         .flat_map(|c| {
-            let p = pad_port(&c.cell_type).or(match c.cell_type.as_str() {
+            let p = pad_port(&c.cell_type).or(match c.cell_type.as_ref() {
                 "SB_RGBA_DRV" | "SB_RGB_DRV" => Some("RGB"),
                 t if t.starts_with("SB_PLL40") && t.ends_with("PAD") => Some("PACKAGEPIN"),
                 _ => None,
             });
-            c.connections.iter().filter(move |(port, _)| p.is_some_and(|p| port.starts_with(p))).flat_map(|(_, b)| b.clone())
+            m.connections(c).iter().filter(move |conn| p.is_some_and(|p| conn.port.starts_with(p))).flat_map(|conn| m.bits(conn))
         })
-        .filter_map(|b| if let Bit::Net(x) = b { Some(x) } else { None })
+        .filter_map(|b| if let Bit::Net(x) = b { Some(*x) } else { None })
         .collect();
     let top_ios = m.ports.iter().flat_map(|p| &p.bits).filter(|b| !matches!(b, Bit::Net(x) if pads.contains(x))).count();
     *used.entry("SB_IO").or_default() += top_ios as u32;
@@ -304,67 +196,56 @@ pub fn pack(m: &Module, device: &Device) -> Packing {
     Packing { used, unknown_cells, breakdown }
 }
 
-fn g_net(ids: &HashMap<u32, Net>, vcc: Net, b: Bit) -> Option<Net> {
-    match b {
-        Bit::Net(n) => ids.get(&n).copied(),
-        Bit::One => Some(vcc),
-        Bit::Zero | Bit::Undriven => None,
-    }
-}
-
-/// Like [`g_net`] but a constant zero stays connected (to the GND net, right after VCC), as
-/// on flip-flop D inputs.
-fn g_net_any(ids: &HashMap<u32, Net>, vcc: Net, b: Bit) -> Option<Net> {
-    match b {
-        Bit::Zero => Some(vcc + 1),
-        other => g_net(ids, vcc, other),
-    }
-}
-
-fn dff_of(c: &Cell, n: &impl Fn(Option<Bit>) -> Option<Net>) -> Dff {
+fn dff_of(g: &Graph, ci: usize) -> Dff {
     Dff {
-        clk: n(c.bit("C")),
-        cen: n(c.bit("E")),
-        sr: n(c.bit("R")).or_else(|| n(c.bit("S"))),
-        neg: c.cell_type.starts_with("SB_DFFN"),
+        clk: g.pin(ci, Role::C),
+        cen: g.pin(ci, Role::E),
+        sr: g.pin(ci, Role::R).or_else(|| g.pin(ci, Role::S)),
+        neg: g.module.cells[ci].cell_type.starts_with("SB_DFFN"),
     }
 }
 
 /// Puts each SB_CARRY into the LC whose LUT already has the carry's operands on I1/I2 (and
 /// whose I3 takes the carry-in), or into a new carry-only LC. Returns the carry-only LCs.
-fn pack_carries(g: &mut Graph, m: &Module, n: &impl Fn(Option<Bit>) -> Option<Net>) -> Vec<usize> {
-    let mut exhausted = BTreeSet::new();
+fn pack_carries(g: &mut Graph) -> Vec<usize> {
     let mut carry_only = Vec::new();
     let existing = g.lcs.len();
-    for (ci, c) in m.cells.iter().enumerate().filter(|(_, c)| c.cell_type == "SB_CARRY") {
-        let cin = n(c.bit("CI")).filter(|x| *x != g.vcc);
-        let (i0, i1) = (n(c.bit("I0")), n(c.bit("I1")));
-        let ci_lc = cin.and_then(|x| g.only_drives(x, "I3", false)).filter(|l| *l < existing);
-        let matches = |net: Option<Net>, port: &str, other: usize| -> (BTreeSet<usize>, BTreeSet<usize>) {
-            let (mut own, mut dup) = (BTreeSet::new(), BTreeSet::new());
-            if let Some(x) = net {
-                for (o, p) in &g.users[x] {
-                    if let Some((lc, lp)) = g.lc_port(*o, p) {
-                        if lp == port && lc < existing && !exhausted.contains(&lc) {
-                            own.insert(lc);
-                            if g.lcs[lc].inputs[other].is_none() {
-                                dup.insert(lc);
-                            }
+    let mut exhausted = vec![false; existing];
+    for ci in 0..g.kinds.len() {
+        if g.kinds[ci] != Kind::Carry {
+            continue;
+        }
+        let cin = g.pin(ci, Role::Ci).filter(|x| *x != g.vcc);
+        let (i0, i1) = (g.pin(ci, Role::I0), g.pin(ci, Role::I1));
+        let ci_lc = cin.and_then(|x| g.only_drives(x, LcPort::I3, false)).filter(|l| *l < existing);
+        // The LCs (built before this step, not yet given a carry) whose `port` is on `net`,
+        // and those of them with the other operand input free. Sorted, without repeats.
+        let matches = |net: Option<Net>, port: LcPort, other: usize| -> (Vec<usize>, Vec<usize>) {
+            let (mut own, mut dup) = (Vec::new(), Vec::new());
+            for u in net.map_or(&[][..], |x| g.users(x)) {
+                if let Some((lc, lp)) = g.lc_port(u) {
+                    if lp == port && lc < existing && !exhausted[lc] {
+                        own.push(lc);
+                        if g.lcs[lc].inputs[other].is_none() {
+                            dup.push(lc);
                         }
                     }
                 }
             }
             (own, dup)
         };
-        let (mut m0, dup1) = matches(i0, "I1", 2);
-        let (mut m1, dup0) = matches(i1, "I2", 1);
+        let (mut m0, dup1) = matches(i0, LcPort::I1, 2);
+        let (mut m1, dup0) = matches(i1, LcPort::I2, 1);
         if i1.is_none() {
             m1.extend(dup1);
         }
         if i0.is_none() {
             m0.extend(dup0);
         }
-        let both: BTreeSet<usize> = m0.intersection(&m1).copied().collect();
+        m1.sort_unstable();
+        m0.sort_unstable();
+        m0.dedup();
+        let both: Vec<usize> = m0.into_iter().filter(|l| m1.binary_search(l).is_ok()).collect();
         // An LC whose I3 takes the carry-in is the only candidate when there is one.
         let lc = match ci_lc {
             Some(l) if both.contains(&l) => l,
@@ -377,11 +258,14 @@ fn pack_carries(g: &mut Graph, m: &Module, n: &impl Fn(Option<Bit>) -> Option<Ne
                 }
             },
         };
-        exhausted.insert(lc);
+        if lc < existing {
+            exhausted[lc] = true;
+        }
+        let cout = g.pin(ci, Role::Co);
         let l = &mut g.lcs[lc];
         l.carry = true;
         l.cin = cin;
-        l.cout = n(c.bit("CO"));
+        l.cout = cout;
         g.cell_lc[ci] = Some(lc);
     }
     carry_only
@@ -394,7 +278,7 @@ fn merge_indirect(g: &mut Graph, carry_only: &[usize]) {
         for slot in [1, 2] {
             let Some(x) = g.lcs[c].inputs[slot] else { continue };
             let Some((Owner::Cell(d), "O")) = g.driver[x] else { continue };
-            if g.cells[d].cell_type != "SB_LUT4" {
+            if g.kinds[d] != Kind::Lut {
                 continue;
             }
             let Some(src) = g.cell_lc[d] else { continue };

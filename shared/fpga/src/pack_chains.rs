@@ -3,9 +3,7 @@
 //! share its flip-flop controls or a chain outgrows a column. Each split or fabric entry/exit
 //! costs an extra LC (a feed-in or a pass-out). Returns how many such LCs were added.
 
-use std::collections::HashSet;
-
-use super::{Dff, Graph, Net};
+use super::{Dff, Graph, LcPort, Net};
 use crate::device::Device;
 
 /// What the tile check needs to know about one LC of a chain.
@@ -19,7 +17,7 @@ const FEED: TileCell = TileCell { dff: None, inputs: 1 };
 
 /// nextpnr's `logic_cells_compatible`: one clock/enable/reset set per tile and at most 32
 /// local inputs (LUT inputs plus non-global control nets).
-fn compatible(tile: &[TileCell], global: &HashSet<Net>) -> bool {
+fn compatible(tile: &[TileCell], global: &[bool]) -> bool {
     let mut first: Option<Dff> = None;
     let mut locals = 0;
     for c in tile {
@@ -27,7 +25,7 @@ fn compatible(tile: &[TileCell], global: &HashSet<Net>) -> bool {
             match first {
                 None => {
                     first = Some(d);
-                    locals += [d.cen, d.clk, d.sr].iter().filter(|n| n.is_some_and(|n| !global.contains(&n))).count();
+                    locals += [d.cen, d.clk, d.sr].iter().filter(|n| n.is_some_and(|n| !global[n])).count();
                 }
                 Some(f) if f != d => return false,
                 Some(_) => {}
@@ -39,43 +37,53 @@ fn compatible(tile: &[TileCell], global: &HashSet<Net>) -> bool {
 }
 
 pub(crate) fn legalise(g: &mut Graph, promoted: &[Net], device: &Device) -> u32 {
-    let global: HashSet<Net> = promoted.iter().copied().chain((0..g.nets).filter(|n| {
-        matches!(g.driver[*n], Some((_, "GLOBAL_BUFFER_OUTPUT")))
-    })).collect();
-    let cout_driver: std::collections::HashMap<Net, usize> =
-        g.lcs.iter().enumerate().filter(|(_, l)| !l.gone).filter_map(|(i, l)| l.cout.map(|c| (c, i))).collect();
-    let prev = |g: &Graph, lc: usize| g.lcs[lc].cin.and_then(|c| cout_driver.get(&c).copied());
+    let mut global = vec![false; g.nets];
+    for n in promoted.iter().copied().chain((0..g.nets).filter(|n| matches!(g.driver[*n], Some((_, "GLOBAL_BUFFER_OUTPUT"))))) {
+        global[n] = true;
+    }
+    let mut cout_driver: Vec<Option<usize>> = vec![None; g.nets];
+    for (i, l) in g.lcs.iter().enumerate().filter(|(_, l)| !l.gone) {
+        if let Some(c) = l.cout {
+            cout_driver[c] = Some(i);
+        }
+    }
+    let prev = |g: &Graph, lc: usize| g.lcs[lc].cin.and_then(|c| cout_driver[c]);
     let next = |g: &Graph, lc: usize| {
-        g.lcs[lc].cout.and_then(|c| g.only_drives(c, "CIN", false).or_else(|| g.only_drives(c, "I3", false)))
+        g.lcs[lc].cout.and_then(|c| g.only_drives(c, LcPort::Cin, false).or_else(|| g.only_drives(c, LcPort::I3, false)))
     };
-    let mut chained = HashSet::new();
+    let mut chained = vec![false; g.lcs.len()];
+    // Visit stamps instead of a fresh set per walk: `stamp[lc] == walk` means seen in this walk.
+    let mut stamp = vec![usize::MAX; g.lcs.len()];
+    let mut walk = 0;
     let mut chains = Vec::new();
     for start in 0..g.lcs.len() {
-        if g.lcs[start].gone || chained.contains(&start) {
+        if g.lcs[start].gone || chained[start] || g.lcs[start].cin.is_none() && g.lcs[start].cout.is_none() {
             continue;
         }
+        walk += 1;
         let mut first = start;
-        let mut seen = HashSet::new();
         while let Some(p) = prev(g, first) {
-            if !seen.insert(p) {
+            if stamp[p] == walk {
                 break;
             }
+            stamp[p] = walk;
             first = p;
         }
         // Cells join `chained` only once their chain is long enough to keep, so a chain's
         // last LUT (reached through I3) is not lost by being visited on its own first.
+        walk += 1;
         let mut chain = Vec::new();
-        let mut in_chain = HashSet::new();
         let mut cur = Some(first);
         while let Some(c) = cur {
-            if !in_chain.insert(c) {
+            if stamp[c] == walk {
                 break;
             }
+            stamp[c] = walk;
             chain.push(c);
             cur = next(g, c);
         }
         if chain.len() >= 2 {
-            chained.extend(chain.iter().copied());
+            chain.iter().for_each(|c| chained[*c] = true);
             chains.push(chain);
         }
     }
@@ -84,7 +92,7 @@ pub(crate) fn legalise(g: &mut Graph, promoted: &[Net], device: &Device) -> u32 
 }
 
 /// nextpnr's `split_carry_chain`, counting the LCs it inserts.
-fn split(g: &mut Graph, chain: &[usize], max_len: usize, global: &HashSet<Net>) -> u32 {
+fn split(g: &mut Graph, chain: &[usize], max_len: usize, global: &[bool]) -> u32 {
     let mut added = 0;
     let mut tile: Vec<TileCell> = Vec::new();
     let mut len = 0usize;
@@ -120,11 +128,11 @@ fn split(g: &mut Graph, chain: &[usize], max_len: usize, global: &HashSet<Net>) 
         }
         if let Some(cout) = g.lcs[lc].cout {
             let at_end = i == chain.len() - 1;
-            let users = g.users[cout].len();
+            let users = g.users(cout).len();
             if users > 1 || at_end {
-                let i3 = g.only_drives(cout, "I3", false);
-                let cin = g.only_drives(cout, "CIN", false);
-                if users > 2 || i3 != cin || (at_end && g.only_drives(cout, "I3", true).is_none()) {
+                let i3 = g.only_drives(cout, LcPort::I3, false);
+                let cin = g.only_drives(cout, LcPort::Cin, false);
+                if users > 2 || i3 != cin || (at_end && g.only_drives(cout, LcPort::I3, true).is_none()) {
                     g.lcs[lc].cout = None;
                     tile.push(FEED);
                     len += 1;

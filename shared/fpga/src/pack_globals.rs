@@ -1,9 +1,7 @@
 //! Global promotion as nextpnr-ice40 0.4 does it while packing: the busiest clock, reset and
 //! enable nets get an `SB_GB` each until the 8 global buffers run out.
 
-use std::collections::BTreeMap;
-
-use super::{Graph, Net, Owner};
+use super::{Graph, LcPort, Net, Owner};
 
 /// Resets and enables promote only above this fanout; clocks promote at any fanout.
 const FANOUT_THRESHOLD: u32 = 15;
@@ -30,33 +28,44 @@ fn hard_use(cell_type: &str, port: &str) -> Option<Use> {
 
 /// Returns the promoted nets, in promotion order.
 pub(crate) fn promote(g: &Graph, existing_gbs: u32) -> Vec<Net> {
-    let mut counts: [BTreeMap<Net, u32>; 3] = Default::default();
-    for net in 0..g.nets {
-        let Some((drv, port)) = g.driver[net] else { continue };
-        if net >= g.vcc || port == "GLOBAL_BUFFER_OUTPUT" {
+    // Per use, each candidate net's fanout; `None` for nets that cannot be promoted (undriven,
+    // constant, already global) or that were promoted already.
+    let mut counts: [Vec<Option<u32>>; 3] = Default::default();
+    for c in counts.iter_mut() {
+        *c = vec![None; g.nets];
+    }
+    for net in 0..g.vcc {
+        let Some((_, port)) = g.driver[net] else { continue };
+        if port == "GLOBAL_BUFFER_OUTPUT" {
             continue;
         }
-        let _ = drv;
-        for c in counts.iter_mut() {
-            c.insert(net, 0);
-        }
-        for (owner, p) in &g.users[net] {
-            let usage = match g.lc_port(*owner, p) {
-                Some((_, "CLK")) => Some(Use::Clock),
-                Some((_, "SR")) => Some(Use::Reset),
-                Some((_, "CEN")) => Some(Use::Enable),
+        let mut fanout = [0u32; 3];
+        for u in g.users(net) {
+            let usage = match g.lc_port(u) {
+                Some((_, LcPort::Clk)) => Some(Use::Clock),
+                Some((_, LcPort::Sr)) => Some(Use::Reset),
+                Some((_, LcPort::Cen)) => Some(Use::Enable),
                 Some(_) => None,
-                None => match owner {
-                    Owner::Cell(ci) => hard_use(&g.cells[*ci].cell_type, p),
+                None => match u.owner {
+                    Owner::Cell(ci) => hard_use(&g.module.cells[ci].cell_type, u.port),
                     Owner::TopPort => None,
                 },
             };
-            if let Some(u) = usage {
-                *counts[u as usize].get_mut(&net).unwrap() += 1;
+            if let Some(kind) = usage {
+                fanout[kind as usize] += 1;
             }
         }
+        for (c, f) in counts.iter_mut().zip(fanout) {
+            c[net] = Some(f);
+        }
     }
-    let best = |m: &BTreeMap<Net, u32>| m.iter().fold((None, 0), |acc, (n, c)| if *c > acc.1 { (Some(*n), *c) } else { acc });
+    // The busiest net; ties go to the lowest net index.
+    let best = |v: &[Option<u32>]| {
+        v.iter().enumerate().fold((None, 0), |acc, (n, c)| match c {
+            Some(c) if *c > acc.1 => (Some(n), *c),
+            _ => acc,
+        })
+    };
     let mut promoted = Vec::new();
     let (mut resets, mut enables) = (0, 0);
     while (promoted.len() as u32) < GLOBALS.saturating_sub(existing_gbs) {
@@ -76,7 +85,7 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32) -> Vec<Net> {
         };
         let Some(net) = pick else { break };
         for c in counts.iter_mut() {
-            c.remove(&net);
+            c[net] = None;
         }
         promoted.push(net);
     }

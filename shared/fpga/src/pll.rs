@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use crate::device::Pin;
+use crate::netlist::Param;
 use crate::pcf::SetFrequency;
 use crate::report::{Finding, Location};
 
@@ -49,12 +50,12 @@ impl Pll {
     }
 }
 
-/// Reads a yosys JSON parameter as an unsigned number: a bit string (`"0111111"`, the last 32
-/// bits, `x`/`z` as 0) or a JSON number. String parameters (with yosys' trailing space) give None.
-pub(crate) fn param_u32(value: &serde_json::Value) -> Option<u32> {
+/// Reads a yosys parameter as an unsigned number: a bit string (`"0111111"`, the last 32 bits,
+/// `x`/`z` as 0) or a JSON number. String parameters (with yosys' trailing space) give None.
+pub(crate) fn param_u32(value: &Param<'_>) -> Option<u32> {
     match value {
-        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
-        serde_json::Value::String(s) if !s.is_empty() && s.chars().all(|c| matches!(c, '0' | '1' | 'x' | 'z')) => {
+        Param::Number(n) => n.parse::<u64>().ok().and_then(|n| u32::try_from(n).ok()),
+        Param::Text(s) if !s.is_empty() && s.chars().all(|c| matches!(c, '0' | '1' | 'x' | 'z')) => {
             let tail = &s[s.len().saturating_sub(32)..];
             Some(tail.chars().fold(0u32, |acc, c| (acc << 1) | u32::from(c == '1')))
         }

@@ -27,12 +27,14 @@ fn codes(findings: &[Finding]) -> Vec<(crate::report::Severity, &str)> {
 
 #[test]
 fn yosys_bit_string_and_number_parameters_are_read() {
-    assert_eq!(param_u32(&serde_json::json!("0111111")), Some(63));
-    assert_eq!(param_u32(&serde_json::json!("x1")), Some(1));
-    assert_eq!(param_u32(&serde_json::json!(5)), Some(5));
-    assert_eq!(param_u32(&serde_json::json!("SIMPLE")), None);
-    assert_eq!(param_u32(&serde_json::json!("01 ")), None);
-    assert_eq!(param_u32(&serde_json::json!("1".repeat(40))), Some(u32::MAX));
+    let text = |s: &str| Param::Text(s.to_owned().into());
+    assert_eq!(param_u32(&text("0111111")), Some(63));
+    assert_eq!(param_u32(&text("x1")), Some(1));
+    assert_eq!(param_u32(&Param::Number("5")), Some(5));
+    assert_eq!(param_u32(&Param::Number("5.5")), None);
+    assert_eq!(param_u32(&text("SIMPLE")), None);
+    assert_eq!(param_u32(&text("01 ")), None);
+    assert_eq!(param_u32(&text(&"1".repeat(40))), Some(u32::MAX));
 }
 
 #[test]

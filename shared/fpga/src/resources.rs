@@ -12,7 +12,7 @@ use crate::report::{Finding, Location, Utilization};
 pub const PACKAGE_PINS: &str = "PACKAGE_PIN";
 
 /// Utilisation rows (nextpnr's resources, then [`PACKAGE_PINS`]) and resource findings.
-pub fn check(device: &Device, package: &Package, module: &Module, file: Option<&str>) -> (Vec<Utilization>, Vec<Finding>) {
+pub fn check(device: &Device, package: &Package, module: &Module<'_>, file: Option<&str>) -> (Vec<Utilization>, Vec<Finding>) {
     let packed = pack(module, device);
     let at = || Location { file: file.map(str::to_owned), ..Location::default() };
     let mut rows: Vec<Utilization> = device
@@ -56,7 +56,7 @@ pub fn check(device: &Device, package: &Package, module: &Module, file: Option<&
         findings.push(Finding::warning(
             "CELL_TYPE_UNKNOWN",
             format!("cell type {} is not an iCE40 primitive nextpnr-ice40 knows; it is not counted", cell.cell_type),
-            Location { cell: Some(cell.name.clone()), ..at() },
+            Location { cell: Some(cell.name.clone().into_owned()), ..at() },
         ));
     }
     (rows, findings)

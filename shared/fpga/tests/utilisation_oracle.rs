@@ -26,7 +26,8 @@ fn cases() -> Vec<(String, serde_json::Value)> {
 
 fn ours(case: &serde_json::Value) -> (BTreeMap<String, (u64, u64)>, pack::Breakdown) {
     let dev = device::device(case["device"].as_str().unwrap()).unwrap();
-    let module = netlist::parse(&case["netlist"].to_string(), None).unwrap();
+    let text = case["netlist"].to_string();
+    let module = netlist::parse(&text, None).unwrap();
     let packed = pack::pack(&module, dev);
     let util = dev
         .capacities()

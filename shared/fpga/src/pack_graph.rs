@@ -1,0 +1,319 @@
+//! The packer's working state: the netlist's nets as dense indices, who drives and uses each
+//! one, and the logic cells built so far.
+//!
+//! Built once per validation, so it avoids per-net allocations: net numbers map through a
+//! table (yosys numbers nets densely from 2), and each net's users are a slice of one shared
+//! list (compressed rows), in netlist order, which nextpnr's choices depend on.
+
+use std::collections::HashMap;
+
+use super::{is_ff, Lc};
+use crate::netlist::{Bit, Direction, Module};
+
+pub(crate) type Net = usize;
+
+/// Who uses a net: a netlist cell (by index) or a top-level port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Cell(usize),
+    TopPort,
+}
+
+/// What the packer does with a cell, decided once from its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Lut,
+    Carry,
+    Ff,
+    Other,
+}
+
+/// A cell port the packer cares about, recognised once while building the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    I0,
+    I1,
+    I2,
+    I3,
+    O,
+    Ci,
+    Co,
+    D,
+    C,
+    E,
+    R,
+    S,
+    Lock,
+    Other,
+}
+
+const ROLES: usize = Role::Other as usize;
+
+impl Role {
+    fn of(port: &str) -> Role {
+        match port {
+            "I0" => Role::I0,
+            "I1" => Role::I1,
+            "I2" => Role::I2,
+            "I3" => Role::I3,
+            "O" => Role::O,
+            "CI" => Role::Ci,
+            "CO" => Role::Co,
+            "D" => Role::D,
+            "C" => Role::C,
+            "E" => Role::E,
+            "R" => Role::R,
+            "S" => Role::S,
+            "LOCK" => Role::Lock,
+            _ => Role::Other,
+        }
+    }
+}
+
+/// A port of a logic cell (`ICESTORM_LC`) that a netlist cell's port became.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LcPort {
+    I0,
+    I1,
+    I2,
+    I3,
+    Cin,
+    Clk,
+    Cen,
+    Sr,
+}
+
+/// One user of a net.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Use<'a> {
+    pub owner: Owner,
+    pub port: &'a str,
+    pub role: Role,
+}
+
+/// yosys net numbers to dense [`Net`] indices.
+enum NetIds {
+    /// Indexed by net number; `u32::MAX` for numbers not in the netlist.
+    Table(Vec<u32>),
+    /// For sparse or huge numbers, which yosys never writes but input may contain.
+    Map(HashMap<u32, u32>),
+}
+
+impl NetIds {
+    fn new(m: &Module<'_>) -> Self {
+        // First-seen order (cells by name, ports by name, then top-level ports) sets the
+        // dense indices, and ties in global promotion go to the lowest index.
+        let cell_bits = m.cells.iter().flat_map(|c| m.connections(c).iter().flat_map(|conn| m.bits(conn)));
+        let numbers = || cell_bits.clone().chain(m.ports.iter().flat_map(|p| &p.bits)).filter_map(|b| match b {
+            Bit::Net(n) => Some(*n),
+            _ => None,
+        });
+        let (count, max) = numbers().fold((0usize, 0u32), |(c, mx), n| (c + 1, mx.max(n)));
+        let mut next = 0u32;
+        if (max as usize) <= 4 * count + 1024 {
+            let mut table = vec![u32::MAX; max as usize + 1];
+            for n in numbers() {
+                if table[n as usize] == u32::MAX {
+                    table[n as usize] = next;
+                    next += 1;
+                }
+            }
+            NetIds::Table(table)
+        } else {
+            let mut map = HashMap::new();
+            for n in numbers() {
+                map.entry(n).or_insert_with(|| {
+                    next += 1;
+                    next - 1
+                });
+            }
+            NetIds::Map(map)
+        }
+    }
+
+    fn get(&self, n: u32) -> Option<Net> {
+        let id = match self {
+            NetIds::Table(t) => t.get(n as usize).copied().filter(|i| *i != u32::MAX),
+            NetIds::Map(m) => m.get(&n).copied(),
+        };
+        id.map(|i| i as Net)
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            NetIds::Table(t) => t.iter().filter(|i| **i != u32::MAX).count(),
+            NetIds::Map(m) => m.len(),
+        }
+    }
+}
+
+pub(crate) struct Graph<'a> {
+    pub module: &'a Module<'a>,
+    pub kinds: Vec<Kind>,
+    pub nets: usize,
+    pub vcc: Net,
+    ids: NetIds,
+    user_start: Vec<u32>,
+    user_list: Vec<Use<'a>>,
+    /// Each cell's net on the ports in [`Role`] (first bit), `u32::MAX` when unconnected.
+    pins: Vec<[u32; ROLES]>,
+    pub driver: Vec<Option<(Owner, &'a str)>>,
+    pub lcs: Vec<Lc>,
+    /// Which LC each netlist cell ended up in.
+    pub cell_lc: Vec<Option<usize>>,
+}
+
+impl<'a> Graph<'a> {
+    pub fn new(m: &'a Module<'a>) -> Self {
+        let ids = NetIds::new(m);
+        let vcc = ids.len();
+        let nets = vcc + 2; // VCC, then GND
+        let kinds = m
+            .cells
+            .iter()
+            .map(|c| match c.cell_type.as_ref() {
+                "SB_LUT4" => Kind::Lut,
+                "SB_CARRY" => Kind::Carry,
+                t if is_ff(t) => Kind::Ff,
+                _ => Kind::Other,
+            })
+            .collect();
+        let mut g = Graph {
+            module: m,
+            kinds,
+            nets,
+            vcc,
+            ids,
+            user_start: vec![0; nets + 1],
+            user_list: Vec::new(),
+            pins: vec![[u32::MAX; ROLES]; m.cells.len()],
+            driver: vec![None; nets],
+            lcs: Vec::new(),
+            cell_lc: vec![None; m.cells.len()],
+        };
+        // Two passes over the same uses: count each net's users, then place them.
+        let mut fill: Option<Vec<u32>> = None;
+        let mut roles = Vec::new();
+        for pass in 0..2 {
+            let mut k = 0;
+            for (ci, c) in m.cells.iter().enumerate() {
+                for conn in m.connections(c) {
+                    let role = if pass == 0 {
+                        roles.push(Role::of(&conn.port));
+                        roles[roles.len() - 1]
+                    } else {
+                        k += 1;
+                        roles[k - 1]
+                    };
+                    if pass == 0 && role != Role::Other {
+                        if let Some(n) = m.bits(conn).first().and_then(|b| g.net_of(*b)) {
+                            g.pins[ci][role as usize] = n as u32;
+                        }
+                    }
+                    for b in m.bits(conn) {
+                        let Some(n) = g.net_of(*b) else { continue };
+                        if conn.output {
+                            if pass == 0 {
+                                g.driver[n] = Some((Owner::Cell(ci), conn.port.as_ref()));
+                            }
+                        } else {
+                            g.add_user(pass, &mut fill, n, Use { owner: Owner::Cell(ci), port: conn.port.as_ref(), role });
+                        }
+                    }
+                }
+            }
+            for p in &m.ports {
+                for b in &p.bits {
+                    let Some(n) = g.net_of(*b) else { continue };
+                    match p.direction {
+                        Direction::Input if pass == 0 => g.driver[n] = g.driver[n].or(Some((Owner::TopPort, "O"))),
+                        Direction::Input => {}
+                        _ => g.add_user(pass, &mut fill, n, Use { owner: Owner::TopPort, port: "I", role: Role::Other }),
+                    }
+                }
+            }
+            if pass == 0 {
+                let mut total = 0;
+                for s in g.user_start.iter_mut() {
+                    let count = *s;
+                    *s = total;
+                    total += count;
+                }
+                g.user_list = vec![Use { owner: Owner::TopPort, port: "", role: Role::Other }; total as usize];
+                fill = Some(g.user_start.clone());
+            }
+        }
+        g
+    }
+
+    fn add_user(&mut self, pass: usize, fill: &mut Option<Vec<u32>>, n: Net, user: Use<'a>) {
+        match (pass, fill) {
+            (0, _) => self.user_start[n] += 1,
+            (_, Some(next)) => {
+                self.user_list[next[n] as usize] = user;
+                next[n] += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// Who uses a net, in netlist order (cells by name, then top-level ports).
+    pub fn users(&self, n: Net) -> &[Use<'a>] {
+        &self.user_list[self.user_start[n] as usize..self.user_start[n + 1] as usize]
+    }
+
+    /// A bit as a net: constant one is the VCC net; zero and undriven bits are no net, which is
+    /// what nextpnr does to constant-zero LUT and carry inputs.
+    pub fn net_of(&self, b: Bit) -> Option<Net> {
+        match b {
+            Bit::Net(n) => self.ids.get(n),
+            Bit::One => Some(self.vcc),
+            Bit::Zero | Bit::Undriven => None,
+        }
+    }
+
+    /// Like [`Graph::net_of`] but a constant zero stays connected (to the GND net, right after
+    /// VCC), as on flip-flop D inputs.
+    pub fn net_of_any(&self, b: Bit) -> Option<Net> {
+        match b {
+            Bit::Zero => Some(self.vcc + 1),
+            other => self.net_of(other),
+        }
+    }
+
+    /// The net on a cell's one-bit port.
+    pub fn pin(&self, ci: usize, role: Role) -> Option<Net> {
+        let n = self.pins[ci][role as usize];
+        (n != u32::MAX).then_some(n as Net)
+    }
+
+    /// The LC port a netlist cell's port became, if that cell is inside an LC.
+    pub fn lc_port(&self, u: &Use<'_>) -> Option<(usize, LcPort)> {
+        let Owner::Cell(ci) = u.owner else { return None };
+        let lc = self.cell_lc[ci]?;
+        let mapped = match (self.kinds[ci], u.role) {
+            (Kind::Lut, Role::I0) => LcPort::I0,
+            (Kind::Lut, Role::I1) => LcPort::I1,
+            (Kind::Lut, Role::I2) => LcPort::I2,
+            (Kind::Lut, Role::I3) => LcPort::I3,
+            (Kind::Carry, Role::Ci) => LcPort::Cin,
+            (Kind::Carry, Role::I0) => LcPort::I1,
+            (Kind::Carry, Role::I1) => LcPort::I2,
+            (Kind::Ff, Role::D) if !self.lcs[lc].lut => LcPort::I0,
+            (Kind::Ff, Role::C) => LcPort::Clk,
+            (Kind::Ff, Role::E) => LcPort::Cen,
+            (Kind::Ff, Role::R | Role::S) => LcPort::Sr,
+            _ => return None,
+        };
+        Some((lc, mapped))
+    }
+
+    /// nextpnr's `net_only_drives(net, is_lc, port, exclusive)`.
+    pub fn only_drives(&self, net: Net, port: LcPort, exclusive: bool) -> Option<usize> {
+        let users = self.users(net);
+        if exclusive && users.len() != 1 {
+            return None;
+        }
+        users.iter().find_map(|u| self.lc_port(u).filter(|(_, lp)| *lp == port).map(|(lc, _)| lc))
+    }
+}
