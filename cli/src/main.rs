@@ -4,6 +4,7 @@
 //! - `openqq token` prints a bearer token the local server accepts.
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
 
+mod limits;
 mod secret;
 mod token;
 mod up;

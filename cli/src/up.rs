@@ -51,6 +51,21 @@ pub struct UpArgs {
     /// Default per-tenant limit, COUNT/WINDOW.
     #[arg(long, env = "OPENQQ_RATE_LIMIT", default_value = "100/1s")]
     rate_limit: QuotaSpec,
+    /// Per-tenant overrides, one `TENANT COUNT/WINDOW` per line; reloaded when the file changes.
+    #[arg(long, env = "OPENQQ_RATE_LIMITS")]
+    rate_limits: Option<PathBuf>,
+    /// Use Redis (or ElastiCache) for the limiter, e.g. redis://127.0.0.1:6379.
+    #[arg(long, env = "OPENQQ_REDIS_URL")]
+    redis_url: Option<String>,
+    /// How long a limiter decision may wait for Redis before the Redis-down policy applies.
+    #[arg(long, env = "OPENQQ_REDIS_TIMEOUT", default_value = "50ms", value_parser = humantime::parse_duration)]
+    redis_timeout: Duration,
+    /// While Redis is down, reject with 503 instead of limiting in process.
+    #[arg(long, env = "OPENQQ_REDIS_FAIL_CLOSED")]
+    redis_fail_closed: bool,
+    /// API instances sharing the Redis limit; while Redis is down each admits limit ÷ instances.
+    #[arg(long, env = "OPENQQ_INSTANCES", default_value_t = 1)]
+    instances: u32,
     /// API requests in progress at once (default 2 × cores).
     #[arg(long, env = "OPENQQ_WORKERS")]
     workers: Option<usize>,
@@ -127,13 +142,21 @@ async fn serve(args: UpArgs) -> Result<()> {
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
 
+    let limiter = match &args.redis_url {
+        Some(url) => crate::limits::redis(url, args.redis_timeout, args.redis_fail_closed, args.instances).await?,
+        None => backends.limiter.clone(),
+    };
+    let limits = Arc::new(LimitPolicy::new(args.rate_limit.0));
+    if let Some(path) = &args.rate_limits {
+        crate::limits::watch_overrides(limits.clone(), path.clone())?;
+    }
     let defaults = PoolConfig::default();
     let pool = PoolConfig { workers: args.workers.unwrap_or(defaults.workers), queue: args.queue.unwrap_or(defaults.queue) };
     let state = AppState {
         log: backends.log.clone(),
         store: backends.store.clone(),
-        limiter: backends.limiter.clone(),
-        limits: Arc::new(LimitPolicy::new(args.rate_limit.0)),
+        limiter,
+        limits,
         keys: Arc::new(keys),
         topics,
         metrics: Some(metrics),

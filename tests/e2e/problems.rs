@@ -110,3 +110,22 @@ async fn a_tenant_over_its_limit_gets_429_with_retry_after_and_others_are_unaffe
     assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
     assert_eq!(calm.get("/v1/designs").await.unwrap().0, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_the_limit_is_enforced_by_the_redis_limiter() {
+    let url = std::env::var("OPENQQ_TEST_REDIS_URL").expect("set OPENQQ_TEST_REDIS_URL (scripts/test.sh starts a redis-server)");
+    let dir = tempfile::tempdir().unwrap();
+    let tenant = format!("redis-{}", std::process::id());
+    let overrides = dir.path().join("limits.txt");
+    std::fs::write(&overrides, format!("{tenant} 3/10s\n")).unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--redis-url", &url, "--rate-limits", overrides.to_str().unwrap()]).unwrap();
+    let c = Client::new(&server.url, &server.token(&tenant));
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(c.get("/v1/designs").await.unwrap().0);
+    }
+    assert_eq!(statuses, [200, 200, 200, 429, 429], "the override (3 per 10 s) applies");
+    // The decisions live in Redis: the tenant's sliding log is there.
+    let out = std::process::Command::new("redis-cli").args(["-u", &url, "ZCARD", &format!("rl:{{{tenant}}}")]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+}

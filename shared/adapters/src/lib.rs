@@ -3,6 +3,9 @@
 //! - [`embedded`]: the one-machine defaults. SQLite (bundled, WAL mode) for the partitioned event
 //!   log and the design store, an in-process sliding-window limiter, and an in-process broadcast
 //!   notifier that feeds live streams.
+//! - [`redis_limiter`]: the per-tenant sliding-window limiter in Redis (ElastiCache in
+//!   production), one atomic Lua script per decision; [`fallback_limiter`] wraps it with the
+//!   Redis-down policy (fail open to an in-process share of the limit, or fail closed).
 //! - [`conformance`]: one suite per port. Every adapter — embedded here, cloud ones as they are
 //!   added — must pass the same suite; backend differences are flags to the suite, never a
 //!   second suite.
@@ -20,4 +23,6 @@ pub mod fallback_limiter;
 pub mod redis_limiter;
 
 pub use backends::Backends;
+pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
+pub use redis_limiter::RedisRateLimiter;
 pub use embedded::{BroadcastNotifier, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter, Durability};

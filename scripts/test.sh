@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every test on a fresh machine: installs what the tests need (FPGA toolchain, Redis),
+# starts the servers on 127.0.0.1, runs the suites, and stops what it started.
+#
+#   scripts/test.sh
+#
+# Heavy things are cached so repeated runs stay fast: Debian packages are installed only when
+# missing, and cargo's build directory lives in ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/target
+# unless CARGO_TARGET_DIR is set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+need_debs=()
+command -v yosys >/dev/null || need_debs+=(yosys)
+command -v nextpnr-ice40 >/dev/null || need_debs+=(nextpnr-ice40)
+command -v icepack >/dev/null || need_debs+=(fpga-icestorm)
+ls /usr/share/fpga-icestorm/chipdb-*.txt >/dev/null 2>&1 || ls /usr/share/icebox/chipdb-*.txt >/dev/null 2>&1 || need_debs+=(fpga-icestorm-chipdb)
+command -v redis-server >/dev/null || need_debs+=(redis-server)
+if [ ${#need_debs[@]} -gt 0 ]; then
+  step "Installing Debian packages: ${need_debs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_debs[@]}" >/dev/null
+fi
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/target}
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+step "Starting redis-server on 127.0.0.1"
+export OPENQQ_SERVICES_DIR=$(mktemp -d)
+cleanup() { scripts/services/redis.sh stop >/dev/null 2>&1 || true; rm -rf "$OPENQQ_SERVICES_DIR"; }
+trap cleanup EXIT
+OPENQQ_TEST_REDIS_URL=$(scripts/services/redis.sh start)
+export OPENQQ_TEST_REDIS_URL
+echo "redis at $OPENQQ_TEST_REDIS_URL"
+
+step "Recording the FPGA tools' verdicts live (yosys, nextpnr-ice40, icepack)"
+oracle=$(mktemp -d)
+trap 'cleanup; rm -rf "$oracle"' EXIT
+python3 shared/fpga/fixtures/generate.py --check
+bash shared/fpga/fixtures/bad/generate.sh "$oracle"
+export FPGA_ORACLE_DIR=$oracle
+
+step "Building"
+cargo build --locked --workspace --all-targets
+
+step "Running every suite"
+cargo test --locked --workspace
