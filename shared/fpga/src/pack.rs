@@ -207,7 +207,8 @@ fn dff_of(g: &Graph, ci: usize) -> Dff {
 }
 
 /// Puts each SB_CARRY into the LC whose LUT already has the carry's operands on I1/I2 (and
-/// whose I3 takes the carry-in), or into a new carry-only LC. Returns the carry-only LCs.
+/// whose I3 takes the carry-in, or the only such LC when the carry-in is constant), or into a
+/// new carry-only LC. Returns the carry-only LCs.
 fn pack_carries(g: &mut Graph) -> Vec<usize> {
     let mut carry_only = Vec::new();
     let existing = g.lcs.len();
@@ -217,6 +218,8 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
             continue;
         }
         let cin = g.pin(ci, Role::Ci).filter(|x| *x != g.vcc);
+        // A constant carry-in stays on nextpnr's GND/VCC net (only `I*` ports are cut from GND).
+        let ci_const = matches!(g.module.bit(&g.module.cells[ci], "CI"), Some(Bit::Zero | Bit::One));
         let (i0, i1) = (g.pin(ci, Role::I0), g.pin(ci, Role::I1));
         let ci_lc = cin.and_then(|x| g.only_drives(x, LcPort::I3, false)).filter(|l| *l < existing);
         // The LCs (built before this step, not yet given a carry) whose `port` is on `net`,
@@ -247,10 +250,11 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
         m0.sort_unstable();
         m0.dedup();
         let both: Vec<usize> = m0.into_iter().filter(|l| m1.binary_search(l).is_ok()).collect();
-        // An LC whose I3 takes the carry-in is the only candidate when there is one.
+        // The LC whose I3 takes the carry-in, if it has the operands; else, with a constant
+        // carry-in, the one LC that has them (several is ambiguous, so nextpnr adds an LC).
         let lc = match ci_lc {
             Some(l) if both.contains(&l) => l,
-            _ => match both.first().filter(|_| ci_lc.is_none()) {
+            _ => match both.first().filter(|_| ci_const && both.len() == 1) {
                 Some(l) => *l,
                 None => {
                     g.lcs.push(Lc { inputs: [None, i0, i1, None], ..Lc::default() });
