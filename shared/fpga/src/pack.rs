@@ -144,10 +144,11 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
     };
     let carry_only = pack_carries(&mut g);
     breakdown.carry_only = carry_only.len() as u32;
-    merge_indirect(&mut g, &carry_only);
-    breakdown.merged = g.lcs.iter().filter(|l| l.gone).count() as u32;
+    let vcc_merged = merge_indirect(&mut g, &carry_only);
+    breakdown.merged = g.lcs.iter().filter(|l| l.gone).count() as u32 + u32::from(vcc_merged);
 
-    let mut extra_lcs = 1; // nextpnr always inserts the VCC driver
+    // nextpnr always inserts the VCC driver, unless a carry LC swallowed it.
+    let mut extra_lcs = u32::from(!vcc_merged);
     let any_zero = m.all_cell_bits().contains(&Bit::Zero) || m.ports.iter().any(|p| p.bits.contains(&Bit::Zero));
     extra_lcs += u32::from(any_zero);
 
@@ -206,7 +207,8 @@ fn dff_of(g: &Graph, ci: usize) -> Dff {
 }
 
 /// Puts each SB_CARRY into the LC whose LUT already has the carry's operands on I1/I2 (and
-/// whose I3 takes the carry-in), or into a new carry-only LC. Returns the carry-only LCs.
+/// whose I3 takes the carry-in, or the only such LC when the carry-in is constant), or into a
+/// new carry-only LC. Returns the carry-only LCs.
 fn pack_carries(g: &mut Graph) -> Vec<usize> {
     let mut carry_only = Vec::new();
     let existing = g.lcs.len();
@@ -216,6 +218,8 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
             continue;
         }
         let cin = g.pin(ci, Role::Ci).filter(|x| *x != g.vcc);
+        // A constant carry-in stays on nextpnr's GND/VCC net (only `I*` ports are cut from GND).
+        let ci_const = matches!(g.module.bit(&g.module.cells[ci], "CI"), Some(Bit::Zero | Bit::One));
         let (i0, i1) = (g.pin(ci, Role::I0), g.pin(ci, Role::I1));
         let ci_lc = cin.and_then(|x| g.only_drives(x, LcPort::I3, false)).filter(|l| *l < existing);
         // The LCs (built before this step, not yet given a carry) whose `port` is on `net`,
@@ -246,10 +250,11 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
         m0.sort_unstable();
         m0.dedup();
         let both: Vec<usize> = m0.into_iter().filter(|l| m1.binary_search(l).is_ok()).collect();
-        // An LC whose I3 takes the carry-in is the only candidate when there is one.
+        // The LC whose I3 takes the carry-in, if it has the operands; else, with a constant
+        // carry-in, the one LC that has them (several is ambiguous, so nextpnr adds an LC).
         let lc = match ci_lc {
             Some(l) if both.contains(&l) => l,
-            _ => match both.first().filter(|_| ci_lc.is_none()) {
+            _ => match both.first().filter(|_| ci_const && both.len() == 1) {
                 Some(l) => *l,
                 None => {
                     g.lcs.push(Lc { inputs: [None, i0, i1, None], ..Lc::default() });
@@ -271,12 +276,26 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
     carry_only
 }
 
-/// nextpnr's "indirect carry+LUT pairs": a LUT with at most two inputs of its own that drives
-/// a carry-only LC's operand moves into that LC's unused LUT.
-fn merge_indirect(g: &mut Graph, carry_only: &[usize]) {
+/// nextpnr's "indirect carry+LUT pairs": a LUT-only LC whose I0 and I1 are unconnected (a
+/// LUT2 or smaller; yosys fills the top inputs first) and that drives a carry-only LC's operand
+/// moves into that LC's unused LUT, its I2 and I3 becoming the carry LC's I0 and I3.
+///
+/// The constant-one driver nextpnr inserts (`$PACKER_VCC`, a LUT-only LC with no inputs) is
+/// such a LUT too: the first carry-only LC with VCC on an operand swallows it, and the VCC LC
+/// disappears. Returns whether that happened.
+fn merge_indirect(g: &mut Graph, carry_only: &[usize]) -> bool {
+    let mut vcc_merged = false;
     for &c in carry_only {
         for slot in [1, 2] {
             let Some(x) = g.lcs[c].inputs[slot] else { continue };
+            if x == g.vcc {
+                if vcc_merged {
+                    continue;
+                }
+                vcc_merged = true;
+                g.lcs[c].lut = true;
+                break;
+            }
             let Some((Owner::Cell(d), "O")) = g.driver[x] else { continue };
             if g.kinds[d] != Kind::Lut {
                 continue;
@@ -286,21 +305,18 @@ fn merge_indirect(g: &mut Graph, carry_only: &[usize]) {
             if src == c || s.gone || s.dff.is_some() || s.carry || !s.lut {
                 continue;
             }
-            let own: Vec<Net> = s.inputs.iter().flatten().copied().filter(|i| !g.lcs[c].inputs.contains(&Some(*i))).collect();
-            if own.len() > 2 {
+            if s.inputs[0].is_some() || s.inputs[1].is_some() {
                 continue;
             }
-            let mut own = own.into_iter();
+            let (i2, i3) = (s.inputs[2], s.inputs[3]);
             let target = &mut g.lcs[c];
-            for free in [0, 3] {
-                if target.inputs[free].is_none() {
-                    target.inputs[free] = own.next();
-                }
-            }
+            target.inputs[0] = i2;
+            target.inputs[3] = i3;
             target.lut = true;
             g.lcs[src].gone = true;
             g.cell_lc[d] = Some(c);
             break;
         }
     }
+    vcc_merged
 }
