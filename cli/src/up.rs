@@ -113,7 +113,7 @@ async fn serve(args: UpArgs) -> Result<()> {
         (
             EventKind::DesignSubmitted,
             Arc::new(Consumer::new(
-                openqq_design_job::DesignJob { store: backends.store.clone(), log: backends.log.clone(), topics: topics.clone() },
+                openqq_design_job::DesignJob { store: backends.store.clone() },
                 backends.log.clone(),
                 topics.clone(),
             )),
@@ -121,7 +121,7 @@ async fn serve(args: UpArgs) -> Result<()> {
         (
             EventKind::ValidationRequested,
             Arc::new(Consumer::new(
-                openqq_validation::Validation { store: backends.store.clone(), log: backends.log.clone(), topics: topics.clone() },
+                openqq_validation::Validation { store: backends.store.clone() },
                 backends.log.clone(),
                 topics.clone(),
             )),
@@ -129,7 +129,7 @@ async fn serve(args: UpArgs) -> Result<()> {
         (
             EventKind::ValidationFinished,
             Arc::new(Consumer::new(
-                openqq_results::Results { store: backends.store.clone(), log: backends.log.clone(), notifier: backends.notifier(), topics: topics.clone() },
+                openqq_results::Results { store: backends.store.clone(), notifier: backends.notifier() },
                 backends.log.clone(),
                 topics.clone(),
             )),

@@ -9,34 +9,33 @@
 
 use async_trait::async_trait;
 use openqq_core::event::DesignSubmitted;
-use openqq_core::{Applied, Change, DesignStore, Envelope, EventKind, EventLog, Topics};
-use openqq_runtime::{RecordError, RecordHandler};
+use openqq_core::{Applied, Change, DesignStore, Envelope, EventKind};
+use openqq_runtime::{Outbox, RecordError, RecordHandler};
 use std::sync::Arc;
 
 pub const NAME: &str = "design-job";
 
 pub struct DesignJob {
     pub store: Arc<dyn DesignStore>,
-    pub log: Arc<dyn EventLog>,
-    pub topics: Topics,
 }
 
 #[async_trait]
 impl RecordHandler for DesignJob {
+    type Payload = DesignSubmitted;
+    const KIND: EventKind = EventKind::DesignSubmitted;
+
     fn name(&self) -> &'static str {
         NAME
     }
 
-    async fn handle(&self, envelope: Envelope) -> Result<(), RecordError> {
-        let env = envelope.typed::<DesignSubmitted>(EventKind::DesignSubmitted).map_err(|e| RecordError::Permanent(e.to_string()))?;
+    async fn handle(&self, env: Envelope<DesignSubmitted>, out: &mut Outbox) -> Result<(), RecordError> {
         let change = Change::Submitted { name: env.payload.spec.name.clone() };
         let applied = self.store.apply(&env.tenant_id, &env.design_id, &env.timeline_entry(), &change).await?;
         if applied == Applied::Stale {
             tracing::info!("A stale revision arrived after a newer one and was ignored.");
             return Ok(());
         }
-        let request = Envelope::new(EventKind::ValidationRequested, &env.cause(), NAME, env.payload);
-        self.log.publish(&self.topics.of(EventKind::ValidationRequested), vec![request.to_record()]).await?;
+        out.publish(&Envelope::new(EventKind::ValidationRequested, &env.cause(), NAME, env.payload));
         Ok(())
     }
 }

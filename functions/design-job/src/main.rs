@@ -8,6 +8,6 @@ use std::sync::Arc;
 async fn main() -> Result<(), openqq_runtime::lambda::Error> {
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
     let (backends, topics) = openqq_runtime::lambda::backends_from_env()?;
-    let job = DesignJob { store: backends.store.clone(), log: backends.log.clone(), topics: topics.clone() };
+    let job = DesignJob { store: backends.store.clone() };
     openqq_runtime::lambda::serve(Arc::new(Consumer::new(job, backends.log, topics))).await
 }

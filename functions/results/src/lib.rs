@@ -7,27 +7,27 @@
 
 use async_trait::async_trait;
 use openqq_core::event::{ResultsReady, ValidationFinished};
-use openqq_core::{Applied, Change, DesignStatus, DesignStore, Envelope, EventKind, EventLog, Notification, Notifier, Topics};
-use openqq_runtime::{RecordError, RecordHandler};
+use openqq_core::{Applied, Change, DesignStatus, DesignStore, Envelope, EventKind, Notification, Notifier};
+use openqq_runtime::{Outbox, RecordError, RecordHandler};
 use std::sync::Arc;
 
 pub const NAME: &str = "results";
 
 pub struct Results {
     pub store: Arc<dyn DesignStore>,
-    pub log: Arc<dyn EventLog>,
     pub notifier: Arc<dyn Notifier>,
-    pub topics: Topics,
 }
 
 #[async_trait]
 impl RecordHandler for Results {
+    type Payload = ValidationFinished;
+    const KIND: EventKind = EventKind::ValidationFinished;
+
     fn name(&self) -> &'static str {
         NAME
     }
 
-    async fn handle(&self, envelope: Envelope) -> Result<(), RecordError> {
-        let env = envelope.typed::<ValidationFinished>(EventKind::ValidationFinished).map_err(|e| RecordError::Permanent(e.to_string()))?;
+    async fn handle(&self, env: Envelope<ValidationFinished>, out: &mut Outbox) -> Result<(), RecordError> {
         let cause = env.cause();
         let verdict = env.payload.verdict;
         let ready = Envelope::new(EventKind::ResultsReady, &cause, NAME, ResultsReady { status: DesignStatus::Ready, verdict });
@@ -35,7 +35,7 @@ impl RecordHandler for Results {
         if applied == Applied::Stale {
             return Ok(());
         }
-        self.log.publish(&self.topics.of(EventKind::ResultsReady), vec![ready.to_record()]).await?;
+        out.publish(&ready);
         let note = Notification {
             event_id: ready.event_id,
             tenant_id: cause.tenant_id,

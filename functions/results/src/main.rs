@@ -8,6 +8,6 @@ use std::sync::Arc;
 async fn main() -> Result<(), openqq_runtime::lambda::Error> {
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
     let (backends, topics) = openqq_runtime::lambda::backends_from_env()?;
-    let results = Results { store: backends.store.clone(), log: backends.log.clone(), notifier: backends.notifier(), topics: topics.clone() };
+    let results = Results { store: backends.store.clone(), notifier: backends.notifier() };
     openqq_runtime::lambda::serve(Arc::new(Consumer::new(results, backends.log, topics))).await
 }

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
-use openqq_core::{Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, EventLog, Topics, Verdict};
+use openqq_core::{Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, Verdict};
 use openqq_fpga::{FileNames, Finding, Input, Location, Report};
-use openqq_runtime::{RecordError, RecordHandler};
+use openqq_runtime::{Outbox, RecordError, RecordHandler};
 use serde_json::value::RawValue;
 use std::sync::Arc;
 
@@ -19,8 +19,6 @@ pub const NAME: &str = "validation";
 
 pub struct Validation {
     pub store: Arc<dyn DesignStore>,
-    pub log: Arc<dyn EventLog>,
-    pub topics: Topics,
 }
 
 /// Runs the validator on a submitted specification. Pure and CPU-bound.
@@ -46,12 +44,14 @@ pub fn validate(spec: &DesignSpec) -> Report {
 
 #[async_trait]
 impl RecordHandler for Validation {
+    type Payload = ValidationRequested;
+    const KIND: EventKind = EventKind::ValidationRequested;
+
     fn name(&self) -> &'static str {
         NAME
     }
 
-    async fn handle(&self, envelope: Envelope) -> Result<(), RecordError> {
-        let env = envelope.typed::<ValidationRequested>(EventKind::ValidationRequested).map_err(|e| RecordError::Permanent(e.to_string()))?;
+    async fn handle(&self, env: Envelope<ValidationRequested>, out: &mut Outbox) -> Result<(), RecordError> {
         let cause = env.cause();
         let started = Envelope::new(EventKind::ValidationStarted, &cause, NAME, ValidationStarted {});
         let applied = self.store.apply(&cause.tenant_id, &cause.design_id, &started.timeline_entry(), &Change::ValidationStarted).await?;
@@ -59,7 +59,7 @@ impl RecordHandler for Validation {
             tracing::info!("Validation of an older revision was skipped; a newer one already started.");
             return Ok(());
         }
-        self.log.publish(&self.topics.of(EventKind::ValidationStarted), vec![started.to_record()]).await?;
+        out.publish(&started);
 
         let spec = env.payload.spec;
         let t0 = std::time::Instant::now();
@@ -71,7 +71,7 @@ impl RecordHandler for Validation {
         let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, ValidationFinished { verdict, report: report.clone() });
         let change = Change::ValidationFinished { verdict, report };
         self.store.apply(&cause.tenant_id, &cause.design_id, &finished.timeline_entry(), &change).await?;
-        self.log.publish(&self.topics.of(EventKind::ValidationFinished), vec![finished.to_record()]).await?;
+        out.publish(&finished);
         Ok(())
     }
 }

@@ -195,6 +195,9 @@ impl Envelope {
     }
 
     /// Decodes the payload as `T`, checking the kind first.
+    ///
+    /// Consumers that know their payload type use [`Envelope::decode_as`], which reads a record
+    /// in one pass; this two-step path is what classifies a failure precisely.
     pub fn typed<T: DeserializeOwned>(self, expected: EventKind) -> Result<Envelope<T>, DecodeError> {
         if self.kind != expected {
             return Err(DecodeError::UnexpectedKind { expected, got: self.kind });
@@ -213,6 +216,17 @@ impl Envelope {
             producer: self.producer,
             payload,
         })
+    }
+}
+
+impl<T: DeserializeOwned> Envelope<T> {
+    /// Decodes a record whose payload should be a `T` of kind `expected`, in one pass over the
+    /// bytes (a netlist inside is scanned once). On failure, the error says which part is wrong.
+    pub fn decode_as(bytes: &[u8], expected: EventKind) -> Result<Self, DecodeError> {
+        match serde_json::from_slice::<Envelope<T>>(bytes) {
+            Ok(env) if env.schema_version == SCHEMA_VERSION && env.kind == expected => Ok(env),
+            _ => Envelope::decode(bytes)?.typed(expected),
+        }
     }
 }
 
@@ -311,6 +325,16 @@ mod tests {
         let ok = Envelope::decode(&env.to_record().value).unwrap();
         assert!(matches!(ok.typed::<ResultsReady>(EventKind::ResultsReady), Err(DecodeError::UnexpectedKind { .. })));
         assert!(matches!(Envelope::decode(b"{not json"), Err(DecodeError::Envelope(_))));
+    }
+
+    #[test]
+    fn one_pass_decoding_agrees_with_the_two_step_path_and_explains_failures() {
+        let env = Envelope::new(EventKind::ValidationStarted, &cause(), "validation", ValidationStarted {});
+        let bytes = env.to_record().value;
+        let one = Envelope::<ValidationStarted>::decode_as(&bytes, EventKind::ValidationStarted).unwrap();
+        assert_eq!(one.event_id, env.event_id);
+        let wrong = Envelope::<ResultsReady>::decode_as(&bytes, EventKind::ResultsReady).unwrap_err();
+        assert!(matches!(wrong, DecodeError::UnexpectedKind { .. }), "{wrong}");
     }
 
     #[test]

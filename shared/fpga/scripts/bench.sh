@@ -9,12 +9,12 @@ set -e
 here=$(cd "$(dirname "$0")/.." && pwd)
 # Case paths may be given relative to the caller's directory; make them absolute before cd.
 for arg in "$@"; do set -- "$@" "$(realpath "$arg")"; shift; done
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-fpga}
 cd "$here"
 [ $# -gt 0 ] || set -- fixtures/cases/counter26-hx8k.json fixtures/cases/random3x01-hx8k.json \
   fixtures/cases/random6x03-lp384.json fixtures/cases/dsp-hx8k.json fixtures/cases/random3x04-up5k.json
 cargo build -q --release -p openqq-fpga --example pack_bench
-bench="$CARGO_TARGET_DIR/release/examples/pack_bench"
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c "import json,sys; print(json.load(sys.stdin)['target_directory'])")
+bench="$target_dir/release/examples/pack_bench"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 best_of_3() { # prints the best wall time in µs of running "$@" three times
   best=""

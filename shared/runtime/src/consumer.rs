@@ -1,11 +1,14 @@
 //! The per-record driver shared by the consumer functions.
 //!
-//! A function implements [`RecordHandler`] for one decoded envelope; [`Consumer`] turns it into
-//! a [`BatchHandler`] over a whole `KafkaEvent`. Records are handled partition by partition, in
-//! offset order. A permanent failure dead-letters that record (with the reason and the original
-//! bytes) and the partition moves on; a retriable failure stops the batch and fails it, so the
-//! trigger retries it from the last committed offset — everything applied before it in the batch
-//! is applied again as a no-op, because every write is conditional on revision.
+//! A function implements [`RecordHandler`] for one decoded envelope of its kind; [`Consumer`]
+//! turns it into a [`BatchHandler`] over a whole `KafkaEvent`. Records are handled partition by
+//! partition, in offset order. What a handler publishes goes into an [`Outbox`] that is flushed
+//! once per batch (in order), so a batch of 100 records costs one append per topic, not 100.
+//!
+//! A permanent failure dead-letters that record (with the reason and the original bytes) and the
+//! partition moves on; a retriable failure flushes what came before it and fails the batch, so
+//! the trigger retries it from the last committed offset — everything applied before it in the
+//! batch is applied again as a no-op, because every write is conditional on revision.
 
 use crate::kafka::{records, Incoming};
 use async_trait::async_trait;
@@ -13,7 +16,9 @@ use aws_lambda_events::event::kafka::KafkaEvent;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use openqq_core::event::headers;
-use openqq_core::{DeadLetter, Envelope, EventLog, PortError, Topics};
+use openqq_core::{DeadLetter, Envelope, EventKind, EventLog, PortError, Record, Topics};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::sync::Arc;
 use tracing::{info_span, warn, Instrument};
 
@@ -57,15 +62,56 @@ pub trait BatchHandler: Send + Sync {
     async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError>;
 }
 
-/// A consumer function's logic for one record.
-#[async_trait]
-pub trait RecordHandler: Send + Sync {
-    /// The function's name (`design-job`, `validation`, `results`).
-    fn name(&self) -> &'static str;
-    async fn handle(&self, envelope: Envelope) -> Result<(), RecordError>;
+/// Events a handler wants published, kept in order until the batch flushes them.
+#[derive(Debug)]
+pub struct Outbox {
+    topics: Topics,
+    records: Vec<(String, Record)>,
 }
 
-/// Wraps a [`RecordHandler`] into a [`BatchHandler`] with dead-lettering.
+impl Outbox {
+    pub fn new(topics: Topics) -> Self {
+        Self { topics, records: Vec::new() }
+    }
+
+    /// Queues `envelope` for its kind's topic.
+    pub fn publish<P: Serialize>(&mut self, envelope: &Envelope<P>) {
+        self.records.push((self.topics.of(envelope.kind), envelope.to_record()));
+    }
+
+    /// The queued records, oldest first.
+    pub fn records(&self) -> &[(String, Record)] {
+        &self.records
+    }
+
+    /// Publishes everything queued, one append per run of records for the same topic (so order
+    /// within each topic is kept), and empties the outbox.
+    pub async fn flush(&mut self, log: &dyn EventLog) -> Result<(), PortError> {
+        let mut records = std::mem::take(&mut self.records).into_iter().peekable();
+        while let Some((topic, first)) = records.next() {
+            let mut run = vec![first];
+            while let Some((_, r)) = records.next_if(|(t, _)| *t == topic) {
+                run.push(r);
+            }
+            log.publish(&topic, run).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A consumer function's logic for one record of its kind.
+#[async_trait]
+pub trait RecordHandler: Send + Sync {
+    /// The payload of the events this function consumes.
+    type Payload: DeserializeOwned + Send;
+    /// The kind of event this function consumes.
+    const KIND: EventKind;
+    /// The function's name (`design-job`, `validation`, `results`).
+    fn name(&self) -> &'static str;
+    async fn handle(&self, envelope: Envelope<Self::Payload>, out: &mut Outbox) -> Result<(), RecordError>;
+}
+
+/// Wraps a [`RecordHandler`] into a [`BatchHandler`] with dead-lettering and a batched outbox.
 pub struct Consumer<H> {
     handler: H,
     log: Arc<dyn EventLog>,
@@ -77,9 +123,9 @@ impl<H: RecordHandler> Consumer<H> {
         Self { handler, log, topics }
     }
 
-    async fn one(&self, rec: &Incoming) -> Result<(), RecordError> {
+    async fn one(&self, rec: &Incoming, out: &mut Outbox) -> Result<(), RecordError> {
         let bytes = rec.value.as_ref().map_err(|e| RecordError::Permanent(e.clone()))?;
-        let env = Envelope::decode(bytes).map_err(|e| RecordError::Permanent(e.to_string()))?;
+        let env = Envelope::<H::Payload>::decode_as(bytes, H::KIND).map_err(|e| RecordError::Permanent(e.to_string()))?;
         let span = info_span!(
             "record",
             function = self.handler.name(),
@@ -89,7 +135,7 @@ impl<H: RecordHandler> Consumer<H> {
             revision = env.revision,
             kind = %env.kind,
         );
-        self.handler.handle(env).instrument(span).await
+        self.handler.handle(env, out).instrument(span).await
     }
 
     async fn dead_letter(&self, rec: &Incoming, reason: &str) -> Result<(), PortError> {
@@ -117,8 +163,9 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
 
     async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError> {
         let function = self.handler.name();
+        let mut out = Outbox::new(self.topics.clone());
         for rec in records(&event) {
-            let kind = rec.header_str(headers::EVENT_KIND).unwrap_or("unknown").to_owned();
+            let kind = kind_label(rec.header_str(headers::EVENT_KIND).unwrap_or("unknown"));
             let fail = |reason: String| BatchError {
                 function: function.to_owned(),
                 topic: rec.topic.clone(),
@@ -126,22 +173,35 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
                 offset: rec.offset,
                 reason,
             };
-            let outcome = match self.one(&rec).await {
+            let outcome = match self.one(&rec, &mut out).await {
                 Ok(()) => "applied",
                 Err(RecordError::Retriable(reason)) => {
-                    metrics::counter!("openqq_events_total", "function" => function, "kind" => kind_label(&kind), "outcome" => "retried").increment(1);
+                    metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => "retried").increment(1);
+                    // Keep the progress made so far; the retry re-applies it as no-ops either way.
+                    let _ = out.flush(self.log.as_ref()).await;
                     return Err(fail(reason));
                 }
                 Err(RecordError::Permanent(reason)) => {
                     warn!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
                         correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""), %reason,
                         "The record can never succeed and was sent to the dead-letter topic.");
+                    out.flush(self.log.as_ref()).await.map_err(|e| fail(format!("publishing failed: {e}")))?;
                     self.dead_letter(&rec, &reason).await.map_err(|e| fail(format!("dead-lettering failed: {e}")))?;
                     metrics::counter!("openqq_dead_letters_total", "function" => function, "source" => "handler").increment(1);
                     "dead_lettered"
                 }
             };
-            metrics::counter!("openqq_events_total", "function" => function, "kind" => kind_label(&kind), "outcome" => outcome).increment(1);
+            metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => outcome).increment(1);
+        }
+        if let Err(e) = out.flush(self.log.as_ref()).await {
+            let first = records(&event).into_iter().next();
+            return Err(BatchError {
+                function: function.to_owned(),
+                topic: first.as_ref().map(|r| r.topic.clone()).unwrap_or_default(),
+                partition: first.as_ref().map(|r| r.partition).unwrap_or(0),
+                offset: first.as_ref().map(|r| r.offset).unwrap_or(0),
+                reason: format!("publishing the batch's events failed: {e}"),
+            });
         }
         Ok(())
     }
@@ -149,5 +209,5 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
 
 /// Keeps the `kind` label bounded: anything unknown is `unknown`.
 fn kind_label(kind: &str) -> &'static str {
-    openqq_core::EventKind::parse(kind).map(|k| k.as_str()).unwrap_or("unknown")
+    EventKind::parse(kind).map(|k| k.as_str()).unwrap_or("unknown")
 }

@@ -16,5 +16,5 @@ pub mod esm;
 pub mod kafka;
 pub mod lambda;
 
-pub use consumer::{BatchError, BatchHandler, Consumer, RecordError, RecordHandler};
+pub use consumer::{BatchError, BatchHandler, Consumer, Outbox, RecordError, RecordHandler};
 pub use esm::{EventSourceMapping, MappingConfig};
