@@ -26,7 +26,10 @@ pub(crate) fn open(path: &Path, durability: Durability, schema: &str) -> Result<
         Durability::Power => "FULL",
     };
     conn.execute_batch(&format!(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON; {schema}"
+        // page_size only takes effect on a new file (before WAL is enabled): 16 KiB pages keep
+        // large values (netlists) on short overflow chains. Reads go through a memory map.
+        "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; \
+         PRAGMA foreign_keys=ON; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-65536; {schema}"
     ))
     .map_err(|e| unavailable("initialise schema", e))?;
     Ok(conn)

@@ -19,10 +19,13 @@ use tokio::sync::Notify;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- A rowid table: values can be large (a netlist), and WITHOUT ROWID tables keep whole rows in
+-- the index b-tree, which makes every seek walk large payloads.
 CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY,
     topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
     ts_ms INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, headers BLOB NOT NULL,
-    PRIMARY KEY (topic, partition, offset)) WITHOUT ROWID;
+    UNIQUE (topic, partition, offset));
 CREATE TABLE IF NOT EXISTS offsets (
     grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next INTEGER NOT NULL,
     PRIMARY KEY (grp, topic, partition)) WITHOUT ROWID;
