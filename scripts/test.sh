@@ -47,4 +47,4 @@ step "Building"
 cargo build --locked --workspace --all-targets
 
 step "Running every suite"
-cargo test --locked --workspace
+cargo test --locked --workspace --no-fail-fast
