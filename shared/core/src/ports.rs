@@ -117,9 +117,11 @@ pub trait LogSource: Send + Sync {
 pub enum Applied {
     /// The entry was new; it and its change were written.
     Applied,
-    /// This exact kind and revision was already applied (a re-read or a retried send).
+    /// This exact kind and revision was already applied (a re-read or a retried send), whether
+    /// or not newer revisions were applied since. Handlers publish their events again: the first
+    /// attempt may have crashed before publishing them.
     Duplicate,
-    /// A newer revision of this kind was already applied; nothing changed.
+    /// This revision was never applied and a newer revision of this kind was; nothing changed.
     Stale,
 }
 
@@ -133,7 +135,8 @@ pub struct Page<T> {
 #[async_trait]
 pub trait DesignStore: Send + Sync {
     /// Atomically records `entry` in the design's timeline and applies `change`, on condition
-    /// that no entry of the same kind has a revision ≥ `entry.revision`. Status changes apply only
+    /// that no entry of the same kind has a revision ≥ `entry.revision` (`Duplicate` when one
+    /// has exactly this revision, `Stale` when only higher ones exist). Status changes apply only
     /// while the design is still at `entry.revision`, so state never goes backwards.
     async fn apply(&self, tenant: &TenantId, design: &DesignId, entry: &TimelineEntry, change: &Change) -> PortResult<Applied>;
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>>;

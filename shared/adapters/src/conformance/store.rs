@@ -45,6 +45,11 @@ pub async fn repeated_and_stale_revisions_are_no_ops_that_succeed<S: DesignStore
     assert_eq!(store.apply(&t, &d, &entry(sub, 1), &submitted("a")).await.unwrap(), Applied::Duplicate);
     assert_eq!(store.apply(&t, &d, &entry(sub, 3), &submitted("c")).await.unwrap(), Applied::Applied);
     assert_eq!(store.apply(&t, &d, &entry(sub, 2), &submitted("b")).await.unwrap(), Applied::Stale);
+    assert_eq!(
+        store.apply(&t, &d, &entry(sub, 1), &submitted("a")).await.unwrap(),
+        Applied::Duplicate,
+        "a re-read of an applied revision is a duplicate even after newer ones"
+    );
     let view = store.get(&t, &d).await.unwrap().expect("design exists");
     assert_eq!((view.revision, view.name.as_str()), (3, "c"), "state never goes backwards");
     store.apply(&t, &d, &entry(sub, 4), &Change::Submitted { name: None }).await.unwrap();

@@ -53,14 +53,17 @@ impl EmbeddedDesignStore {
 
 fn apply_tx(tx: &Transaction<'_>, tenant: &str, design: &str, entry: &TimelineEntry, change: &Change) -> PortResult<Applied> {
     let kind = entry.kind.as_str();
-    let latest: Option<i64> = tx
-        .prepare_cached("SELECT MAX(revision) FROM timeline WHERE tenant=?1 AND design_id=?2 AND kind=?3")
-        .and_then(|mut s| s.query_row(params![tenant, design, kind], |r| r.get(0)))
+    // Duplicate first: a re-read of an applied revision must be recognised as such even after
+    // newer revisions were applied (a crash can lose the events it was about to publish).
+    let (seen, latest): (bool, Option<i64>) = tx
+        .prepare_cached("SELECT COALESCE(MAX(revision = ?4), 0), MAX(revision) FROM timeline WHERE tenant=?1 AND design_id=?2 AND kind=?3")
+        .and_then(|mut s| s.query_row(params![tenant, design, kind, entry.revision as i64], |r| Ok((r.get(0)?, r.get(1)?))))
         .map_err(|e| unavailable("read timeline", e))?;
-    match latest.map(|l| l as u64) {
-        Some(l) if l == entry.revision => return Ok(Applied::Duplicate),
-        Some(l) if l > entry.revision => return Ok(Applied::Stale),
-        _ => {}
+    if seen {
+        return Ok(Applied::Duplicate);
+    }
+    if latest.is_some_and(|l| l as u64 > entry.revision) {
+        return Ok(Applied::Stale);
     }
     let now = Utc::now().to_rfc3339();
     let current: Option<(u64, String)> = tx
