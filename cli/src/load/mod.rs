@@ -93,7 +93,8 @@ pub struct LoadArgs {
 
 impl LoadArgs {
     fn burst(&self) -> Option<Burst> {
-        (self.noisy > 0 && self.burst_factor != 1.0).then_some(Burst { factor: self.burst_factor, start: self.burst_start, length: self.burst_length })
+        // A factor of 1 keeps the window, so a steady run reports the same slice of time.
+        (self.noisy > 0).then_some(Burst { factor: self.burst_factor, start: self.burst_start, length: self.burst_length })
     }
 
     fn check(&self) -> Result<reqwest::Url> {

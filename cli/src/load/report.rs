@@ -52,11 +52,13 @@ fn latency(mut l: Vec<Duration>) -> Value {
 }
 
 /// Counts and percentiles of some samples: `latency_ms` over every answered request,
-/// `ok_latency_ms` over the 2xx ones.
+/// `ok_latency_ms` over the 2xx ones, and `ok_or_timeout_latency_ms` over the 2xx ones and the
+/// timeouts (at their time of giving up): the work a server took on, including what it never
+/// finished in time.
 pub fn summarise<'a>(samples: impl Iterator<Item = &'a Sample>) -> Value {
     let (mut sent, mut timeouts, mut errors) = (0usize, 0usize, 0usize);
     let mut status: BTreeMap<u16, usize> = BTreeMap::new();
-    let (mut answered, mut ok) = (Vec::new(), Vec::new());
+    let (mut answered, mut ok, mut ok_or_timeout) = (Vec::new(), Vec::new(), Vec::new());
     for s in samples {
         sent += 1;
         match s.outcome {
@@ -65,9 +67,13 @@ pub fn summarise<'a>(samples: impl Iterator<Item = &'a Sample>) -> Value {
                 answered.push(s.latency);
                 if (200..300).contains(&code) {
                     ok.push(s.latency);
+                    ok_or_timeout.push(s.latency);
                 }
             }
-            Outcome::Timeout => timeouts += 1,
+            Outcome::Timeout => {
+                timeouts += 1;
+                ok_or_timeout.push(s.latency);
+            }
             Outcome::Error => errors += 1,
         }
     }
@@ -82,6 +88,7 @@ pub fn summarise<'a>(samples: impl Iterator<Item = &'a Sample>) -> Value {
         "status": status.iter().map(|(c, n)| (c.to_string(), json!(n))).collect::<Map<_, _>>(),
         "latency_ms": latency(answered),
         "ok_latency_ms": latency(ok),
+        "ok_or_timeout_latency_ms": latency(ok_or_timeout),
     })
 }
 
@@ -112,6 +119,7 @@ pub fn results(config: Value, elapsed: Duration, burst: Option<Burst>, tenants: 
             let m = v.as_object_mut().expect("an object");
             m.remove("latency_ms");
             m.remove("ok_latency_ms");
+            m.remove("ok_or_timeout_latency_ms");
             m.insert("tenant".into(), json!(name));
             m.insert("class".into(), json!(class.name()));
             v
@@ -153,6 +161,7 @@ mod tests {
         assert_eq!(s["latency_ms"]["count"], 3);
         assert_eq!(s["latency_ms"]["max"], 10.0);
         assert_eq!(s["ok_latency_ms"]["p50"], 10.0);
+        assert_eq!(s["ok_or_timeout_latency_ms"]["max"], 5000.0);
     }
 
     #[test]
