@@ -2,9 +2,11 @@
 //!
 //! - `openqq up` runs the API and the three consumer functions over embedded storage.
 //! - `openqq token` prints a bearer token the local server accepts.
+//! - `openqq load` drives a running server with many tenants, open loop, and writes results.
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
 
 mod limits;
+mod load;
 mod secret;
 mod token;
 mod up;
@@ -26,6 +28,8 @@ enum Command {
     Up(up::UpArgs),
     /// Print a bearer token for a tenant.
     Token(token::TokenArgs),
+    /// Drive a running server with steady and bursting tenants; write latency and status results.
+    Load(load::LoadArgs),
     /// Validate an FPGA design (exit 0: no errors, 1: errors found, 2: usage or unreadable file).
     Validate(validate::ValidateArgs),
 }
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Up(args) => report(up::run(args)),
         Command::Token(args) => report(token::run(args)),
+        Command::Load(args) => report(load::run(args)),
         Command::Validate(args) => validate::run(args),
     }
 }

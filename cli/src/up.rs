@@ -8,7 +8,7 @@ use crate::secret;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use openqq_adapters::{Backends, Durability};
-use openqq_api::{limit::QuotaSpec, router, AppState, JwtKeys, LimitPolicy, PoolConfig};
+use openqq_api::{limit::QuotaSpec, router, AppState, DownstreamConfig, JwtKeys, LimitPolicy, PoolConfig};
 use openqq_core::{EventKind, Topics};
 use openqq_runtime::{BatchHandler, Consumer, EventSourceMapping, MappingConfig};
 use std::future::IntoFuture;
@@ -72,6 +72,13 @@ pub struct UpArgs {
     /// API requests allowed to wait for a worker before new ones get 503.
     #[arg(long, env = "OPENQQ_QUEUE")]
     queue: Option<usize>,
+    /// Dev only: every API request also waits this long on a simulated slow dependency, so
+    /// overload experiments have something to bound (see `openqq_api::downstream`).
+    #[arg(long, env = "OPENQQ_SIMULATED_DOWNSTREAM_LATENCY", hide = true, value_parser = humantime::parse_duration)]
+    simulated_downstream_latency: Option<Duration>,
+    /// Dev only: calls the simulated dependency serves at once (default: any number).
+    #[arg(long, env = "OPENQQ_SIMULATED_DOWNSTREAM_CAPACITY", hide = true, requires = "simulated_downstream_latency")]
+    simulated_downstream_capacity: Option<usize>,
     /// Largest request body, in bytes.
     #[arg(long, env = "OPENQQ_MAX_BODY_BYTES", default_value_t = openqq_api::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
@@ -151,7 +158,11 @@ async fn serve(args: UpArgs) -> Result<()> {
         crate::limits::watch_overrides(limits.clone(), path.clone())?;
     }
     let defaults = PoolConfig::default();
-    let pool = PoolConfig { workers: args.workers.unwrap_or(defaults.workers), queue: args.queue.unwrap_or(defaults.queue) };
+    let simulated_downstream = args.simulated_downstream_latency.map(|latency| {
+        tracing::warn!(?latency, capacity = ?args.simulated_downstream_capacity, "A simulated slow downstream is on: every API request is delayed.");
+        DownstreamConfig { latency, capacity: args.simulated_downstream_capacity }
+    });
+    let pool = PoolConfig { workers: args.workers.unwrap_or(defaults.workers), queue: args.queue.unwrap_or(defaults.queue), simulated_downstream };
     let state = AppState {
         log: backends.log.clone(),
         store: backends.store.clone(),

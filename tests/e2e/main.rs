@@ -2,4 +2,5 @@
 
 mod durability;
 mod lifecycle;
+mod load;
 mod problems;

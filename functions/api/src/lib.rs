@@ -8,7 +8,8 @@
 //! 2. [`observe`]: request counts and latency histograms by route template and status.
 //! 3. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
 //!    immediate 503 when the queue is full.
-//! 4. Per route: [`auth`] (bearer JWT → tenant), the per-tenant [`limit`], then the handler in
+//! 4. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
+//! 5. Per route: [`auth`] (bearer JWT → tenant), the per-tenant [`limit`], then the handler in
 //!    [`designs`]. Every error is an RFC 9457 problem document ([`problem`]).
 //!
 //! Submissions are published to the log and answered 202 once durable; the API never writes the
@@ -19,6 +20,7 @@ pub mod auth;
 pub mod body;
 pub mod correlation;
 pub mod designs;
+pub mod downstream;
 pub mod limit;
 pub mod observe;
 pub mod pool;
@@ -31,6 +33,7 @@ use openqq_core::{DesignStore, EventLog, RateLimiter, Topics};
 use std::sync::Arc;
 
 pub use auth::{Claims, JwtKeys};
+pub use downstream::DownstreamConfig;
 pub use limit::LimitPolicy;
 pub use pool::PoolConfig;
 
@@ -60,7 +63,12 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/designs/{id}", get(designs::get_one))
         .route("/v1/designs/{id}/revisions", post(designs::revise))
         .route("/v1/designs/{id}/report", get(designs::report))
-        .route("/v1/designs/{id}/events", get(designs::events))
+        .route("/v1/designs/{id}/events", get(designs::events));
+    let v1 = match pool.simulated_downstream {
+        Some(d) => v1.layer(axum::middleware::from_fn_with_state(downstream::Downstream::new(d), downstream::layer)),
+        None => v1,
+    };
+    let v1 = v1
         .layer(axum::middleware::from_fn_with_state(pool::Pool::new(pool), pool::layer))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard));
     Router::new()

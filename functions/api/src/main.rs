@@ -31,5 +31,5 @@ async fn main() -> Result<(), lambda_http::Error> {
         max_body_bytes: openqq_api::DEFAULT_MAX_BODY_BYTES,
     };
     // Reserved concurrency bounds the pool on Lambda; one request per instance.
-    lambda_http::run(router(state, PoolConfig { workers: 1, queue: 0 })).await
+    lambda_http::run(router(state, PoolConfig { workers: 1, queue: 0, simulated_downstream: None })).await
 }

@@ -17,12 +17,15 @@ pub struct PoolConfig {
     pub workers: usize,
     /// Requests allowed to wait for a worker.
     pub queue: usize,
+    /// A simulated slow dependency called by every request while it holds a worker; for
+    /// overload experiments only (see [`crate::downstream`]). `None` in production.
+    pub simulated_downstream: Option<crate::downstream::DownstreamConfig>,
 }
 
 impl Default for PoolConfig {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        Self { workers: 2 * cores, queue: 64 * cores }
+        Self { workers: 2 * cores, queue: 64 * cores, simulated_downstream: None }
     }
 }
 
