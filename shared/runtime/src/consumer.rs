@@ -139,20 +139,26 @@ impl<H: RecordHandler> Consumer<H> {
     }
 
     async fn dead_letter(&self, rec: &Incoming, reason: &str) -> Result<(), PortError> {
-        let letter = DeadLetter {
-            source_topic: rec.topic.clone(),
-            source_partition: rec.partition,
-            source_offset: rec.offset,
-            function: self.handler.name().to_owned(),
-            reason: reason.to_owned(),
-            correlation_id: rec.header_str(headers::CORRELATION_ID).map(str::to_owned),
-            key_base64: rec.key.as_ref().map(|k| B64.encode(k)),
-            value_base64: rec.value.as_ref().ok().map(|v| B64.encode(v)),
-            dead_lettered_at: chrono::Utc::now(),
-        };
-        let key = rec.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_default();
-        self.log.publish(&self.topics.dead_letter(), vec![letter.to_record(&key)]).await
+        self.log.publish(&self.topics.dead_letter(), vec![dead_letter_record(rec, self.handler.name(), reason)]).await
     }
+}
+
+/// The dead-letter record for `rec`: the reason, where it came from, and its original bytes
+/// (base64) so an operator can replay it after a fix. Keyed like the original.
+pub(crate) fn dead_letter_record(rec: &Incoming, function: &str, reason: &str) -> Record {
+    let letter = DeadLetter {
+        source_topic: rec.topic.clone(),
+        source_partition: rec.partition,
+        source_offset: rec.offset,
+        function: function.to_owned(),
+        reason: reason.to_owned(),
+        correlation_id: rec.header_str(headers::CORRELATION_ID).map(str::to_owned),
+        key_base64: rec.key.as_ref().map(|k| B64.encode(k)),
+        value_base64: rec.value.as_ref().ok().map(|v| B64.encode(v)),
+        dead_lettered_at: chrono::Utc::now(),
+    };
+    let key = rec.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_default();
+    letter.to_record(&key)
 }
 
 #[async_trait]

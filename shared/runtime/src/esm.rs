@@ -10,12 +10,9 @@
 //! again from the committed offset. After `max_retries` retries the batch's records go to the
 //! dead-letter topic with the reason, and the partitions move on.
 
-use crate::consumer::BatchHandler;
-use crate::kafka::to_event;
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
-use openqq_core::event::headers;
-use openqq_core::{DeadLetter, EventLog, LogRecord, LogSource, PortError};
+use crate::consumer::{dead_letter_record, BatchHandler};
+use crate::kafka::{to_event, Incoming};
+use openqq_core::{EventLog, LogRecord, LogSource, PortError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -256,24 +253,8 @@ impl EventSourceMapping {
     }
 
     async fn dead_letter(&self, batch: &[LogRecord], reason: &str) -> Result<(), PortError> {
-        let now = chrono::Utc::now();
-        let records = batch
-            .iter()
-            .map(|r| {
-                DeadLetter {
-                    source_topic: r.topic.clone(),
-                    source_partition: r.partition,
-                    source_offset: r.offset,
-                    function: self.group().to_owned(),
-                    reason: format!("retries exhausted: {reason}"),
-                    correlation_id: r.headers.iter().find(|(k, _)| k == headers::CORRELATION_ID).map(|(_, v)| String::from_utf8_lossy(v).into_owned()),
-                    key_base64: Some(B64.encode(r.key.as_bytes())),
-                    value_base64: Some(B64.encode(&r.value)),
-                    dead_lettered_at: now,
-                }
-                .to_record(&r.key)
-            })
-            .collect();
+        let reason = format!("retries exhausted: {reason}");
+        let records = batch.iter().map(|r| dead_letter_record(&Incoming::from(r), self.group(), &reason)).collect();
         self.log.publish(&self.cfg.dead_letter_topic, records).await
     }
 

@@ -75,6 +75,19 @@ impl Incoming {
     }
 }
 
+impl From<&LogRecord> for Incoming {
+    fn from(r: &LogRecord) -> Self {
+        Self {
+            topic: r.topic.clone(),
+            partition: r.partition,
+            offset: r.offset,
+            key: Some(r.key.as_bytes().to_vec()),
+            value: Ok(r.value.clone()),
+            headers: r.headers.clone(),
+        }
+    }
+}
+
 /// The records of an event, partition by partition (sorted by topic-partition key, so the order
 /// is deterministic), each partition in offset order.
 pub fn records(event: &KafkaEvent) -> Vec<Incoming> {

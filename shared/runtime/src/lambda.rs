@@ -34,3 +34,16 @@ pub fn backends_from_env() -> Result<(openqq_adapters::Backends, openqq_core::To
     let topics = openqq_core::Topics::new(std::env::var("OPENQQ_TOPIC_PREFIX").unwrap_or_default());
     Ok((backends, topics))
 }
+
+/// The whole `main` of a consumer function on Lambda: JSON logs, backends from the environment
+/// (built once, at cold start), the handler `make` builds from them, wrapped in a [`Consumer`].
+pub async fn run_consumer<H, F>(make: F) -> Result<(), Error>
+where
+    H: crate::RecordHandler + 'static,
+    F: FnOnce(&openqq_adapters::Backends) -> H,
+{
+    openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
+    let (backends, topics) = backends_from_env()?;
+    let handler = make(&backends);
+    serve(Arc::new(crate::Consumer::new(handler, backends.log, topics))).await
+}
