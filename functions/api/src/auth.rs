@@ -83,6 +83,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
     let tenant = match bearer(&req).and_then(|t| state.keys.verify(t).map_err(Problem::unauthorized)) {
         Ok(t) => t,
         Err(p) => {
+            crate::body::drain(req.into_body(), state.max_body_bytes).await;
             let mut resp = p.into_response();
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
             return resp;
@@ -90,7 +91,10 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
     };
     let decision = match limit::check(&state, &tenant).await {
         Ok(d) => d,
-        Err(p) => return p.into_response(),
+        Err(p) => {
+            crate::body::drain(req.into_body(), state.max_body_bytes).await;
+            return p.into_response();
+        }
     };
     tracing::Span::current().record("tenant_id", tenant.as_str());
     req.extensions_mut().insert(tenant);

@@ -23,11 +23,45 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
             return Err(Problem::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type", "Unsupported media type", "send the body as application/json"));
         }
         let limit = state.max_body_bytes;
-        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
-            Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", "The request body is too large", format!("bodies are limited to {limit} bytes"))
-        })?;
+        let bytes = read_limited(req.into_body(), limit).await?;
         parse(&bytes).map(JsonBody)
     }
+}
+
+/// How much of an oversized body is read and dropped so the client, still sending, gets to read
+/// the 413 instead of a reset connection. Past this the connection is simply closed.
+const DRAIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads and drops up to `cap` bytes of a request being rejected before its body was read, so a
+/// client still sending it can read the answer rather than see the connection reset.
+pub async fn drain(mut body: axum::body::Body, cap: usize) {
+    use http_body_util::BodyExt;
+    let mut seen = 0usize;
+    while let Some(Ok(frame)) = body.frame().await {
+        seen += frame.data_ref().map_or(0, |d| d.len());
+        if seen > cap {
+            break;
+        }
+    }
+}
+
+/// Reads at most `limit` bytes; a larger body is 413, after draining what the client sends.
+async fn read_limited(mut body: axum::body::Body, limit: usize) -> Result<Vec<u8>, Problem> {
+    use http_body_util::BodyExt;
+    let too_large = || Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", "The request body is too large", format!("bodies are limited to {limit} bytes"));
+    let mut out = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| Problem::bad_request(format!("reading the body failed: {e}")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        seen += data.len();
+        if seen <= limit {
+            out.extend_from_slice(&data);
+        } else if seen > DRAIN_BYTES {
+            break;
+        }
+    }
+    if seen > limit { Err(too_large()) } else { Ok(out) }
 }
 
 /// Parses JSON, telling syntax errors (400) from schema errors (422, with the field's path).
