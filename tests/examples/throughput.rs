@@ -105,7 +105,9 @@ async fn run(designs: usize, tenants: usize, concurrency: usize, design: &serde_
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers: DESIGNS TENANTS CONCURRENCY")).collect();
+    let args: Vec<usize> = std::env::args().skip(1).take(3).map(|a| a.parse().expect("numbers: DESIGNS TENANTS CONCURRENCY")).collect();
+    // An optional fourth argument picks runs: any of full,compact,fsync (default: all three).
+    let only = std::env::args().nth(4).unwrap_or_else(|| "full,compact,fsync".into());
     let designs = args.first().copied().unwrap_or(10_000);
     let tenants = args.get(1).copied().unwrap_or(20);
     let concurrency = args.get(2).copied().unwrap_or(32);
@@ -116,8 +118,12 @@ async fn main() {
     let small = compact(full.clone());
     println!("netlist sizes: full {} bytes, compact {} bytes", full["netlist"].to_string().len(), small["netlist"].to_string().len());
     let mut totals = Vec::new();
-    let runs = [("full netlist", &full, vec![]), ("compact netlist", &small, vec![]), ("full netlist, --fsync", &full, vec!["--fsync"])];
-    for (label, design, extra) in runs {
+    let runs = [("full", "full netlist", &full, vec![]), ("compact", "compact netlist", &small, vec![]), ("fsync", "full netlist, --fsync", &full, vec!["--fsync"])];
+    for (key, label, design, extra) in runs {
+        if !only.split(',').any(|k| k == key) {
+            totals.push(f64::NAN);
+            continue;
+        }
         eprintln!("running: {label}");
         let r = run(designs, tenants, concurrency, design, &extra).await;
         let secs = r.total.as_secs_f64();

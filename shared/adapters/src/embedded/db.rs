@@ -44,7 +44,7 @@ pub(crate) fn unavailable(what: &str, e: rusqlite::Error) -> PortError {
     PortError::Backend { message: format!("sqlite: {what}: {e}"), retriable }
 }
 
-/// A connection used from async code: each call runs on the blocking pool.
+/// A connection used from async code.
 #[derive(Clone)]
 pub(crate) struct Db(Arc<Mutex<Connection>>);
 
@@ -58,12 +58,18 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, PortError> + Send + 'static,
     {
-        let conn = self.0.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // SQLite calls here are short (one small transaction, no fsync by default), so they run
+        // in place on the calling worker: handing each to the blocking pool cost more in thread
+        // switches than the call itself (measured end to end: 5.1k vs 4.5k events/s).
+        // `block_in_place` lets the runtime move this worker's other tasks meanwhile; a
+        // current-thread runtime (unit tests) cannot, and simply runs the call.
+        let run = || {
+            let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             f(&mut guard)
-        })
-        .await
-        .map_err(|e| PortError::Unavailable(format!("storage task failed: {e}")))?
+        };
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
+            _ => run(),
+        }
     }
 }
