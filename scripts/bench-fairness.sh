@@ -77,3 +77,10 @@ stop
 
 python3 scripts/bench-fairness-report.py "$out" > docs/BENCHMARKS-fairness.md
 echo "wrote docs/BENCHMARKS-fairness.md" >&2
+
+# Plots, with matplotlib from PyPI in a cached virtualenv.
+venv=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/plot-venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+  python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib
+fi
+"$venv/bin/python" scripts/plot-fairness.py "$out" && echo "wrote $out/noisy.png and $out/pool.png" >&2
