@@ -41,7 +41,9 @@ async fn bad_requests_get_problem_documents_with_the_right_status() {
     let huge = vec![b' '; 300_000];
 
     let other_secret = "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0ZW5hbnRfaWQiOiJhY21lIiwic3ViIjoiYWNtZSIsImlhdCI6MCwiZXhwIjo5OTk5OTk5OTk5fQ.c2lnbmF0dXJlLW1hZGUtd2l0aC1hbm90aGVyLXNlY3JldA";
-    let cases: Vec<(&str, &str, &str, Option<&str>, Option<&str>, Vec<u8>, u16, Option<&str>)> = vec![
+    // (what, method, path, authorization, content type, body, expected status, expected field)
+    type Case<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, Option<&'a str>, Vec<u8>, u16, Option<&'a str>);
+    let cases: Vec<Case> = vec![
         ("no token", "POST", "/v1/designs", None, json_ct, good.clone(), 401, None),
         ("a token signed elsewhere", "GET", "/v1/designs", Some(other_secret), None, vec![], 401, None),
         ("not a bearer token", "GET", "/v1/designs", Some("Basic YTpi"), None, vec![], 401, None),

@@ -39,7 +39,7 @@ pub async fn hammer(limiter: Arc<dyn RateLimiter>, tenant: &TenantId, quota: Quo
             while start.elapsed() < run_for {
                 out.push(limiter.check(&tenant, quota).await.expect("limiter answers"));
                 i += 1;
-                let pause = if bursty && (i + c as u64) % 50 == 0 { 37 } else { 1 };
+                let pause = if bursty && (i + c as u64).is_multiple_of(50) { 37 } else { 1 };
                 tokio::time::sleep(Duration::from_micros(200 * pause)).await;
             }
             out

@@ -44,7 +44,7 @@ impl InProcessRateLimiter {
         let mut state = self.state.lock().unwrap();
         state.decisions += 1;
         state.longest_window_us = state.longest_window_us.max(window_us);
-        if state.decisions % SWEEP_EVERY == 0 {
+        if state.decisions.is_multiple_of(SWEEP_EVERY) {
             let keep_after = now_us.saturating_sub(state.longest_window_us);
             state.logs.retain(|_, log| log.back().is_some_and(|t| *t > keep_after));
         }
