@@ -172,6 +172,7 @@ async fn serve(args: UpArgs) -> Result<()> {
         topics,
         metrics: Some(metrics),
         max_body_bytes: args.max_body_bytes,
+        live: Some(backends.notifier.clone()),
     };
     let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
@@ -188,7 +189,11 @@ async fn serve(args: UpArgs) -> Result<()> {
     shutdown_signal().await;
     tracing::info!("Shutting down: finishing in-flight requests and batches.");
     let _ = stop_tx.send(true);
-    server.await?.context("serving HTTP")?;
+    // In-flight requests finish; long-lived ones (live streams) get a few seconds, then close.
+    match tokio::time::timeout(Duration::from_secs(5), server).await {
+        Ok(served) => served?.context("serving HTTP")?,
+        Err(_) => tracing::warn!("Open HTTP connections were closed after a 5 s grace period."),
+    }
     for m in mappings {
         m.await?;
     }

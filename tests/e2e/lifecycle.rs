@@ -106,3 +106,36 @@ async fn sigterm_drains_and_exits_cleanly_and_metrics_and_health_answer() {
     let status = server.terminate().unwrap();
     assert!(status.success(), "exit status {status:?}");
 }
+
+/// Reads server-sent events from `resp` until one carries `needle`, or `within` passes.
+async fn read_until(resp: &mut reqwest::Response, needle: &str, within: Duration) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut seen = String::new();
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, resp.chunk()).await {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if seen.contains(needle) {
+            return Some(seen);
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_stream_carries_a_tenants_results_and_nobody_elses() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let globex = Client::new(&server.url, &server.token("globex"));
+    let open = |c: &Client| c.http.get(format!("{}/v1/stream", c.base)).bearer_auth(&c.token).timeout(Duration::from_secs(60)).send();
+    let mut mine = open(&acme).await.unwrap();
+    let mut theirs = open(&globex).await.unwrap();
+    assert_eq!(mine.headers()["content-type"], "text/event-stream");
+
+    let (_, accepted) = acme.post("/v1/designs", &blink_design("live")).await.unwrap();
+    let id = accepted["design_id"].as_str().unwrap().to_owned();
+    let events = read_until(&mut mine, &id, Duration::from_secs(20)).await.expect("acme's stream carries its result");
+    assert!(events.contains("event: results.ready"), "{events}");
+    assert!(events.contains("\"verdict\":\"pass\""), "{events}");
+    let leaked = read_until(&mut theirs, &id, Duration::from_millis(800)).await;
+    assert!(leaked.is_none(), "another tenant's stream never carries acme's design");
+}

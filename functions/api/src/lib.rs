@@ -29,6 +29,7 @@ pub mod limit;
 pub mod observe;
 pub mod pool;
 pub mod problem;
+pub mod stream;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -54,6 +55,8 @@ pub struct AppState {
     pub metrics: Option<PrometheusHandle>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Results notifications for `GET /v1/stream`; absent where there is no live feed (Lambda).
+    pub live: Option<Arc<openqq_adapters::BroadcastNotifier>>,
 }
 
 /// Default request-body limit: a Yosys netlist of a mid-size design fits; the log's record limit
@@ -67,7 +70,8 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/designs/{id}", get(designs::get_one))
         .route("/v1/designs/{id}/revisions", post(designs::revise))
         .route("/v1/designs/{id}/report", get(designs::report))
-        .route("/v1/designs/{id}/events", get(designs::events));
+        .route("/v1/designs/{id}/events", get(designs::events))
+        .route("/v1/stream", get(stream::live));
     let v1 = match pool.simulated_downstream {
         Some(d) => v1.layer(axum::middleware::from_fn_with_state(downstream::Downstream::new(d), downstream::layer)),
         None => v1,

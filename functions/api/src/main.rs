@@ -29,6 +29,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         topics: Topics::new(std::env::var("OPENQQ_TOPIC_PREFIX").unwrap_or_default()),
         metrics: None,
         max_body_bytes: openqq_api::DEFAULT_MAX_BODY_BYTES,
+        live: None,
     };
     // Reserved concurrency bounds the pool on Lambda; one request per instance.
     lambda_http::run(router(state, PoolConfig { workers: 1, queue: 0, simulated_downstream: None })).await
