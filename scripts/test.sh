@@ -18,6 +18,10 @@ command -v nextpnr-ice40 >/dev/null || need_debs+=(nextpnr-ice40)
 command -v icepack >/dev/null || need_debs+=(fpga-icestorm)
 ls /usr/share/fpga-icestorm/chipdb-*.txt >/dev/null 2>&1 || ls /usr/share/icebox/chipdb-*.txt >/dev/null 2>&1 || need_debs+=(fpga-icestorm-chipdb)
 command -v redis-server >/dev/null || need_debs+=(redis-server)
+# librdkafka (the Kafka adapter) builds with cmake; its config includes curl.h even when built
+# without curl, so the headers must be present.
+command -v cmake >/dev/null || need_debs+=(cmake)
+ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h >/dev/null 2>&1 || need_debs+=(libcurl4-openssl-dev)
 if [ ${#need_debs[@]} -gt 0 ]; then
   step "Installing Debian packages: ${need_debs[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -30,6 +30,16 @@ impl Backends {
         })
     }
 
+    /// The same backends with the event log (both sides) on Kafka; store, limiter and notifier
+    /// stay as they are. Fails with a clear message on bad settings or unreachable brokers.
+    #[cfg(feature = "kafka")]
+    pub async fn with_kafka(mut self, settings: crate::kafka::KafkaSettings) -> PortResult<Self> {
+        let log = Arc::new(crate::kafka::KafkaEventLog::connect(settings).await?);
+        self.log = log.clone();
+        self.source = log;
+        Ok(self)
+    }
+
     pub fn notifier(&self) -> Arc<dyn Notifier> {
         self.notifier.clone()
     }

@@ -6,6 +6,8 @@
 //! - [`redis_limiter`]: the per-tenant sliding-window limiter in Redis (ElastiCache in
 //!   production), one atomic Lua script per decision; [`fallback_limiter`] wraps it with the
 //!   Redis-down policy (fail open to an in-process share of the limit, or fail closed).
+//! - [`kafka`] (cargo feature `kafka`): the event log on Kafka / MSK through `rdkafka`, with the
+//!   consumer side the local runner reads through; `--kafka-brokers` selects it.
 //! - [`conformance`]: one suite per port. Every adapter — embedded here, cloud ones as they are
 //!   added — must pass the same suite; backend differences are flags to the suite, never a
 //!   second suite.
@@ -20,9 +22,13 @@ pub mod backends;
 pub mod conformance;
 pub mod embedded;
 pub mod fallback_limiter;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod redis_limiter;
 
 pub use backends::Backends;
+#[cfg(feature = "kafka")]
+pub use kafka::{KafkaEventLog, KafkaSettings};
 pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 pub use redis_limiter::RedisRateLimiter;
 pub use embedded::{BroadcastNotifier, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter, Durability};

@@ -1,0 +1,42 @@
+//! Creating the platform's topics at start, for local clusters. A topic that already exists is
+//! left as it is (its partition count wins); MSK deployments manage topics elsewhere and turn
+//! creation off.
+
+use super::KafkaSettings;
+use openqq_core::ports::PortResult;
+use openqq_core::PortError;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::RDKafkaErrorCode;
+
+pub(super) async fn create_topics(settings: &KafkaSettings) -> PortResult<()> {
+    let admin: AdminClient<DefaultClientContext> = settings
+        .client_config()
+        .create()
+        .map_err(|e| PortError::Invalid(format!("the Kafka admin settings are invalid: {e}")))?;
+    let new: Vec<NewTopic> = settings
+        .topics
+        .iter()
+        .map(|t| NewTopic::new(t, settings.partitions as i32, TopicReplication::Fixed(settings.replication as i32)))
+        .collect();
+    let opts = AdminOptions::new().operation_timeout(Some(settings.timeout)).request_timeout(Some(settings.timeout));
+    let results = admin.create_topics(&new, &opts).await.map_err(|e| {
+        PortError::Unavailable(format!(
+            "creating the Kafka topics on {} failed: {e}; if topics are managed elsewhere (MSK), turn topic creation off",
+            settings.brokers
+        ))
+    })?;
+    for result in results {
+        match result {
+            Ok(topic) => tracing::info!(topic, partitions = settings.partitions, replication = settings.replication, "Created a Kafka topic."),
+            Err((topic, RDKafkaErrorCode::TopicAlreadyExists)) => tracing::debug!(topic, "The Kafka topic already exists."),
+            Err((topic, code)) => {
+                return Err(PortError::Invalid(format!(
+                    "creating the Kafka topic {topic:?} ({} partitions, replication {}) failed: {code}",
+                    settings.partitions, settings.replication
+                )))
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! The Kafka / MSK event log, through `rdkafka` (librdkafka).
+//!
+//! - [`KafkaSettings`]: brokers, topic layout for local use, timeouts; validated before any
+//!   connection is made.
+//! - [`KafkaEventLog`]: the [`EventLog`] (an idempotent `FutureProducer`) and, in `source.rs`,
+//!   the [`LogSource`](openqq_core::LogSource) the local runner's event-source-mapping emulator
+//!   reads through (manually assigned consumers, consumer-group offsets).
+//! - `admin.rs`: creating the platform's topics at start (local use; skipped on MSK).
+//!
+//! The partitioner is `murmur2_random`: for keyed records it computes what Kafka's Java client
+//! computes, and what [`openqq_core::partition::partition_for`] computes for the embedded log, so a
+//! tenant has the same partition number on every backend with the same partition count.
+
+mod admin;
+mod source;
+
+/// The `rdkafka` this adapter is built with, for tests that start its mock cluster.
+pub use rdkafka;
+
+use async_trait::async_trait;
+use openqq_core::ports::{PortResult, MAX_RECORD_BYTES};
+use openqq_core::{EventLog, PortError, Record};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::BaseConsumer;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How to reach Kafka and how the platform's topics are laid out.
+#[derive(Debug, Clone)]
+pub struct KafkaSettings {
+    /// `HOST:PORT[,HOST:PORT…]`, the bootstrap brokers.
+    pub brokers: String,
+    /// Topics the platform uses; their partition counts are read (and cached) at start.
+    pub topics: Vec<String>,
+    /// Create `topics` at start if missing (local clusters). MSK topics are managed elsewhere.
+    pub create_topics: bool,
+    /// Partitions of a created topic. Match the embedded log's count to keep tenants on the same
+    /// partition numbers.
+    pub partitions: u32,
+    /// Replication factor of a created topic (1 for a one-broker local cluster; 3 on MSK).
+    pub replication: u32,
+    /// How long a publish may wait for every acknowledgement (`message.timeout.ms`) and a
+    /// metadata, offset or watermark request may wait for its answer.
+    pub timeout: Duration,
+}
+
+impl KafkaSettings {
+    pub fn new(brokers: impl Into<String>, topics: Vec<String>) -> Self {
+        Self { brokers: brokers.into(), topics, create_topics: true, partitions: 12, replication: 1, timeout: Duration::from_secs(30) }
+    }
+
+    /// Rejects settings that cannot work, with a sentence an operator can act on.
+    pub fn validate(&self) -> PortResult<()> {
+        let brokers: Vec<&str> = self.brokers.split(',').map(str::trim).collect();
+        if brokers.iter().any(|b| b.is_empty()) {
+            return Err(PortError::Invalid(format!("the Kafka broker list {:?} has an empty entry; give HOST:PORT[,HOST:PORT…]", self.brokers)));
+        }
+        for b in &brokers {
+            let port = b.rsplit_once(':').and_then(|(host, port)| (!host.is_empty()).then_some(port));
+            if port.and_then(|p| p.parse::<u16>().ok()).filter(|p| *p > 0).is_none() {
+                return Err(PortError::Invalid(format!("the Kafka broker {b:?} is not HOST:PORT")));
+            }
+        }
+        if self.partitions == 0 {
+            return Err(PortError::Invalid("Kafka topics need at least 1 partition".into()));
+        }
+        if self.replication == 0 {
+            return Err(PortError::Invalid("the Kafka replication factor must be at least 1".into()));
+        }
+        if self.timeout < Duration::from_millis(100) {
+            return Err(PortError::Invalid(format!("the Kafka timeout {:?} is too short to get an acknowledgement", self.timeout)));
+        }
+        Ok(())
+    }
+
+    fn client_config(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.brokers);
+        c.set("socket.timeout.ms", self.timeout.as_millis().to_string());
+        c
+    }
+
+    /// Idempotent producer: a retried batch can neither duplicate nor reorder records, and a
+    /// delivery counts only once every in-sync replica has it.
+    fn producer_config(&self) -> ClientConfig {
+        let mut c = self.client_config();
+        c.set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("partitioner", "murmur2_random")
+            .set("message.timeout.ms", self.timeout.as_millis().to_string())
+            // A record of MAX_RECORD_BYTES plus its key and headers must fit in a request.
+            .set("message.max.bytes", (MAX_RECORD_BYTES + 64 * 1024).to_string())
+            // Publishes are small and latency-bound (a request waits for them).
+            .set("linger.ms", "5");
+        c
+    }
+
+    /// A consumer that never moves offsets by itself: reads are by manual assignment, and the
+    /// emulator commits explicitly after a batch succeeded.
+    fn consumer_config(&self, group: &str) -> ClientConfig {
+        let mut c = self.client_config();
+        c.set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("fetch.wait.max.ms", "100");
+        c
+    }
+}
+
+/// The event log on a Kafka cluster. One producer for every topic; consumers are created per
+/// partition read and per consumer group, on first use.
+pub struct KafkaEventLog {
+    settings: KafkaSettings,
+    producer: FutureProducer,
+    /// Answers watermark and metadata requests.
+    meta: BaseConsumer,
+    /// Partition count per topic, from metadata; a topic's count never shrinks in Kafka.
+    partitions: Mutex<HashMap<String, u32>>,
+    /// One reader per (topic, partition), positioned where the last read stopped.
+    readers: Mutex<HashMap<(String, u32), Arc<Mutex<source::Reader>>>>,
+    /// One group member per consumer group, for offset fetches and commits.
+    groups: Mutex<HashMap<String, Arc<BaseConsumer>>>,
+    /// Wakes this process's waiting consumers when it publishes (see `wait_for_append`).
+    appended: Mutex<HashMap<String, Arc<Notify>>>,
+}
+
+impl KafkaEventLog {
+    /// Validates `settings`, connects, creates the topics if asked, and reads every topic's
+    /// partition count. Fails when the brokers cannot be reached within the timeout.
+    pub async fn connect(settings: KafkaSettings) -> PortResult<Self> {
+        settings.validate()?;
+        let producer: FutureProducer = settings.producer_config().create().map_err(|e| invalid_config("producer", e))?;
+        let meta: BaseConsumer = settings.consumer_config("openqq-metadata").create().map_err(|e| invalid_config("consumer", e))?;
+        let log = Self {
+            settings,
+            producer,
+            meta,
+            partitions: Mutex::new(HashMap::new()),
+            readers: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
+            appended: Mutex::new(HashMap::new()),
+        };
+        if log.settings.create_topics {
+            admin::create_topics(&log.settings).await?;
+        }
+        for topic in log.settings.topics.clone() {
+            let n = log.fetch_partitions(&topic)?;
+            if log.settings.create_topics && n != log.settings.partitions {
+                tracing::warn!(topic, partitions = n, configured = log.settings.partitions,
+                    "The topic already existed with another partition count; tenants map to partitions by its count.");
+            }
+        }
+        Ok(log)
+    }
+
+    pub fn settings(&self) -> &KafkaSettings {
+        &self.settings
+    }
+
+    fn notify_handle(&self, topic: &str) -> Arc<Notify> {
+        self.appended.lock().unwrap().entry(topic.to_owned()).or_default().clone()
+    }
+}
+
+#[async_trait]
+impl EventLog for KafkaEventLog {
+    async fn publish(&self, topic: &str, records: Vec<Record>) -> PortResult<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if let Some(r) = records.iter().find(|r| r.value.len() > MAX_RECORD_BYTES) {
+            return Err(PortError::Invalid(format!("record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit", r.value.len())));
+        }
+        // Enqueue everything first so the records travel in as few requests as possible, then
+        // wait for every acknowledgement. The idempotent producer keeps enqueue order within a
+        // partition, retries included.
+        let mut pending: Vec<DeliveryFuture> = Vec::with_capacity(records.len());
+        for r in &records {
+            let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
+            for (k, v) in &r.headers {
+                headers = headers.insert(Header { key: k, value: Some(v) });
+            }
+            let mut record = FutureRecord::to(topic).key(&r.key).payload(&r.value).headers(headers);
+            loop {
+                match self.producer.send_result(record) {
+                    Ok(f) => {
+                        pending.push(f);
+                        break;
+                    }
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                        // The local queue is full: drain what is in flight, then enqueue again.
+                        // (Other publishers may own the queue: then just wait a little.)
+                        record = back;
+                        let in_flight = std::mem::take(&mut pending);
+                        if in_flight.is_empty() {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        } else {
+                            await_all(in_flight).await?;
+                        }
+                    }
+                    Err((e, _)) => return Err(produce_error(e)),
+                }
+            }
+        }
+        await_all(pending).await?;
+        self.notify_handle(topic).notify_waiters();
+        Ok(())
+    }
+}
+
+async fn await_all(pending: Vec<DeliveryFuture>) -> PortResult<()> {
+    let mut first_error = None;
+    for f in pending {
+        let outcome = match f.await {
+            Ok(Ok(_)) => continue,
+            Ok(Err((e, _))) => produce_error(e),
+            Err(_) => PortError::Unavailable("the producer dropped a delivery before it was acknowledged".into()),
+        };
+        first_error.get_or_insert(outcome);
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Permanent for records the broker will never take; everything else (timeouts, brokers down,
+/// leader changes, unknown topic while it is being created) is worth retrying.
+fn produce_error(e: KafkaError) -> PortError {
+    match e.rdkafka_error_code() {
+        Some(RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidMessageSize | RDKafkaErrorCode::InvalidRecord) => {
+            PortError::Invalid(format!("Kafka refused the record: {e}"))
+        }
+        Some(RDKafkaErrorCode::TopicAuthorizationFailed | RDKafkaErrorCode::ClusterAuthorizationFailed) => {
+            PortError::Backend { message: format!("Kafka refused the publish: {e}"), retriable: false }
+        }
+        _ => PortError::Unavailable(format!("Kafka did not acknowledge the publish: {e}")),
+    }
+}
+
+fn invalid_config(what: &str, e: KafkaError) -> PortError {
+    PortError::Invalid(format!("the Kafka {what} settings are invalid: {e}"))
+}
+
+fn unavailable(what: &str, e: KafkaError) -> PortError {
+    PortError::Unavailable(format!("Kafka {what} failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(brokers: &str) -> KafkaSettings {
+        KafkaSettings::new(brokers, vec!["t".into()])
+    }
+
+    #[test]
+    fn broker_lists_must_be_host_port_pairs() {
+        assert!(settings("127.0.0.1:9092").validate().is_ok());
+        assert!(settings("a:9092, b:9093").validate().is_ok());
+        for bad in ["", "localhost", "a:9092,", ":9092", "a:x", "a:0"] {
+            let err = settings(bad).validate().err().unwrap_or_else(|| panic!("{bad:?} is refused"));
+            assert!(matches!(err, PortError::Invalid(_)), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn zero_partitions_or_replicas_are_refused() {
+        let mut s = settings("a:1");
+        s.partitions = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("partition"));
+        let mut s = settings("a:1");
+        s.replication = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("replication"));
+    }
+
+    #[test]
+    fn oversized_records_are_permanent_and_timeouts_retriable() {
+        assert!(!produce_error(KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge)).is_retriable());
+        assert!(produce_error(KafkaError::MessageProduction(RDKafkaErrorCode::MessageTimedOut)).is_retriable());
+        assert!(produce_error(KafkaError::MessageProduction(RDKafkaErrorCode::AllBrokersDown)).is_retriable());
+    }
+}

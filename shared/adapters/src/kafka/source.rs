@@ -1,0 +1,207 @@
+//! The consumer side of [`KafkaEventLog`], for the local event-source-mapping emulator (on AWS
+//! the MSK trigger consumes instead).
+//!
+//! - Reads go through one consumer per (topic, partition), manually assigned, that never stores
+//!   or commits offsets itself. It stays positioned after the last record returned, so a
+//!   consumer reading a partition in order keeps librdkafka's prefetched records; reading from
+//!   elsewhere re-assigns it at that offset.
+//! - Offsets of a consumer group are fetched and committed through a member of that group that
+//!   never subscribes (the group's offsets, not its membership, are what the emulator needs).
+//! - librdkafka's calls block, so they run under `block_in_place` on a multi-threaded runtime.
+
+use super::{unavailable, KafkaEventLog};
+use async_trait::async_trait;
+use openqq_core::ports::PortResult;
+use openqq_core::{LogRecord, LogSource, PortError};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::Producer;
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long `wait_for_append` waits at most when nothing in this process publishes: records
+/// appended by other processes are noticed within this delay (Kafka has no push to consumers
+/// that are not fetching).
+const EXTERNAL_APPEND_POLL: Duration = Duration::from_millis(200);
+
+/// A consumer assigned to one partition, and where its next record will come from.
+pub(super) struct Reader {
+    consumer: BaseConsumer,
+    next: Option<u64>,
+}
+
+/// Runs a blocking librdkafka call without stalling the other tasks of a multi-threaded runtime.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+impl KafkaEventLog {
+    /// Reads `topic`'s partition count from metadata and caches it. The producer's metadata
+    /// request may auto-create the topic where the cluster allows it.
+    pub(super) fn fetch_partitions(&self, topic: &str) -> PortResult<u32> {
+        let deadline = Instant::now() + self.settings.timeout;
+        let mut last_error;
+        loop {
+            let md = blocking(|| self.producer.client().fetch_metadata(Some(topic), self.settings.timeout));
+            last_error = match md {
+                Ok(md) => match md.topics().iter().find(|t| t.name() == topic) {
+                    Some(t) if t.error().is_none() && !t.partitions().is_empty() => {
+                        let n = t.partitions().len() as u32;
+                        self.partitions.lock().unwrap().insert(topic.to_owned(), n);
+                        return Ok(n);
+                    }
+                    Some(t) => format!("the topic is not ready ({:?})", t.error()),
+                    None => "the topic is missing from the metadata".to_owned(),
+                },
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() >= deadline {
+                return Err(PortError::Unavailable(format!("cannot read the partitions of Kafka topic {topic:?} from {}: {last_error}", self.settings.brokers)));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn reader(&self, topic: &str, partition: u32) -> PortResult<Arc<std::sync::Mutex<Reader>>> {
+        let mut readers = self.readers.lock().unwrap();
+        if let Some(r) = readers.get(&(topic.to_owned(), partition)) {
+            return Ok(r.clone());
+        }
+        let consumer: BaseConsumer = self.settings.consumer_config("openqq-reader").create().map_err(|e| unavailable("creating a reader", e))?;
+        let r = Arc::new(std::sync::Mutex::new(Reader { consumer, next: None }));
+        readers.insert((topic.to_owned(), partition), r.clone());
+        Ok(r)
+    }
+
+    fn group(&self, group: &str) -> PortResult<Arc<BaseConsumer>> {
+        let mut groups = self.groups.lock().unwrap();
+        if let Some(c) = groups.get(group) {
+            return Ok(c.clone());
+        }
+        let c: Arc<BaseConsumer> = Arc::new(self.settings.consumer_config(group).create().map_err(|e| unavailable("creating a group member", e))?);
+        groups.insert(group.to_owned(), c.clone());
+        Ok(c)
+    }
+
+    fn watermarks(&self, topic: &str, partition: u32) -> PortResult<(u64, u64)> {
+        let (lo, hi) = blocking(|| self.meta.fetch_watermarks(topic, partition as i32, self.settings.timeout)).map_err(|e| unavailable("fetching watermarks", e))?;
+        Ok((lo.max(0) as u64, hi.max(0) as u64))
+    }
+}
+
+fn partition_list(topic: &str, partition: u32, offset: Offset) -> PortResult<TopicPartitionList> {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition as i32, offset).map_err(|e| unavailable("building a partition list", e))?;
+    Ok(tpl)
+}
+
+#[async_trait]
+impl LogSource for KafkaEventLog {
+    /// The cached count, or the count from metadata on first use. Should the cluster not answer,
+    /// the configured count stands in (uncached): it is what the topic was created with.
+    fn partitions(&self, topic: &str) -> u32 {
+        if let Some(n) = self.partitions.lock().unwrap().get(topic) {
+            return *n;
+        }
+        self.fetch_partitions(topic).unwrap_or_else(|e| {
+            tracing::warn!(topic, error = %e, "The partition count is unknown; using the configured count.");
+            self.settings.partitions
+        })
+    }
+
+    async fn read(&self, topic: &str, partition: u32, from: u64, max: usize) -> PortResult<Vec<LogRecord>> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let (_, end) = self.watermarks(topic, partition)?;
+        if from >= end {
+            return Ok(Vec::new());
+        }
+        let reader = self.reader(topic, partition)?;
+        let timeout = self.settings.timeout;
+        blocking(move || {
+            let mut r = reader.lock().unwrap();
+            if r.next != Some(from) {
+                r.consumer.assign(&partition_list(topic, partition, Offset::Offset(from as i64))?).map_err(|e| unavailable("assigning a partition", e))?;
+                r.next = Some(from);
+            }
+            let want = max.min((end - from) as usize);
+            let mut out = Vec::with_capacity(want);
+            let deadline = Instant::now() + timeout;
+            while out.len() < want {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let m = match r.consumer.poll(left) {
+                    None => break,
+                    Some(Err(e)) => {
+                        // Leave the reader to be re-assigned: its position is unknown now.
+                        r.next = None;
+                        return Err(unavailable("reading", e));
+                    }
+                    Some(Ok(m)) => m,
+                };
+                let offset = m.offset().max(0) as u64;
+                if m.topic() != topic || m.partition() != partition as i32 || offset < from {
+                    continue; // left over from an earlier assignment
+                }
+                out.push(LogRecord {
+                    topic: topic.to_owned(),
+                    partition,
+                    offset,
+                    timestamp_ms: m.timestamp().to_millis().unwrap_or(0),
+                    key: String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned(),
+                    value: m.payload().unwrap_or_default().to_vec(),
+                    headers: m
+                        .headers()
+                        .map(|h| h.iter().map(|h| (h.key.to_owned(), h.value.unwrap_or_default().to_vec())).collect())
+                        .unwrap_or_default(),
+                });
+                r.next = Some(offset + 1);
+                if offset + 1 >= end {
+                    break;
+                }
+            }
+            if out.is_empty() {
+                r.next = None;
+                return Err(PortError::Unavailable(format!("no record of {topic}/{partition} from offset {from} arrived within {timeout:?}")));
+            }
+            Ok(out)
+        })
+    }
+
+    async fn end_offsets(&self, topic: &str) -> PortResult<Vec<u64>> {
+        (0..self.partitions(topic)).map(|p| self.watermarks(topic, p).map(|(_, hi)| hi)).collect()
+    }
+
+    async fn committed(&self, group: &str, topic: &str, partition: u32) -> PortResult<u64> {
+        let member = self.group(group)?;
+        let tpl = partition_list(topic, partition, Offset::Invalid)?;
+        let got = blocking(|| member.committed_offsets(tpl, self.settings.timeout)).map_err(|e| unavailable("fetching a committed offset", e))?;
+        let offset = got.find_partition(topic, partition as i32).map(|e| e.offset()).unwrap_or(Offset::Invalid);
+        match offset {
+            Offset::Offset(n) if n >= 0 => Ok(n as u64),
+            // No commit yet: the group starts at the beginning (TRIM_HORIZON).
+            _ => Ok(0),
+        }
+    }
+
+    async fn commit(&self, group: &str, topic: &str, partition: u32, next: u64) -> PortResult<()> {
+        let member = self.group(group)?;
+        let tpl = partition_list(topic, partition, Offset::Offset(next as i64))?;
+        blocking(|| member.commit(&tpl, CommitMode::Sync)).map_err(|e| unavailable("committing an offset", e))
+    }
+
+    /// Publishes from this process wake the waiter at once; otherwise it returns after a short
+    /// poll interval (at most [`EXTERNAL_APPEND_POLL`]) so appends by other producers are seen
+    /// soon after, without a fetch per waiting consumer.
+    async fn wait_for_append(&self, topic: &str, timeout: Duration) {
+        let notify = self.notify_handle(topic);
+        let _ = tokio::time::timeout(timeout.min(EXTERNAL_APPEND_POLL), notify.notified()).await;
+    }
+}
