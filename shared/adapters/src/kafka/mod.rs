@@ -114,6 +114,9 @@ impl KafkaSettings {
     }
 }
 
+/// A partition reader, shared by the calls that read that partition.
+type SharedReader = Arc<Mutex<source::Reader>>;
+
 /// The event log on a Kafka cluster. One producer for every topic; consumers are created per
 /// partition read and per consumer group, on first use.
 pub struct KafkaEventLog {
@@ -124,7 +127,7 @@ pub struct KafkaEventLog {
     /// Partition count per topic, from metadata; a topic's count never shrinks in Kafka.
     partitions: Mutex<HashMap<String, u32>>,
     /// One reader per (topic, partition), positioned where the last read stopped.
-    readers: Mutex<HashMap<(String, u32), Arc<Mutex<source::Reader>>>>,
+    readers: Mutex<HashMap<(String, u32), SharedReader>>,
     /// One group member per consumer group, for offset fetches and commits.
     groups: Mutex<HashMap<String, Arc<BaseConsumer>>>,
     /// Wakes this process's waiting consumers when it publishes (see `wait_for_append`).
