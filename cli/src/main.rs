@@ -11,6 +11,7 @@ mod secret;
 mod token;
 mod up;
 mod validate;
+mod webhooks;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

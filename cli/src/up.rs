@@ -66,6 +66,15 @@ pub struct UpArgs {
     /// API instances sharing the Redis limit; while Redis is down each admits limit ÷ instances.
     #[arg(long, env = "OPENQQ_INSTANCES", default_value_t = 1)]
     instances: u32,
+    /// Signed webhooks per tenant: one `TENANT URL SECRET` per line (SECRET is `whsec_<base64>`).
+    #[arg(long, env = "OPENQQ_WEBHOOKS")]
+    webhooks: Option<PathBuf>,
+    /// How long one webhook delivery may take.
+    #[arg(long, env = "OPENQQ_WEBHOOK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    webhook_timeout: Duration,
+    /// Tries per webhook delivery (with exponential backoff from 0.5 s).
+    #[arg(long, env = "OPENQQ_WEBHOOK_ATTEMPTS", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
+    webhook_attempts: u32,
     /// API requests in progress at once (default 2 × cores).
     #[arg(long, env = "OPENQQ_WORKERS")]
     workers: Option<usize>,
@@ -136,6 +145,15 @@ async fn serve(args: UpArgs) -> Result<()> {
     };
     let keys = JwtKeys::from_secret(&secret::load_or_create(&args.data_dir)?).map_err(anyhow::Error::msg)?;
     let metrics = openqq_telemetry::metrics("openqq");
+    let notifier: Arc<dyn openqq_core::Notifier> = match &args.webhooks {
+        Some(path) => {
+            let endpoints = crate::webhooks::load(path)?;
+            tracing::info!(tenants = endpoints.len(), "Signed webhooks are configured.");
+            let hooks = openqq_adapters::WebhookNotifier::start(endpoints, args.webhook_timeout, args.webhook_attempts)?;
+            Arc::new(openqq_adapters::FanoutNotifier(vec![backends.notifier(), hooks]))
+        }
+        None => backends.notifier(),
+    };
 
     let consumers: Vec<(EventKind, Arc<dyn BatchHandler>)> = vec![
         (
@@ -157,7 +175,7 @@ async fn serve(args: UpArgs) -> Result<()> {
         (
             EventKind::ValidationFinished,
             Arc::new(Consumer::new(
-                openqq_results::Results { store: backends.store.clone(), notifier: backends.notifier() },
+                openqq_results::Results { store: backends.store.clone(), notifier },
                 backends.log.clone(),
                 topics.clone(),
             )),

@@ -5,3 +5,4 @@ mod kafka;
 mod lifecycle;
 mod load;
 mod problems;
+mod webhooks;

@@ -8,6 +8,9 @@
 //!   Redis-down policy (fail open to an in-process share of the limit, or fail closed).
 //! - [`kafka`] (cargo feature `kafka`): the event log on Kafka / MSK through `rdkafka`, with the
 //!   consumer side the local runner reads through; `--kafka-brokers` selects it.
+//! - [`webhook`]: the notifier that posts signed (Standard Webhooks, HMAC-SHA256) results to a
+//!   tenant's endpoint, delivering in the background; [`FanoutNotifier`] feeds it and the live
+//!   stream together.
 //! - [`conformance`]: one suite per port. Every adapter — embedded here, cloud ones as they are
 //!   added — must pass the same suite; backend differences are flags to the suite, never a
 //!   second suite.
@@ -25,10 +28,12 @@ pub mod fallback_limiter;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod redis_limiter;
+pub mod webhook;
 
 pub use backends::Backends;
 #[cfg(feature = "kafka")]
 pub use kafka::{KafkaEventLog, KafkaSettings};
 pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 pub use redis_limiter::RedisRateLimiter;
+pub use webhook::{Endpoint, FanoutNotifier, WebhookNotifier, WebhookSecret};
 pub use embedded::{BroadcastNotifier, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter, Durability};
