@@ -181,11 +181,30 @@ impl EventLog for KafkaEventLog {
         if let Some(r) = records.iter().find(|r| r.value.len() > MAX_RECORD_BYTES) {
             return Err(PortError::Invalid(format!("record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit", r.value.len())));
         }
+        // librdkafka should time a record out `message.timeout.ms` after it was enqueued, but
+        // with every broker down (seen on the mock cluster) the publishes that follow the first
+        // timeouts waited for a broker to come back: the idempotent producer, which must
+        // re-acquire its producer id after an in-flight timeout, holds them meanwhile. A deadline
+        // of our own keeps a publish, and the API request behind it, bounded. A record given up
+        // on here may still be delivered later, as after any timeout: at least once.
+        let deadline = self.settings.timeout + Duration::from_secs(1);
+        match tokio::time::timeout(deadline, self.enqueue_and_wait(topic, &records)).await {
+            Ok(outcome) => outcome?,
+            Err(_) => return Err(PortError::Unavailable(format!("Kafka did not acknowledge the publish within {deadline:?}"))),
+        }
+        self.notify_handle(topic).notify_waiters();
+        Ok(())
+    }
+}
+
+impl KafkaEventLog {
+    /// Enqueues every record, then waits for every acknowledgement.
+    async fn enqueue_and_wait(&self, topic: &str, records: &[Record]) -> PortResult<()> {
         // Enqueue everything first so the records travel in as few requests as possible, then
         // wait for every acknowledgement. The idempotent producer keeps enqueue order within a
         // partition, retries included.
         let mut pending: Vec<DeliveryFuture> = Vec::with_capacity(records.len());
-        for r in &records {
+        for r in records {
             let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
             for (k, v) in &r.headers {
                 headers = headers.insert(Header { key: k, value: Some(v) });
@@ -212,9 +231,7 @@ impl EventLog for KafkaEventLog {
                 }
             }
         }
-        await_all(pending).await?;
-        self.notify_handle(topic).notify_waiters();
-        Ok(())
+        await_all(pending).await
     }
 }
 
