@@ -68,11 +68,18 @@ pub async fn never_more_than_the_limit_in_any_window(limiter: Arc<dyn RateLimite
     let decisions = hammer(limiter, &tenant, quota, 3, run_for, bursty).await;
     let max = max_in_any_window(&decisions, quota.window);
     assert!(max <= 20, "at most 20 admissions in any 100 ms window, saw {max} (bursty={bursty})");
-    let admitted = decisions.iter().filter(|d| d.allowed).count();
-    let span = decisions.iter().map(|d| d.now_micros).max().unwrap() - decisions.iter().map(|d| d.now_micros).min().unwrap();
-    let windows = span as f64 / quota.window.as_micros() as f64;
-    assert!(admitted as f64 >= 0.7 * 20.0 * windows, "not starved: {admitted} admitted over {windows:.1} windows (bursty={bursty})");
-    assert!(decisions.iter().any(|d| !d.allowed), "the load exceeded the limit, so some were rejected");
+    // Not starved, judged exactly rather than by a throughput ratio (which a loaded machine
+    // skews by starving the clients, not the limiter): every rejection happened while the
+    // window ending at it already held the full limit of admissions.
+    let rejections: Vec<u64> = decisions.iter().filter(|d| !d.allowed).map(|d| d.now_micros).collect();
+    assert!(!rejections.is_empty(), "the load exceeded the limit, so some were rejected");
+    let mut admitted: Vec<u64> = decisions.iter().filter(|d| d.allowed).map(|d| d.now_micros).collect();
+    admitted.sort_unstable();
+    let w = quota.window.as_micros() as u64;
+    for t in rejections {
+        let in_window = admitted.partition_point(|a| *a <= t) - admitted.partition_point(|a| *a + w <= t);
+        assert_eq!(in_window, 20, "a request at {t} µs was rejected with only {in_window} admissions in its window (bursty={bursty})");
+    }
 }
 
 pub async fn the_first_entry_expires_one_window_after_admission(limiter: Arc<dyn RateLimiter>) {

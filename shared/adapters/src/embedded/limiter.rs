@@ -38,10 +38,13 @@ impl InProcessRateLimiter {
         Self { epoch: Instant::now(), state: Mutex::new(State::default()) }
     }
 
-    /// The decision for `tenant` at `now_us`; pure apart from the state it updates.
-    fn decide(&self, tenant: &TenantId, quota: Quota, now_us: u64) -> Decision {
+    /// The decision for `tenant` at the time `clock` reads; pure apart from the state it
+    /// updates. The clock is read under the lock, so decisions are made in timestamp order (as
+    /// Redis makes them), which is what lets their timestamps prove exactness.
+    fn decide(&self, tenant: &TenantId, quota: Quota, clock: impl FnOnce() -> u64) -> Decision {
         let window_us = quota.window.as_micros().max(1) as u64;
         let mut state = self.state.lock().unwrap();
+        let now_us = clock();
         state.decisions += 1;
         state.longest_window_us = state.longest_window_us.max(window_us);
         if state.decisions.is_multiple_of(SWEEP_EVERY) {
@@ -71,8 +74,7 @@ impl InProcessRateLimiter {
 #[async_trait]
 impl RateLimiter for InProcessRateLimiter {
     async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision> {
-        let now_us = self.epoch.elapsed().as_micros() as u64;
-        Ok(self.decide(tenant, quota, now_us))
+        Ok(self.decide(tenant, quota, || self.epoch.elapsed().as_micros() as u64))
     }
 }
 
@@ -85,13 +87,13 @@ mod tests {
         let l = InProcessRateLimiter::new();
         let t = TenantId::parse("t").unwrap();
         let q = Quota { limit: 2, window: Duration::from_micros(100) };
-        assert!(l.decide(&t, q, 1000).allowed);
-        assert!(l.decide(&t, q, 1050).allowed);
-        let rejected = l.decide(&t, q, 1099);
+        assert!(l.decide(&t, q, || 1000).allowed);
+        assert!(l.decide(&t, q, || 1050).allowed);
+        let rejected = l.decide(&t, q, || 1099);
         assert!(!rejected.allowed);
         assert_eq!(rejected.reset, Duration::from_micros(1));
-        assert!(l.decide(&t, q, 1100).allowed, "the first entry expires at 1000 + 100");
-        assert!(!l.decide(&t, q, 1149).allowed);
+        assert!(l.decide(&t, q, || 1100).allowed, "the first entry expires at 1000 + 100");
+        assert!(!l.decide(&t, q, || 1149).allowed);
     }
 
     #[test]
@@ -99,7 +101,7 @@ mod tests {
         let l = InProcessRateLimiter::new();
         let q = Quota { limit: 1, window: Duration::from_micros(10) };
         for i in 0..SWEEP_EVERY {
-            l.decide(&TenantId::parse(format!("t{i}")).unwrap(), q, i * 100);
+            l.decide(&TenantId::parse(format!("t{i}")).unwrap(), q, || i * 100);
         }
         assert!(l.state.lock().unwrap().logs.len() < 10);
     }
