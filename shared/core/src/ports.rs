@@ -72,6 +72,15 @@ pub struct Record {
     pub headers: Vec<(String, Vec<u8>)>,
 }
 
+/// Refuses (permanently) any record over [`MAX_RECORD_BYTES`]; every event-log adapter calls
+/// it before writing anything, so a batch is never half-published for size.
+pub fn check_record_sizes(records: &[Record]) -> PortResult<()> {
+    match records.iter().find(|r| r.value.len() > MAX_RECORD_BYTES) {
+        Some(r) => Err(PortError::Invalid(format!("record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit", r.value.len()))),
+        None => Ok(()),
+    }
+}
+
 /// A record as stored in a partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRecord {

@@ -8,7 +8,7 @@
 use super::db::{open, unavailable, Db, Durability};
 use async_trait::async_trait;
 use openqq_core::partition::partition_for;
-use openqq_core::ports::{PortResult, MAX_RECORD_BYTES};
+use openqq_core::ports::PortResult;
 use openqq_core::{EventLog, LogRecord, LogSource, PortError, Record};
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
@@ -104,9 +104,7 @@ impl EventLog for EmbeddedEventLog {
         if records.is_empty() {
             return Ok(());
         }
-        if let Some(r) = records.iter().find(|r| r.value.len() > MAX_RECORD_BYTES) {
-            return Err(PortError::Invalid(format!("record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit", r.value.len())));
-        }
+        openqq_core::ports::check_record_sizes(&records)?;
         let topic_owned = topic.to_owned();
         let partitions = self.partitions;
         let ends = self.ends.clone();

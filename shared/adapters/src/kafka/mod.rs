@@ -178,9 +178,7 @@ impl EventLog for KafkaEventLog {
         if records.is_empty() {
             return Ok(());
         }
-        if let Some(r) = records.iter().find(|r| r.value.len() > MAX_RECORD_BYTES) {
-            return Err(PortError::Invalid(format!("record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit", r.value.len())));
-        }
+        openqq_core::ports::check_record_sizes(&records)?;
         // librdkafka should time a record out `message.timeout.ms` after it was enqueued, but
         // with every broker down (seen on the mock cluster) the publishes that follow the first
         // timeouts waited for a broker to come back: the idempotent producer, which must
