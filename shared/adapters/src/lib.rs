@@ -21,6 +21,7 @@
 //! this revision" in one transaction, and WAL mode gives readers that never block the writer.
 //! The `sqlite3` shell also lets an operator inspect a data dir by hand.
 
+mod append_signal;
 pub mod backends;
 pub mod conformance;
 pub mod embedded;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
+use crate::append_signal::AppendSignal;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,7 +39,7 @@ pub struct EmbeddedEventLog {
     /// Next offset per (topic, partition); the writer's source of truth while the process runs.
     ends: Arc<Mutex<HashMap<(String, u32), u64>>>,
     /// Wakes consumers waiting on a topic.
-    appended: Mutex<HashMap<String, Arc<Notify>>>,
+    appended: AppendSignal,
 }
 
 impl EmbeddedEventLog {
@@ -89,12 +89,8 @@ impl EmbeddedEventLog {
             reader: Db::new(reader),
             partitions,
             ends: Arc::new(Mutex::new(ends)),
-            appended: Mutex::new(HashMap::new()),
+            appended: AppendSignal::default(),
         })
-    }
-
-    fn notify_handle(&self, topic: &str) -> Arc<Notify> {
-        self.appended.lock().unwrap().entry(topic.to_owned()).or_default().clone()
     }
 }
 
@@ -138,7 +134,7 @@ impl EventLog for EmbeddedEventLog {
                 Ok(())
             })
             .await?;
-        self.notify_handle(topic).notify_waiters();
+        self.appended.appended(topic);
         Ok(())
     }
 }
@@ -208,8 +204,7 @@ impl LogSource for EmbeddedEventLog {
     }
 
     async fn wait_for_append(&self, topic: &str, timeout: Duration) {
-        let notify = self.notify_handle(topic);
-        let _ = tokio::time::timeout(timeout, notify.notified()).await;
+        self.appended.wait(topic, timeout).await;
     }
 }
 

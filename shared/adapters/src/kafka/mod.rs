@@ -28,7 +28,7 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
+use crate::append_signal::AppendSignal;
 
 /// How to reach Kafka and how the platform's topics are laid out.
 #[derive(Debug, Clone)]
@@ -131,7 +131,7 @@ pub struct KafkaEventLog {
     /// One group member per consumer group, for offset fetches and commits.
     groups: Mutex<HashMap<String, Arc<BaseConsumer>>>,
     /// Wakes this process's waiting consumers when it publishes (see `wait_for_append`).
-    appended: Mutex<HashMap<String, Arc<Notify>>>,
+    appended: AppendSignal,
 }
 
 impl KafkaEventLog {
@@ -148,7 +148,7 @@ impl KafkaEventLog {
             partitions: Mutex::new(HashMap::new()),
             readers: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
-            appended: Mutex::new(HashMap::new()),
+            appended: AppendSignal::default(),
         };
         if log.settings.create_topics {
             admin::create_topics(&log.settings).await?;
@@ -165,10 +165,6 @@ impl KafkaEventLog {
 
     pub fn settings(&self) -> &KafkaSettings {
         &self.settings
-    }
-
-    fn notify_handle(&self, topic: &str) -> Arc<Notify> {
-        self.appended.lock().unwrap().entry(topic.to_owned()).or_default().clone()
     }
 }
 
@@ -190,7 +186,7 @@ impl EventLog for KafkaEventLog {
             Ok(outcome) => outcome?,
             Err(_) => return Err(PortError::Unavailable(format!("Kafka did not acknowledge the publish within {deadline:?}"))),
         }
-        self.notify_handle(topic).notify_waiters();
+        self.appended.appended(topic);
         Ok(())
     }
 }

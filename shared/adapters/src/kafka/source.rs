@@ -201,7 +201,6 @@ impl LogSource for KafkaEventLog {
     /// poll interval (at most [`EXTERNAL_APPEND_POLL`]) so appends by other producers are seen
     /// soon after, without a fetch per waiting consumer.
     async fn wait_for_append(&self, topic: &str, timeout: Duration) {
-        let notify = self.notify_handle(topic);
-        let _ = tokio::time::timeout(timeout.min(EXTERNAL_APPEND_POLL), notify.notified()).await;
+        self.appended.wait(topic, timeout.min(EXTERNAL_APPEND_POLL)).await;
     }
 }
