@@ -61,7 +61,7 @@ async fn publish(state: &AppState, tenant: TenantId, design: DesignId, revision:
     let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
     let record = env.to_record();
-    if record.value.len() > openqq_core::ports::MAX_RECORD_BYTES {
+    if openqq_core::ports::check_record_sizes(std::slice::from_ref(&record)).is_err() {
         return Err(Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", "The design is too large", "the encoded design exceeds the 1 MiB record limit"));
     }
     state.log.publish(&state.topics.of(EventKind::DesignSubmitted), vec![record]).await.map_err(|e| Problem::from_port(e, "publishing the design"))?;
