@@ -160,7 +160,7 @@ async fn on_kafka_faults_during_a_burst_get_503_and_every_acknowledged_revision_
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let attempts = Attempts::default();
     let clients: BTreeMap<usize, Client> = (0..6).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
-    let tasks: Vec<_> = clients.iter().map(|(i, c)| tokio::spawn(ordering::editor(c.clone(), *i as u64 + 1, compact_blink_design("faults"), 80, attempts.clone()))).collect();
+    let tasks: Vec<_> = clients.iter().map(|(i, c)| tokio::spawn(ordering::editor(c.clone(), *i as u64 + 1, compact_blink_design("faults"), 80, ordering::EDITOR_PAUSE_MS, attempts.clone()))).collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // 1. Every Produce request fails.
@@ -202,4 +202,18 @@ async fn on_kafka_faults_during_a_burst_get_503_and_every_acknowledged_revision_
     ordering::assert_every_acknowledged_revision_ready_once_in_order(&clients, &results).await;
     let a = attempts.lock().unwrap();
     eprintln!("{} submissions, {} answered 503 ({refused} during produce errors, {refused_down} with the broker down)", a.len(), a.iter().filter(|a| a.status == Some(503)).count());
+}
+
+/// Consumer-group rebalances during a burst: runners join (taking part of the partitions),
+/// are SIGKILLed mid-stream and leave on SIGTERM, while one stays up; see
+/// [`ordering::runners_joining_and_leaving_keep_every_acknowledged_revision_in_order`]. All
+/// runners share one data dir, whose store file stands in for the shared table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_kafka_runners_joining_and_leaving_the_groups_keep_every_acknowledged_revision_in_order() {
+    let mock = mock_with_topics();
+    let brokers = mock.bootstrap_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--kafka-brokers", &brokers, "--kafka-create-topics", "false", "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    ordering::runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(&server, compact_blink_design("rebalance"), 8, 150, 300).await;
 }

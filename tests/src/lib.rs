@@ -44,7 +44,7 @@ impl Server {
             .arg(listen)
             .args(["--batch-window", "50ms", "--log-format", "json"])
             .args(extra_args)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", std::env::var("OPENQQ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
             .env_remove("OPENQQ_JWT_SECRET")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

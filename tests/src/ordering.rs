@@ -39,10 +39,13 @@ pub async fn post_until_accepted(c: &Client, path: &str, body: &Value, attempts:
     }
 }
 
+/// Pause between an editor's saves: up to this many milliseconds.
+pub const EDITOR_PAUSE_MS: u64 = 60;
+
 /// One tenant's editor: creates `design`, then saves revisions `2..=revisions` of it in order,
-/// each until acknowledged, resending about one in four. Returns the design id and the
-/// acknowledged revisions.
-pub async fn editor(c: Client, seed: u64, design: Value, revisions: u64, attempts: Attempts) -> (String, Vec<u64>) {
+/// each until acknowledged, resending about one in four and pausing up to `pause_ms` between
+/// saves. Returns the design id and the acknowledged revisions.
+pub async fn editor(c: Client, seed: u64, design: Value, revisions: u64, pause_ms: u64, attempts: Attempts) -> (String, Vec<u64>) {
     let mut rng = seed;
     let mut next = || {
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -61,7 +64,7 @@ pub async fn editor(c: Client, seed: u64, design: Value, revisions: u64, attempt
             // A client that lost the response resends the same revision.
             post_until_accepted(&c, &path, &body, &attempts).await;
         }
-        tokio::time::sleep(Duration::from_millis(next() % 60)).await;
+        tokio::time::sleep(Duration::from_millis(next() % pause_ms.max(1))).await;
     }
     (id, acked)
 }
@@ -94,7 +97,7 @@ pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(server: 
     let attempts = Attempts::default();
     let clients: BTreeMap<usize, Client> = (0..tenants).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
     let tasks: Vec<_> =
-        clients.iter().map(|(i, c)| tokio::spawn(editor(c.clone(), *i as u64 + 1, design.clone(), revisions, attempts.clone()))).collect();
+        clients.iter().map(|(i, c)| tokio::spawn(editor(c.clone(), *i as u64 + 1, design.clone(), revisions, EDITOR_PAUSE_MS, attempts.clone()))).collect();
 
     for _ in 0..4 {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -110,5 +113,57 @@ pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(server: 
     server.kill9();
     server.restart().unwrap();
 
+    assert_every_acknowledged_revision_ready_once_in_order(&clients, &results).await;
+}
+
+/// Batches a runner's consumers finished successfully, from its `/metrics`.
+pub async fn batches_done(server: &crate::Server) -> u64 {
+    let Ok(resp) = reqwest::get(format!("{}/metrics", server.url)).await else { return 0 };
+    let text = resp.text().await.unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("openqq_batches_total{") && l.contains("outcome=\"ok\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Waits until `server` has finished a batch of its own: it holds some of the group's
+/// partitions. Fails after `within`.
+async fn until_it_consumes(server: &crate::Server, within: Duration) {
+    let deadline = Instant::now() + within;
+    while batches_done(server).await == 0 {
+        assert!(Instant::now() < deadline, "the joining runner at {} consumed nothing within {within:?}", server.url);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runners joining and leaving the consumer groups during a burst. Editors post to `first`
+/// while a second runner on the same cluster and data dir joins (a rebalance gives it part of
+/// the partitions), consumes, and is SIGKILLed (its partitions return after the session
+/// timeout, from the offsets it committed); then a third joins, consumes, and leaves with
+/// SIGTERM (its partitions are revoked after its batches end and commit). Every acknowledged
+/// revision must still reach `results.ready` once, in order. Editors pause up to `pause_ms`
+/// between saves: the burst must outlast two joins and a session timeout.
+pub async fn runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(first: &crate::Server, design: Value, tenants: usize, revisions: u64, pause_ms: u64) {
+    let attempts = Attempts::default();
+    let clients: BTreeMap<usize, Client> = (0..tenants).map(|i| (i, Client::new(&first.url, &first.token(&format!("tenant-{i}"))))).collect();
+    let tasks: Vec<_> =
+        clients.iter().map(|(i, c)| tokio::spawn(editor(c.clone(), *i as u64 + 1, design.clone(), revisions, pause_ms, attempts.clone()))).collect();
+    let args: Vec<&str> = first.extra_args.iter().map(String::as_str).collect();
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut second = crate::Server::start(&first.data_dir, "127.0.0.1:0", &args).unwrap();
+    until_it_consumes(&second, Duration::from_secs(30)).await;
+    assert!(!tasks.iter().all(|t| t.is_finished()), "the second runner consumed while clients were still posting");
+    second.kill9();
+
+    let mut third = crate::Server::start(&first.data_dir, "127.0.0.1:0", &args).unwrap();
+    until_it_consumes(&third, Duration::from_secs(30)).await;
+    assert!(!tasks.iter().all(|t| t.is_finished()), "the third runner consumed while clients were still posting");
+    assert!(third.terminate().unwrap().success(), "a runner leaves the group cleanly on SIGTERM");
+
+    let mut results = BTreeMap::new();
+    for (i, t) in tasks.into_iter().enumerate() {
+        results.insert(i, t.await.unwrap());
+    }
     assert_every_acknowledged_revision_ready_once_in_order(&clients, &results).await;
 }

@@ -9,6 +9,7 @@ use crate::design::{Change, DesignStatus, DesignView, StoredReport, Verdict};
 use crate::event::TimelineEntry;
 use crate::ids::{CorrelationId, DesignId, TenantId};
 use async_trait::async_trait;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +116,38 @@ pub trait LogSource: Send + Sync {
     /// Resolves when something may have been appended to `topic` (or after a short while);
     /// consumers use it to avoid busy polling.
     async fn wait_for_append(&self, topic: &str, timeout: Duration);
+    /// Joins consumer group `group` on `topic`: the lease says which partitions this process may
+    /// consume. A log only one process reads (the embedded one) leases every partition for good.
+    async fn join(&self, _group: &str, _topic: &str) -> PortResult<Arc<dyn Lease>> {
+        Ok(Arc::new(WholeTopic))
+    }
+}
+
+/// The partitions of a topic a consumer-group member holds. Where several processes consume
+/// (Kafka), the group divides the partitions among them and moves some when a member joins or
+/// leaves; a partition is taken from a member only once its batch in flight has ended, so a
+/// batch's commit lands before the next owner reads the committed offset.
+pub trait Lease: Send + Sync {
+    /// Marks `partition` busy for one batch and returns its assignment epoch, or `None` when
+    /// this member does not hold it. The epoch changes each time the partition is assigned
+    /// here anew: another member may have moved its committed offset meanwhile.
+    fn begin(&self, partition: u32) -> Option<u64>;
+    /// The batch that `begin` started on `partition` has ended (committed or not).
+    fn end(&self, partition: u32);
+    /// Leaves the group, handing the partitions to the other members. Call once no batch is in
+    /// flight.
+    fn leave(&self) {}
+}
+
+/// The lease of a topic with a single consumer process: every partition, always, epoch 0.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WholeTopic;
+
+impl Lease for WholeTopic {
+    fn begin(&self, _partition: u32) -> Option<u64> {
+        Some(0)
+    }
+    fn end(&self, _partition: u32) {}
 }
 
 // ---------------------------------------------------------------------------------------------

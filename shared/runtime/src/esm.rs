@@ -3,6 +3,8 @@
 //!
 //! Workers (`concurrency` of them) claim partitions that have records and are not backing off,
 //! so a partition is only ever in one batch at a time (that is what keeps per-tenant order).
+//! Only partitions the consumer group's [`Lease`] gives this process are claimed; when a
+//! partition is (re)assigned here, its offset is read again from the group's commit.
 //! A batch holds up to `batch_size` records; if it is not full, the worker waits until the
 //! oldest claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent`.
 //! Offsets are committed only after the handler succeeded. A failed batch leaves its offsets
@@ -12,7 +14,7 @@
 
 use crate::consumer::{dead_letter_record, BatchHandler};
 use crate::kafka::{to_event, Incoming};
-use openqq_core::{EventLog, LogRecord, LogSource, PortError};
+use openqq_core::{EventLog, Lease, LogRecord, LogSource, PortError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -57,8 +59,10 @@ impl MappingConfig {
 /// Per-partition bookkeeping, shared by the workers of one mapping.
 #[derive(Debug, Clone, Default)]
 struct Partition {
-    /// Next offset to read: the committed offset.
+    /// Next offset to read: the committed offset, once `epoch` is known.
     next: u64,
+    /// The lease epoch `next` was read in; `None` until the committed offset is read.
+    epoch: Option<u64>,
     claimed: bool,
     /// Failed attempts of the current batch.
     failures: u32,
@@ -70,18 +74,17 @@ pub struct EventSourceMapping {
     log: Arc<dyn EventLog>,
     handler: Arc<dyn BatchHandler>,
     cfg: MappingConfig,
+    lease: Arc<dyn Lease>,
     parts: Mutex<Vec<Partition>>,
 }
 
 impl EventSourceMapping {
+    /// Joins the function's consumer group (named after the handler) on the topic.
     pub async fn new(source: Arc<dyn LogSource>, log: Arc<dyn EventLog>, handler: Arc<dyn BatchHandler>, cfg: MappingConfig) -> Result<Arc<Self>, PortError> {
         let n = source.partitions(&cfg.topic);
-        let mut parts = Vec::with_capacity(n as usize);
-        for p in 0..n {
-            let next = source.committed(handler.name(), &cfg.topic, p).await?;
-            parts.push(Partition { next, ..Partition::default() });
-        }
-        Ok(Arc::new(Self { source, log, handler, cfg, parts: Mutex::new(parts) }))
+        let lease = source.join(handler.name(), &cfg.topic).await?;
+        let parts = Mutex::new(vec![Partition::default(); n as usize]);
+        Ok(Arc::new(Self { source, log, handler, cfg, lease, parts }))
     }
 
     fn group(&self) -> &str {
@@ -100,6 +103,7 @@ impl EventSourceMapping {
         for w in workers {
             let _ = w.await;
         }
+        self.lease.leave();
         info!(function = self.group(), topic = %self.cfg.topic, "The event source mapping drained and stopped.");
     }
 
@@ -128,31 +132,51 @@ impl EventSourceMapping {
         }
     }
 
-    /// Claims every free partition with records to read, or says how long until one is free.
-    fn claim(&self, ends: &[u64]) -> (Vec<u32>, Option<Duration>) {
+    /// Claims every free partition this process holds with records to read, or says how long
+    /// until one is free.
+    fn claim(&self, ends: &[u64]) -> (Vec<Claim>, Option<Duration>) {
         let now = Instant::now();
         let mut parts = self.parts.lock().unwrap();
         let mut claimed = Vec::new();
         let mut soonest: Option<Duration> = None;
         for (p, st) in parts.iter_mut().enumerate() {
-            let has_records = ends.get(p).is_some_and(|end| *end > st.next);
+            // With the offset unknown, any record may be unread.
+            let next = if st.epoch.is_some() { st.next } else { 0 };
+            let has_records = ends.get(p).is_some_and(|end| *end > next);
             if st.claimed || !has_records {
                 continue;
             }
             match st.not_before {
                 Some(t) if t > now => soonest = Some(soonest.map_or(t - now, |s| s.min(t - now))),
                 _ => {
+                    let Some(epoch) = self.lease.begin(p as u32) else { continue };
                     st.claimed = true;
-                    claimed.push(p as u32);
+                    claimed.push(Claim { partition: p as u32, epoch });
                 }
             }
         }
         (claimed, soonest)
     }
 
+    /// The offset to read `claim`'s partition from: the group's commit, read again whenever the
+    /// partition was assigned here anew.
+    async fn position(&self, claim: &Claim) -> Result<u64, PortError> {
+        let p = claim.partition as usize;
+        {
+            let parts = self.parts.lock().unwrap();
+            if parts[p].epoch == Some(claim.epoch) {
+                return Ok(parts[p].next);
+            }
+        }
+        let next = self.source.committed(self.group(), &self.cfg.topic, claim.partition).await?;
+        let mut parts = self.parts.lock().unwrap();
+        parts[p] = Partition { next, epoch: Some(claim.epoch), claimed: true, ..Partition::default() };
+        Ok(next)
+    }
+
     /// Reads up to `batch_size` records from the claimed partitions, waiting for more until the
     /// oldest one is `batch_window` old (or shutdown begins).
-    async fn fill(&self, claimed: &[u32], shutdown: &mut watch::Receiver<bool>) -> Vec<LogRecord> {
+    async fn fill(&self, claimed: &[Claim], shutdown: &mut watch::Receiver<bool>) -> Vec<LogRecord> {
         loop {
             let batch = self.read(claimed).await;
             let full = batch.len() >= self.cfg.batch_size;
@@ -169,14 +193,21 @@ impl EventSourceMapping {
         }
     }
 
-    async fn read(&self, claimed: &[u32]) -> Vec<LogRecord> {
+    async fn read(&self, claimed: &[Claim]) -> Vec<LogRecord> {
         let mut batch = Vec::new();
-        for &p in claimed {
+        for claim in claimed {
             let budget = self.cfg.batch_size.saturating_sub(batch.len());
             if budget == 0 {
                 break;
             }
-            let from = self.parts.lock().unwrap()[p as usize].next;
+            let p = claim.partition;
+            let from = match self.position(claim).await {
+                Ok(from) => from,
+                Err(e) => {
+                    warn!(function = self.group(), partition = p, error = %e, "Reading a committed offset failed; it will be read again.");
+                    continue;
+                }
+            };
             match self.source.read(&self.cfg.topic, p, from, budget).await {
                 Ok(recs) => batch.extend(recs),
                 Err(e) => warn!(function = self.group(), partition = p, error = %e, "Reading a partition failed; it will be read again."),
@@ -185,7 +216,7 @@ impl EventSourceMapping {
         batch
     }
 
-    async fn invoke(&self, claimed: &[u32], batch: Vec<LogRecord>) {
+    async fn invoke(&self, claimed: &[Claim], batch: Vec<LogRecord>) {
         if batch.is_empty() {
             self.release(claimed);
             return;
@@ -258,21 +289,33 @@ impl EventSourceMapping {
         self.log.publish(&self.cfg.dead_letter_topic, records).await
     }
 
-    fn release(&self, claimed: &[u32]) {
-        let mut parts = self.parts.lock().unwrap();
-        for &p in claimed {
-            parts[p as usize].claimed = false;
+    fn release(&self, claimed: &[Claim]) {
+        {
+            let mut parts = self.parts.lock().unwrap();
+            for c in claimed {
+                parts[c.partition as usize].claimed = false;
+            }
+        }
+        for c in claimed {
+            self.lease.end(c.partition);
         }
     }
 
     fn record_lag(&self, ends: &[u64]) {
         let parts = self.parts.lock().unwrap();
-        for (p, st) in parts.iter().enumerate() {
+        for (p, st) in parts.iter().enumerate().filter(|(_, st)| st.epoch.is_some()) {
             let lag = ends.get(p).copied().unwrap_or(0).saturating_sub(st.next);
             metrics::gauge!("openqq_consumer_lag_records", "function" => self.group().to_owned(), "partition" => p.to_string()).set(lag as f64);
         }
         debug!(function = self.group(), "Lag recorded.");
     }
+}
+
+/// A partition taken for one batch, in the lease epoch it was taken in.
+#[derive(Debug, Clone, Copy)]
+struct Claim {
+    partition: u32,
+    epoch: u64,
 }
 
 /// For each partition in the batch, the offset after its last record.

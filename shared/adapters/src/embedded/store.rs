@@ -13,7 +13,7 @@ use openqq_core::{
     Verdict,
 };
 use openqq_core::{CorrelationId, EventKind};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::value::RawValue;
 use std::path::Path;
 
@@ -141,7 +141,10 @@ impl DesignStore for EmbeddedDesignStore {
         let (tenant, design, entry, change) = (tenant.to_string(), design.to_string(), entry.clone(), change.clone());
         self.writer
             .call(move |conn| {
-                let tx = conn.transaction().map_err(|e| unavailable("begin", e))?;
+                // IMMEDIATE takes the write lock before the revision check, so the check and its
+                // write are atomic even when several processes share the file (`openqq up`s on
+                // one Kafka cluster); a deferred transaction would fail its upgrade instead.
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| unavailable("begin", e))?;
                 let outcome = apply_tx(&tx, &tenant, &design, &entry, &change)?;
                 if outcome == Applied::Applied {
                     tx.commit().map_err(|e| unavailable("commit", e))?;

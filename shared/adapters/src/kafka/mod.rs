@@ -4,7 +4,7 @@
 //!   connection is made.
 //! - [`KafkaEventLog`]: the [`EventLog`] (an idempotent `FutureProducer`) and, in `source.rs`,
 //!   the [`LogSource`](openqq_core::LogSource) the local runner's event-source-mapping emulator
-//!   reads through (manually assigned consumers, consumer-group offsets).
+//!   reads through (manually assigned readers; consumer-group membership and offsets).
 //! - `admin.rs`: creating the platform's topics at start (local use; skipped on MSK).
 //!
 //! The partitioner is `murmur2_random`: for keyed records it computes what Kafka's Java client
@@ -12,6 +12,7 @@
 //! tenant has the same partition number on every backend with the same partition count.
 
 mod admin;
+mod group;
 mod source;
 
 /// The `rdkafka` this adapter is built with, for tests that start its mock cluster.
@@ -47,11 +48,14 @@ pub struct KafkaSettings {
     /// How long a publish may wait for every acknowledgement (`message.timeout.ms`) and a
     /// metadata, offset or watermark request may wait for its answer.
     pub timeout: Duration,
+    /// How long a consumer-group member may go silent before its partitions move to the other
+    /// members (the local runner's consumers; on AWS the MSK trigger consumes).
+    pub session_timeout: Duration,
 }
 
 impl KafkaSettings {
     pub fn new(brokers: impl Into<String>, topics: Vec<String>) -> Self {
-        Self { brokers: brokers.into(), topics, create_topics: true, partitions: 12, replication: 1, timeout: Duration::from_secs(30) }
+        Self { brokers: brokers.into(), topics, create_topics: true, partitions: 12, replication: 1, timeout: Duration::from_secs(30), session_timeout: Duration::from_secs(6) }
     }
 
     /// Rejects settings that cannot work, with a sentence an operator can act on.
@@ -71,6 +75,9 @@ impl KafkaSettings {
         }
         if self.replication == 0 {
             return Err(PortError::Invalid("the Kafka replication factor must be at least 1".into()));
+        }
+        if self.session_timeout < Duration::from_secs(1) {
+            return Err(PortError::Invalid(format!("the Kafka session timeout {:?} is shorter than a second", self.session_timeout)));
         }
         if self.timeout < Duration::from_millis(100) {
             return Err(PortError::Invalid(format!("the Kafka timeout {:?} is too short to get an acknowledgement", self.timeout)));
@@ -112,10 +119,27 @@ impl KafkaSettings {
             .set("fetch.wait.max.ms", "100");
         c
     }
+
+    /// A consumer-group member (see `group.rs`): cooperative rebalances, and a short session so
+    /// a killed process's partitions move to the others within seconds.
+    fn member_config(&self, group: &str) -> ClientConfig {
+        let mut c = self.consumer_config(group);
+        c.set("partition.assignment.strategy", "cooperative-sticky")
+            .set("session.timeout.ms", self.session_timeout.as_millis().to_string())
+            .set("heartbeat.interval.ms", (self.session_timeout.as_millis() / 4).max(100).to_string());
+        c
+    }
 }
 
 /// A partition reader, shared by the calls that read that partition.
 type SharedReader = Arc<Mutex<source::Reader>>;
+
+/// A consumer group's member in this process and the partitions it holds.
+#[derive(Clone)]
+struct GroupMember {
+    consumer: Arc<group::Member>,
+    membership: Arc<group::Membership>,
+}
 
 /// The event log on a Kafka cluster. One producer for every topic; consumers are created per
 /// partition read and per consumer group, on first use.
@@ -128,8 +152,9 @@ pub struct KafkaEventLog {
     partitions: Mutex<HashMap<String, u32>>,
     /// One reader per (topic, partition), positioned where the last read stopped.
     readers: Mutex<HashMap<(String, u32), SharedReader>>,
-    /// One group member per consumer group, for offset fetches and commits.
-    groups: Mutex<HashMap<String, Arc<BaseConsumer>>>,
+    /// One member per consumer group: it holds the group's partitions for this process, and
+    /// fetches and commits its offsets.
+    groups: Mutex<HashMap<String, GroupMember>>,
     /// Wakes this process's waiting consumers when it publishes (see `wait_for_append`).
     appended: AppendSignal,
 }

@@ -5,14 +5,16 @@
 //!   or commits offsets itself. It stays positioned after the last record returned, so a
 //!   consumer reading a partition in order keeps librdkafka's prefetched records; reading from
 //!   elsewhere re-assigns it at that offset.
-//! - Offsets of a consumer group are fetched and committed through a member of that group that
-//!   never subscribes (the group's offsets, not its membership, are what the emulator needs).
+//! - Offsets of a consumer group are fetched and committed through this process's member of that
+//!   group, which `join` subscribes so the group divides the partitions among processes
+//!   (`group.rs`); it is also the only member whose commits the coordinator accepts.
 //! - librdkafka's calls block, so they run under `block_in_place` on a multi-threaded runtime.
 
-use super::{unavailable, KafkaEventLog};
+use super::group::{GroupContext, GroupLease, Membership};
+use super::{unavailable, GroupMember, KafkaEventLog};
 use async_trait::async_trait;
 use openqq_core::ports::PortResult;
-use openqq_core::{LogRecord, LogSource, PortError};
+use openqq_core::{Lease, LogRecord, LogSource, PortError};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::Producer;
 use rdkafka::message::{Headers, Message};
@@ -77,14 +79,17 @@ impl KafkaEventLog {
         Ok(r)
     }
 
-    fn group(&self, group: &str) -> PortResult<Arc<BaseConsumer>> {
+    fn group(&self, group: &str) -> PortResult<GroupMember> {
         let mut groups = self.groups.lock().unwrap();
-        if let Some(c) = groups.get(group) {
-            return Ok(c.clone());
+        if let Some(m) = groups.get(group) {
+            return Ok(m.clone());
         }
-        let c: Arc<BaseConsumer> = Arc::new(self.settings.consumer_config(group).create().map_err(|e| unavailable("creating a group member", e))?);
-        groups.insert(group.to_owned(), c.clone());
-        Ok(c)
+        let membership = Arc::new(Membership::new(self.settings.timeout));
+        let context = GroupContext { membership: membership.clone() };
+        let consumer = self.settings.member_config(group).create_with_context(context).map_err(|e| unavailable("creating a group member", e))?;
+        let m = GroupMember { consumer: Arc::new(consumer), membership };
+        groups.insert(group.to_owned(), m.clone());
+        Ok(m)
     }
 
     fn watermarks(&self, topic: &str, partition: u32) -> PortResult<(u64, u64)> {
@@ -180,7 +185,7 @@ impl LogSource for KafkaEventLog {
     }
 
     async fn committed(&self, group: &str, topic: &str, partition: u32) -> PortResult<u64> {
-        let member = self.group(group)?;
+        let member = self.group(group)?.consumer;
         let tpl = partition_list(topic, partition, Offset::Invalid)?;
         let got = blocking(|| member.committed_offsets(tpl, self.settings.timeout)).map_err(|e| unavailable("fetching a committed offset", e))?;
         let offset = got.find_partition(topic, partition as i32).map(|e| e.offset()).unwrap_or(Offset::Invalid);
@@ -192,7 +197,7 @@ impl LogSource for KafkaEventLog {
     }
 
     async fn commit(&self, group: &str, topic: &str, partition: u32, next: u64) -> PortResult<()> {
-        let member = self.group(group)?;
+        let member = self.group(group)?.consumer;
         let tpl = partition_list(topic, partition, Offset::Offset(next as i64))?;
         blocking(|| member.commit(&tpl, CommitMode::Sync)).map_err(|e| unavailable("committing an offset", e))
     }
@@ -202,5 +207,13 @@ impl LogSource for KafkaEventLog {
     /// soon after, without a fetch per waiting consumer.
     async fn wait_for_append(&self, topic: &str, timeout: Duration) {
         self.appended.wait(topic, timeout.min(EXTERNAL_APPEND_POLL)).await;
+    }
+
+    /// Subscribes the group's member: the coordinator assigns this process its share of the
+    /// partitions (all of them while it is the only member), shortly after.
+    async fn join(&self, group: &str, topic: &str) -> PortResult<Arc<dyn Lease>> {
+        let m = self.group(group)?;
+        let lease = GroupLease::subscribe(m.consumer, m.membership, topic).map_err(|e| unavailable("joining the consumer group", e))?;
+        Ok(Arc::new(lease))
     }
 }
