@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test on a fresh machine: installs what the tests need (FPGA toolchain, Redis),
-# starts the servers on 127.0.0.1, runs the suites, and stops what it started.
+# Runs every test on a fresh machine: installs what the tests need (FPGA toolchain, Redis, a
+# Kafka-protocol broker), starts the servers on 127.0.0.1, runs the suites, and stops what it
+# started.
 #
 #   scripts/test.sh
 #
 # Heavy things are cached so repeated runs stay fast: Debian packages are installed only when
-# missing, and cargo's build directory lives in ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/target
-# unless CARGO_TARGET_DIR is set.
+# missing, cargo's build directory lives in ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/target unless
+# CARGO_TARGET_DIR is set, and the Kafka-protocol broker (tansu, built from crates.io: about 40
+# CPU-minutes the first time) in ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,13 +36,24 @@ fi
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/target}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
-step "Starting redis-server on 127.0.0.1"
+step "Installing tansu, a Kafka-protocol broker (built once, then cached)"
+OPENQQ_TANSU_BIN=$(scripts/services/tansu.sh bin)
+export OPENQQ_TANSU_BIN
+
+step "Starting redis-server and tansu on 127.0.0.1"
 export OPENQQ_SERVICES_DIR=$(mktemp -d)
-cleanup() { scripts/services/redis.sh stop >/dev/null 2>&1 || true; rm -rf "$OPENQQ_SERVICES_DIR"; }
+cleanup() {
+  scripts/services/redis.sh stop >/dev/null 2>&1 || true
+  scripts/services/tansu.sh stop >/dev/null 2>&1 || true
+  rm -rf "$OPENQQ_SERVICES_DIR"
+}
 trap cleanup EXIT
 OPENQQ_TEST_REDIS_URL=$(scripts/services/redis.sh start)
 export OPENQQ_TEST_REDIS_URL
 echo "redis at $OPENQQ_TEST_REDIS_URL"
+OPENQQ_TEST_KAFKA_BROKERS=$(scripts/services/tansu.sh start)
+export OPENQQ_TEST_KAFKA_BROKERS
+echo "tansu at $OPENQQ_TEST_KAFKA_BROKERS"
 
 step "Recording the FPGA tools' verdicts live (yosys, nextpnr-ice40, icepack)"
 oracle=$(mktemp -d)

@@ -111,7 +111,7 @@ pub struct UpArgs {
     /// How long Kafka may take to acknowledge a publish or answer a request.
     #[arg(long, env = "OPENQQ_KAFKA_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     kafka_timeout: Duration,
-    /// Topic name prefix.
+    /// Topic name prefix; consumer groups carry it too.
     #[arg(long, env = "OPENQQ_TOPIC_PREFIX", default_value = "")]
     topic_prefix: String,
     #[arg(long, env = "OPENQQ_LOG_FORMAT", value_enum, default_value = "pretty")]
@@ -132,6 +132,7 @@ fn mapping(args: &UpArgs, topics: &Topics, kind: EventKind) -> MappingConfig {
     cfg.batch_window = args.batch_window;
     cfg.max_retries = args.max_retries;
     cfg.concurrency = args.consumer_concurrency as usize;
+    cfg.group_prefix = args.topic_prefix.clone();
     cfg
 }
 

@@ -5,4 +5,5 @@ mod kafka;
 mod lifecycle;
 mod load;
 mod problems;
+mod tansu;
 mod webhooks;

@@ -4,7 +4,10 @@
 //! The binary is found next to the test executable (`target/<profile>/openqq`), or at
 //! `OPENQQ_BIN`; build it first (`cargo build --bin openqq`), as the test script does.
 
+pub mod ack_dropper;
 pub mod ordering;
+pub mod tansu;
+pub mod throughput;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
@@ -152,10 +155,7 @@ pub fn blink_design(name: &str) -> Value {
 /// design (it validates the same), 6 KB instead of 200 KB. For runs that put hundreds of
 /// records on a log with a small retention, like librdkafka's mock cluster (5 MB a partition).
 pub fn compact_blink_design(name: &str) -> Value {
-    let mut design = blink_design(name);
-    let modules = design["netlist"]["modules"].as_object_mut().expect("a yosys netlist has modules");
-    modules.retain(|_, m| m["attributes"].get("blackbox").is_none());
-    design
+    throughput::compact(blink_design(name))
 }
 
 /// An HTTP client for one tenant.

@@ -34,6 +34,9 @@ pub struct MappingConfig {
     pub max_backoff: Duration,
     /// Batches in flight at once (each on distinct partitions).
     pub concurrency: usize,
+    /// The consumer group is this prefix and the function's name (platforms sharing a cluster
+    /// use the topic prefix here too).
+    pub group_prefix: String,
 }
 
 impl MappingConfig {
@@ -47,6 +50,7 @@ impl MappingConfig {
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(10),
             concurrency: 2,
+            group_prefix: String::new(),
         }
     }
 
@@ -74,21 +78,28 @@ pub struct EventSourceMapping {
     log: Arc<dyn EventLog>,
     handler: Arc<dyn BatchHandler>,
     cfg: MappingConfig,
+    /// The consumer group: `group_prefix` and the function's name.
+    group: String,
     lease: Arc<dyn Lease>,
     parts: Mutex<Vec<Partition>>,
 }
 
 impl EventSourceMapping {
-    /// Joins the function's consumer group (named after the handler) on the topic.
+    /// Joins the function's consumer group on the topic.
     pub async fn new(source: Arc<dyn LogSource>, log: Arc<dyn EventLog>, handler: Arc<dyn BatchHandler>, cfg: MappingConfig) -> Result<Arc<Self>, PortError> {
         let n = source.partitions(&cfg.topic);
-        let lease = source.join(handler.name(), &cfg.topic).await?;
+        let group = format!("{}{}", cfg.group_prefix, handler.name());
+        let lease = source.join(&group, &cfg.topic).await?;
         let parts = Mutex::new(vec![Partition::default(); n as usize]);
-        Ok(Arc::new(Self { source, log, handler, cfg, lease, parts }))
+        Ok(Arc::new(Self { source, log, handler, cfg, group, lease, parts }))
+    }
+
+    fn function(&self) -> &str {
+        self.handler.name()
     }
 
     fn group(&self) -> &str {
-        self.handler.name()
+        &self.group
     }
 
     /// Runs the workers until `shutdown` becomes true; batches in flight finish first.
@@ -104,7 +115,7 @@ impl EventSourceMapping {
             let _ = w.await;
         }
         self.lease.leave();
-        info!(function = self.group(), topic = %self.cfg.topic, "The event source mapping drained and stopped.");
+        info!(function = self.function(), topic = %self.cfg.topic, "The event source mapping drained and stopped.");
     }
 
     async fn worker(&self, mut shutdown: watch::Receiver<bool>) {
@@ -112,7 +123,7 @@ impl EventSourceMapping {
             let ends = match self.source.end_offsets(&self.cfg.topic).await {
                 Ok(e) => e,
                 Err(e) => {
-                    warn!(function = self.group(), error = %e, "Reading end offsets failed; retrying.");
+                    warn!(function = self.function(), error = %e, "Reading end offsets failed; retrying.");
                     tokio::time::sleep(self.cfg.initial_backoff).await;
                     continue;
                 }
@@ -204,13 +215,13 @@ impl EventSourceMapping {
             let from = match self.position(claim).await {
                 Ok(from) => from,
                 Err(e) => {
-                    warn!(function = self.group(), partition = p, error = %e, "Reading a committed offset failed; it will be read again.");
+                    warn!(function = self.function(), partition = p, error = %e, "Reading a committed offset failed; it will be read again.");
                     continue;
                 }
             };
             match self.source.read(&self.cfg.topic, p, from, budget).await {
                 Ok(recs) => batch.extend(recs),
-                Err(e) => warn!(function = self.group(), partition = p, error = %e, "Reading a partition failed; it will be read again."),
+                Err(e) => warn!(function = self.function(), partition = p, error = %e, "Reading a partition failed; it will be read again."),
             }
         }
         batch
@@ -221,7 +232,7 @@ impl EventSourceMapping {
             self.release(claimed);
             return;
         }
-        let function = self.group().to_owned();
+        let function = self.function().to_owned();
         let started = Instant::now();
         let result = self.handler.handle(to_event(&batch)).await;
         metrics::histogram!("openqq_batch_duration_seconds", "function" => function.clone()).record(started.elapsed().as_secs_f64());
@@ -250,7 +261,7 @@ impl EventSourceMapping {
                     st.failures = 0;
                     st.not_before = None;
                 }
-                Err(e) => warn!(function = self.group(), partition = p, error = %e, "Committing an offset failed; the records will be delivered again."),
+                Err(e) => warn!(function = self.function(), partition = p, error = %e, "Committing an offset failed; the records will be delivered again."),
             }
         }
     }
@@ -269,23 +280,23 @@ impl EventSourceMapping {
             attempts
         };
         if attempts <= self.cfg.max_retries {
-            warn!(function = self.group(), attempt = attempts, partitions = ?partitions, %reason,
+            warn!(function = self.function(), attempt = attempts, partitions = ?partitions, %reason,
                 "The batch failed; its partitions wait and retry from the committed offset.");
             return;
         }
-        error!(function = self.group(), records = batch.len(), %reason, "The batch failed after every retry; its records go to the dead-letter topic.");
+        error!(function = self.function(), records = batch.len(), %reason, "The batch failed after every retry; its records go to the dead-letter topic.");
         match self.dead_letter(batch, reason).await {
             Ok(()) => {
-                metrics::counter!("openqq_dead_letters_total", "function" => self.group().to_owned(), "source" => "retries_exhausted").increment(batch.len() as u64);
+                metrics::counter!("openqq_dead_letters_total", "function" => self.function().to_owned(), "source" => "retries_exhausted").increment(batch.len() as u64);
                 self.commit_batch(batch).await;
             }
-            Err(e) => warn!(function = self.group(), error = %e, "Dead-lettering failed; the batch will be retried."),
+            Err(e) => warn!(function = self.function(), error = %e, "Dead-lettering failed; the batch will be retried."),
         }
     }
 
     async fn dead_letter(&self, batch: &[LogRecord], reason: &str) -> Result<(), PortError> {
         let reason = format!("retries exhausted: {reason}");
-        let records = batch.iter().map(|r| dead_letter_record(&Incoming::from(r), self.group(), &reason)).collect();
+        let records = batch.iter().map(|r| dead_letter_record(&Incoming::from(r), self.function(), &reason)).collect();
         self.log.publish(&self.cfg.dead_letter_topic, records).await
     }
 
@@ -305,9 +316,9 @@ impl EventSourceMapping {
         let parts = self.parts.lock().unwrap();
         for (p, st) in parts.iter().enumerate().filter(|(_, st)| st.epoch.is_some()) {
             let lag = ends.get(p).copied().unwrap_or(0).saturating_sub(st.next);
-            metrics::gauge!("openqq_consumer_lag_records", "function" => self.group().to_owned(), "partition" => p.to_string()).set(lag as f64);
+            metrics::gauge!("openqq_consumer_lag_records", "function" => self.function().to_owned(), "partition" => p.to_string()).set(lag as f64);
         }
-        debug!(function = self.group(), "Lag recorded.");
+        debug!(function = self.function(), "Lag recorded.");
     }
 }
 

@@ -51,11 +51,15 @@ pub struct KafkaSettings {
     /// How long a consumer-group member may go silent before its partitions move to the other
     /// members (the local runner's consumers; on AWS the MSK trigger consumes).
     pub session_timeout: Duration,
+    /// librdkafka producer properties set after the platform's own: for measurements only
+    /// (`acks=1` against the default, say). Per-tenant order and "nothing acknowledged lost"
+    /// rest on the defaults: an idempotent producer with `acks=all`.
+    pub producer_overrides: Vec<(String, String)>,
 }
 
 impl KafkaSettings {
     pub fn new(brokers: impl Into<String>, topics: Vec<String>) -> Self {
-        Self { brokers: brokers.into(), topics, create_topics: true, partitions: 12, replication: 1, timeout: Duration::from_secs(30), session_timeout: Duration::from_secs(6) }
+        Self { brokers: brokers.into(), topics, create_topics: true, partitions: 12, replication: 1, timeout: Duration::from_secs(30), session_timeout: Duration::from_secs(6), producer_overrides: Vec::new() }
     }
 
     /// Rejects settings that cannot work, with a sentence an operator can act on.
@@ -104,6 +108,9 @@ impl KafkaSettings {
             .set("message.max.bytes", (MAX_RECORD_BYTES + 64 * 1024).to_string())
             // Publishes are small and latency-bound (a request waits for them).
             .set("linger.ms", "5");
+        for (k, v) in &self.producer_overrides {
+            c.set(k, v);
+        }
         c
     }
 
