@@ -9,7 +9,7 @@
 //!   never subscribes (the group's offsets, not its membership, are what the emulator needs).
 //! - librdkafka's calls block, so they run under `block_in_place` on a multi-threaded runtime.
 
-use super::{unavailable, KafkaEventLog};
+use super::{unavailable, KafkaContext, KafkaEventLog};
 use async_trait::async_trait;
 use openqq_core::ports::PortResult;
 use openqq_core::{LogRecord, LogSource, PortError};
@@ -27,7 +27,7 @@ const EXTERNAL_APPEND_POLL: Duration = Duration::from_millis(200);
 
 /// A consumer assigned to one partition, and where its next record will come from.
 pub(super) struct Reader {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<KafkaContext>,
     next: Option<u64>,
 }
 
@@ -71,23 +71,30 @@ impl KafkaEventLog {
         if let Some(r) = readers.get(&(topic.to_owned(), partition)) {
             return Ok(r.clone());
         }
-        let consumer: BaseConsumer = self.settings.consumer_config("openqq-reader").create().map_err(|e| unavailable("creating a reader", e))?;
+        let consumer = self.settings.consumer("openqq-reader", &self.context).map_err(|e| unavailable("creating a reader", e))?;
+        self.context.seed(consumer.client())?;
         let r = Arc::new(std::sync::Mutex::new(Reader { consumer, next: None }));
         readers.insert((topic.to_owned(), partition), r.clone());
         Ok(r)
     }
 
-    fn group(&self, group: &str) -> PortResult<Arc<BaseConsumer>> {
+    /// The member of `group` that fetches and commits its offsets. It is never polled for
+    /// records, so it serves its token refresh (MSK IAM) before each use.
+    fn group(&self, group: &str) -> PortResult<Arc<BaseConsumer<KafkaContext>>> {
         let mut groups = self.groups.lock().unwrap();
         if let Some(c) = groups.get(group) {
+            self.context.serve_refresh(c);
             return Ok(c.clone());
         }
-        let c: Arc<BaseConsumer> = Arc::new(self.settings.consumer_config(group).create().map_err(|e| unavailable("creating a group member", e))?);
+        let c = Arc::new(self.settings.consumer(group, &self.context).map_err(|e| unavailable("creating a group member", e))?);
+        self.context.seed(c.client())?;
         groups.insert(group.to_owned(), c.clone());
         Ok(c)
     }
 
     fn watermarks(&self, topic: &str, partition: u32) -> PortResult<(u64, u64)> {
+        // The metadata consumer is never polled for records: serve its token refresh first.
+        self.context.serve_refresh(&self.meta);
         let (lo, hi) = blocking(|| self.meta.fetch_watermarks(topic, partition as i32, self.settings.timeout)).map_err(|e| unavailable("fetching watermarks", e))?;
         Ok((lo.max(0) as u64, hi.max(0) as u64))
     }
