@@ -14,6 +14,7 @@
 //! directly when it is created ([`KafkaContext::seed`]), which is all the short-lived admin
 //! client needs, and spares the others a failed first connection.
 
+use super::error_chain as chain;
 use super::security::{KafkaAuth, KafkaSecurity};
 use aws_config::{BehaviorVersion, Region};
 use aws_credential_types::provider::error::CredentialsError;
@@ -120,18 +121,6 @@ async fn sign(region: &Region, credentials: &SharedCredentialsProvider) -> PortR
         .await
         .map_err(|e| PortError::Backend { message: format!("signing an MSK IAM token failed: {}", chain(&e)), retriable: false })?;
     Ok(Token { value, expires_ms })
-}
-
-/// An error and its sources, `outer: inner: innermost`.
-fn chain(e: &dyn Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 fn now_ms() -> i64 {

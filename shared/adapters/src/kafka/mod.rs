@@ -287,6 +287,19 @@ fn invalid_config(what: &str, e: impl std::fmt::Display) -> PortError {
     PortError::Invalid(format!("the Kafka {what} settings are invalid: {e}"))
 }
 
+/// An error and its sources, `outer: inner: innermost` (an AWS SDK error's `Display` is only
+/// its outermost layer, such as "dispatch failure").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
 fn unavailable(what: &str, e: KafkaError) -> PortError {
     PortError::Unavailable(format!("Kafka {what} failed: {e}"))
 }

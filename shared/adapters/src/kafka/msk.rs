@@ -5,7 +5,7 @@
 
 use super::security::{KafkaAuth, ScramMechanism};
 use aws_config::{BehaviorVersion, Region};
-use aws_sdk_kafka::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_kafka::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kafka::operation::get_bootstrap_brokers::GetBootstrapBrokersOutput;
 use openqq_core::ports::PortResult;
 use openqq_core::PortError;
@@ -124,7 +124,7 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: fmt::Debug,
 {
-    let detail = DisplayErrorContext(&e).to_string();
+    let detail = super::error_chain(&e);
     let message = format!("looking up the bootstrap brokers of the MSK cluster {arn} failed: {detail}");
     match &e {
         SdkError::ServiceError(service) => match service.err().code() {
