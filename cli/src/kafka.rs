@@ -75,11 +75,12 @@ pub struct KafkaArgs {
 
 impl KafkaArgs {
     /// Whether the event log goes to Kafka.
-    pub fn selected(&self) -> bool {
+    fn selected(&self) -> bool {
         self.kafka_brokers.is_some() || self.msk_cluster_arn.is_some()
     }
 
     /// Topics are created at start unless told otherwise, or unless they live on MSK.
+    #[cfg(feature = "kafka")]
     fn create_topics(&self) -> bool {
         self.kafka_create_topics.unwrap_or(self.msk_cluster_arn.is_none())
     }
@@ -106,6 +107,16 @@ impl KafkaArgs {
 
 #[cfg(feature = "kafka")]
 pub use with_kafka::settings;
+
+/// Without the `kafka` feature, any Kafka flag is refused.
+#[cfg(not(feature = "kafka"))]
+pub async fn settings(args: &KafkaArgs, _partitions: u32, _topics: Vec<String>) -> anyhow::Result<Option<std::convert::Infallible>> {
+    anyhow::ensure!(
+        !args.selected() && args.security_flags_given().is_empty(),
+        "the Kafka flags need an openqq built with the `kafka` feature"
+    );
+    Ok(None)
+}
 
 #[cfg(feature = "kafka")]
 mod with_kafka {

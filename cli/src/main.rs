@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the whole platform: the API and the three consumer functions.
-    Up(up::UpArgs),
+    Up(Box<up::UpArgs>),
     /// Print a bearer token for a tenant.
     Token(token::TokenArgs),
     /// Drive a running server with steady and bursting tenants; write latency and status results.
@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Up(args) => report(up::run(args)),
+        Command::Up(args) => report(up::run(*args)),
         Command::Token(args) => report(token::run(args)),
         Command::Load(args) => report(load::run(args)),
         Command::Validate(args) => validate::run(args),

@@ -234,15 +234,8 @@ type KafkaSettings = openqq_adapters::KafkaSettings;
 #[cfg(not(feature = "kafka"))]
 type KafkaSettings = std::convert::Infallible;
 
-#[cfg(feature = "kafka")]
 async fn kafka_settings(args: &UpArgs, topics: &Topics) -> Result<Option<KafkaSettings>> {
     crate::kafka::settings(&args.kafka, args.partitions, topics.all()).await
-}
-
-#[cfg(not(feature = "kafka"))]
-async fn kafka_settings(args: &UpArgs, _: &Topics) -> Result<Option<KafkaSettings>> {
-    anyhow::ensure!(!args.kafka.selected(), "--kafka-brokers and --msk-cluster-arn need an openqq built with the `kafka` feature");
-    Ok(None)
 }
 
 #[cfg(feature = "kafka")]
