@@ -23,7 +23,8 @@ command -v redis-server >/dev/null || need_debs+=(redis-server)
 # librdkafka (the Kafka adapter) builds with cmake; its config includes curl.h even when built
 # without curl, so the headers must be present.
 command -v cmake >/dev/null || need_debs+=(cmake)
-# Webhooks use the system's TLS (OpenSSL) through native-tls.
+# Webhooks use the system's TLS (OpenSSL) through native-tls, and librdkafka links it for TLS,
+# SASL/SCRAM and OAUTHBEARER (MSK IAM).
 pkg-config --exists openssl 2>/dev/null || need_debs+=(pkg-config libssl-dev)
 ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h >/dev/null 2>&1 || need_debs+=(libcurl4-openssl-dev)
 if [ ${#need_debs[@]} -gt 0 ]; then

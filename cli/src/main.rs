@@ -5,6 +5,7 @@
 //! - `openqq load` drives a running server with many tenants, open loop, and writes results.
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
 
+mod kafka;
 mod limits;
 mod load;
 mod secret;
@@ -26,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the whole platform: the API and the three consumer functions.
-    Up(up::UpArgs),
+    Up(Box<up::UpArgs>),
     /// Print a bearer token for a tenant.
     Token(token::TokenArgs),
     /// Drive a running server with steady and bursting tenants; write latency and status results.
@@ -44,7 +45,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Up(args) => report(up::run(args)),
+        Command::Up(args) => report(up::run(*args)),
         Command::Token(args) => report(token::run(args)),
         Command::Load(args) => report(load::run(args)),
         Command::Validate(args) => validate::run(args),

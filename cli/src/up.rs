@@ -1,8 +1,10 @@
 //! `openqq up`: the whole platform in one process.
 //!
 //! The API router is served on `--listen`; each consumer function gets an event-source-mapping
-//! emulator over the event log (embedded, or Kafka with `--kafka-brokers`), exactly as the MSK trigger would invoke it on AWS. SIGTERM or
-//! Ctrl-C stops accepting requests, lets the in-flight batches finish and commit, and exits 0.
+//! emulator over the event log (embedded, or Kafka with `--kafka-brokers` or
+//! `--msk-cluster-arn`, see `kafka.rs`), exactly as the MSK trigger would invoke it on AWS.
+//! SIGTERM or Ctrl-C stops accepting requests, lets the in-flight batches finish and commit, and
+//! exits 0.
 
 use crate::secret;
 use anyhow::{Context, Result};
@@ -94,23 +96,8 @@ pub struct UpArgs {
     /// Fsync every commit (survives power loss, not just a killed process).
     #[arg(long, env = "OPENQQ_FSYNC")]
     fsync: bool,
-    /// Put the event log on Kafka (or MSK): bootstrap brokers, HOST:PORT[,HOST:PORT…]. The store
-    /// and the limiter stay as chosen by their own flags.
-    #[arg(long, env = "OPENQQ_KAFKA_BROKERS")]
-    kafka_brokers: Option<String>,
-    /// Partitions of each topic created on Kafka (defaults to --partitions).
-    #[arg(long, env = "OPENQQ_KAFKA_TOPIC_PARTITIONS", value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    kafka_topic_partitions: Option<u32>,
-    /// Replication factor of each topic created on Kafka.
-    #[arg(long, env = "OPENQQ_KAFKA_REPLICATION", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=32))]
-    kafka_replication: u32,
-    /// Create the topics on Kafka at start when missing; turn off where topics are managed
-    /// elsewhere (MSK).
-    #[arg(long, env = "OPENQQ_KAFKA_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
-    kafka_create_topics: bool,
-    /// How long Kafka may take to acknowledge a publish or answer a request.
-    #[arg(long, env = "OPENQQ_KAFKA_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
-    kafka_timeout: Duration,
+    #[command(flatten)]
+    kafka: crate::kafka::KafkaArgs,
     /// Topic name prefix; consumer groups carry it too.
     #[arg(long, env = "OPENQQ_TOPIC_PREFIX", default_value = "")]
     topic_prefix: String,
@@ -137,11 +124,13 @@ fn mapping(args: &UpArgs, topics: &Topics, kind: EventKind) -> MappingConfig {
 }
 
 async fn serve(args: UpArgs) -> Result<()> {
+    let topics = Topics::new(args.topic_prefix.clone());
+    // Kafka flags are checked (and an MSK cluster's brokers looked up) before anything is opened.
+    let kafka = kafka_settings(&args, &topics).await?;
     let durability = if args.fsync { Durability::Power } else { Durability::Process };
     let backends = Backends::embedded(&args.data_dir, args.partitions, durability).with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
-    let topics = Topics::new(args.topic_prefix.clone());
-    let backends = match &args.kafka_brokers {
-        Some(brokers) => with_kafka(backends, brokers, &args, &topics).await?,
+    let backends = match kafka {
+        Some(settings) => with_kafka(backends, settings).await?,
         None => backends,
     };
     let keys = JwtKeys::from_secret(&secret::load_or_create(&args.data_dir)?).map_err(anyhow::Error::msg)?;
@@ -242,20 +231,25 @@ async fn serve(args: UpArgs) -> Result<()> {
 }
 
 #[cfg(feature = "kafka")]
-async fn with_kafka(backends: Backends, brokers: &str, args: &UpArgs, topics: &Topics) -> Result<Backends> {
-    let mut settings = openqq_adapters::KafkaSettings::new(brokers, topics.all());
-    settings.partitions = args.kafka_topic_partitions.unwrap_or(args.partitions);
-    settings.replication = args.kafka_replication;
-    settings.create_topics = args.kafka_create_topics;
-    settings.timeout = args.kafka_timeout;
+type KafkaSettings = openqq_adapters::KafkaSettings;
+#[cfg(not(feature = "kafka"))]
+type KafkaSettings = std::convert::Infallible;
+
+async fn kafka_settings(args: &UpArgs, topics: &Topics) -> Result<Option<KafkaSettings>> {
+    crate::kafka::settings(&args.kafka, args.partitions, topics.all()).await
+}
+
+#[cfg(feature = "kafka")]
+async fn with_kafka(backends: Backends, settings: KafkaSettings) -> Result<Backends> {
+    let (brokers, auth) = (settings.brokers.clone(), settings.security.auth.name());
     let backends = backends.with_kafka(settings).await.with_context(|| format!("putting the event log on Kafka at {brokers}"))?;
-    tracing::info!(brokers, "The event log is on Kafka.");
+    tracing::info!(brokers, auth, "The event log is on Kafka.");
     Ok(backends)
 }
 
 #[cfg(not(feature = "kafka"))]
-async fn with_kafka(_: Backends, _: &str, _: &UpArgs, _: &Topics) -> Result<Backends> {
-    anyhow::bail!("--kafka-brokers needs an openqq built with the `kafka` feature")
+async fn with_kafka(_: Backends, settings: KafkaSettings) -> Result<Backends> {
+    match settings {}
 }
 
 async fn shutdown_signal() {

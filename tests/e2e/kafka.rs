@@ -84,6 +84,42 @@ fn a_bad_kafka_setting_stops_openqq_up_at_start_with_a_clear_message() {
     assert!(stderr.contains("\"no-port-here\" is not HOST:PORT"), "{stderr}");
 }
 
+/// Bad security settings stop `openqq up` at once, before the data dir is opened or any broker
+/// or AWS endpoint is contacted (none is running here), with a message naming what to change.
+#[test]
+fn bad_kafka_security_settings_stop_openqq_up_at_start_before_opening_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let missing_ca = dir.path().join("no-such-ca.pem");
+    let missing_ca = missing_ca.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "openqq"], "needs a password: set OPENQQ_KAFKA_SASL_PASSWORD"),
+        (&["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "tls", "--kafka-ca-file", missing_ca], "no-such-ca.pem cannot be read"),
+        (&["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "msk-iam", "--aws-region", "Ireland"], "\"Ireland\" is not an AWS region name"),
+        (&["--msk-cluster-arn", "arn:aws:kafka:eu-west-1:42:cluster/openqq"], "is not an MSK cluster ARN"),
+    ];
+    for (args, expected) in cases {
+        let started = Instant::now();
+        let out = std::process::Command::new(openqq_e2e::openqq_bin())
+            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data_dir)
+            .args(args)
+            .env_remove("OPENQQ_JWT_SECRET")
+            .env_remove("OPENQQ_KAFKA_SASL_PASSWORD")
+            .env_remove("OPENQQ_KAFKA_CA_FILE")
+            .env_remove("OPENQQ_AWS_REGION")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} must not start");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        // The default Kafka timeout is 30 s: a process that had tried to connect would still be
+        // waiting.
+        assert!(started.elapsed() < Duration::from_secs(10), "{args:?} failed only after {:?}", started.elapsed());
+        assert!(!data_dir.exists(), "{args:?}: the data dir was opened before the settings were checked");
+    }
+}
+
 /// The embedded log's SIGKILL ordering scenario (`durability.rs`) with the log on Kafka: the
 /// records and committed group offsets live in the mock, which survives every kill, so each
 /// restart resumes from the offsets the killed runner committed and re-reads what it had not.

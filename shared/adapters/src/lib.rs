@@ -7,7 +7,8 @@
 //!   production), one atomic Lua script per decision; [`fallback_limiter`] wraps it with the
 //!   Redis-down policy (fail open to an in-process share of the limit, or fail closed).
 //! - [`kafka`] (cargo feature `kafka`): the event log on Kafka / MSK through `rdkafka`, with the
-//!   consumer side the local runner reads through; `--kafka-brokers` selects it.
+//!   consumer side the local runner reads through, TLS / SASL/SCRAM / MSK IAM auth, and MSK
+//!   bootstrap-broker lookup; `--kafka-brokers` or `--msk-cluster-arn` selects it.
 //! - [`webhook`]: the notifier that posts signed (Standard Webhooks, HMAC-SHA256) results to a
 //!   tenant's endpoint, delivering in the background; [`FanoutNotifier`] feeds it and the live
 //!   stream together.

@@ -2,18 +2,20 @@
 //! left as it is (its partition count wins); MSK deployments manage topics elsewhere and turn
 //! creation off.
 
-use super::KafkaSettings;
+use super::{KafkaContext, KafkaSettings};
 use openqq_core::ports::PortResult;
 use openqq_core::PortError;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
-pub(super) async fn create_topics(settings: &KafkaSettings) -> PortResult<()> {
-    let admin: AdminClient<DefaultClientContext> = settings
+pub(super) async fn create_topics(settings: &KafkaSettings, context: &KafkaContext) -> PortResult<()> {
+    let admin: AdminClient<KafkaContext> = settings
         .client_config()
-        .create()
+        .create_with_context(context.clone())
         .map_err(|e| PortError::Invalid(format!("the Kafka admin settings are invalid: {e}")))?;
+    // rdkafka never polls an admin client for token refreshes: it gets its MSK IAM token here,
+    // valid for longer than the admin client lives.
+    context.seed(admin.inner())?;
     let new: Vec<NewTopic> = settings
         .topics
         .iter()

@@ -9,8 +9,9 @@
 //! the next owner starts at the offset after them. The protocol is cooperative-sticky: a member
 //! joining or leaving moves only the partitions that change owner.
 
+use super::KafkaContext;
 use openqq_core::Lease;
-use rdkafka::client::ClientContext;
+use rdkafka::client::{ClientContext, OAuthToken};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::TopicPartitionList;
 use std::collections::HashMap;
@@ -27,6 +28,9 @@ pub(super) struct Membership {
     ended: Condvar,
     /// How long a revocation waits for batches in flight.
     drain: Duration,
+    /// Set once the member's poll thread runs: from then on only that thread polls it (a
+    /// revocation served on another thread could wait for that thread's own batch).
+    polled: AtomicBool,
 }
 
 #[derive(Default)]
@@ -72,6 +76,10 @@ impl Membership {
         tracing::info!(partitions = ?partitions_of(tpl), "The consumer group revoked partitions from this process.");
     }
 
+    pub(super) fn is_polled(&self) -> bool {
+        self.polled.load(Ordering::SeqCst)
+    }
+
     fn holds_any(&self, topic: &str) -> bool {
         self.state.lock().unwrap().owned.keys().any(|(t, _)| t == topic)
     }
@@ -81,12 +89,20 @@ fn partitions_of(tpl: &TopicPartitionList) -> Vec<String> {
     tpl.elements().iter().map(|e| format!("{}/{}", e.topic(), e.partition())).collect()
 }
 
-/// The member's librdkafka context: rebalances update the [`Membership`].
+/// The member's librdkafka context: rebalances update the [`Membership`]; token requests (MSK
+/// IAM) go to the context every other client has.
 pub(super) struct GroupContext {
     pub(super) membership: Arc<Membership>,
+    pub(super) auth: KafkaContext,
 }
 
-impl ClientContext for GroupContext {}
+impl ClientContext for GroupContext {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = KafkaContext::ENABLE_REFRESH_OAUTH_TOKEN;
+
+    fn generate_oauth_token(&self, config: Option<&str>) -> Result<OAuthToken, Box<dyn std::error::Error>> {
+        self.auth.generate_oauth_token(config)
+    }
+}
 
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -123,6 +139,7 @@ impl GroupLease {
     /// Subscribes `member` to `topic` and polls it until [`Lease::leave`].
     pub(super) fn subscribe(member: Arc<Member>, membership: Arc<Membership>, topic: &str) -> rdkafka::error::KafkaResult<Self> {
         member.subscribe(&[topic])?;
+        membership.polled.store(true, Ordering::SeqCst);
         let stop = Arc::new(AtomicBool::new(false));
         let poller = {
             let (member, stop) = (member.clone(), stop.clone());

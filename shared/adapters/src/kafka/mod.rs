@@ -1,7 +1,12 @@
 //! The Kafka / MSK event log, through `rdkafka` (librdkafka).
 //!
-//! - [`KafkaSettings`]: brokers, topic layout for local use, timeouts; validated before any
-//!   connection is made.
+//! - [`KafkaSettings`]: brokers, security, topic layout for local use, timeouts; validated before
+//!   any connection is made.
+//! - [`security`]: plaintext, TLS, SASL/SCRAM or MSK IAM, an optional CA file, and their
+//!   librdkafka properties; [`Secret`] keeps the SASL password out of every `Debug`.
+//! - `iam.rs`: MSK IAM tokens (SASL/OAUTHBEARER, signed with the process's AWS credentials) and
+//!   [`KafkaContext`], the client context every producer, consumer and admin client is made with.
+//! - [`msk`]: an MSK cluster's bootstrap brokers from its ARN (`GetBootstrapBrokers`).
 //! - [`KafkaEventLog`]: the [`EventLog`] (an idempotent `FutureProducer`) and, in `source.rs`,
 //!   the [`LogSource`](openqq_core::LogSource) the local runner's event-source-mapping emulator
 //!   reads through (manually assigned readers; consumer-group membership and offsets).
@@ -13,7 +18,14 @@
 
 mod admin;
 mod group;
+mod iam;
+pub mod msk;
+pub mod security;
 mod source;
+
+pub use iam::KafkaContext;
+pub use msk::ClusterArn;
+pub use security::{KafkaAuth, KafkaSecurity, ScramMechanism, Secret};
 
 /// The `rdkafka` this adapter is built with, for tests that start its mock cluster.
 pub use rdkafka;
@@ -22,7 +34,8 @@ use async_trait::async_trait;
 use openqq_core::ports::{PortResult, MAX_RECORD_BYTES};
 use openqq_core::{EventLog, PortError, Record};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::BaseConsumer;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::Producer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
@@ -36,6 +49,8 @@ use crate::append_signal::AppendSignal;
 pub struct KafkaSettings {
     /// `HOST:PORT[,HOST:PORT…]`, the bootstrap brokers.
     pub brokers: String,
+    /// TLS and authentication (plaintext by default).
+    pub security: KafkaSecurity,
     /// Topics the platform uses; their partition counts are read (and cached) at start.
     pub topics: Vec<String>,
     /// Create `topics` at start if missing (local clusters). MSK topics are managed elsewhere.
@@ -59,7 +74,17 @@ pub struct KafkaSettings {
 
 impl KafkaSettings {
     pub fn new(brokers: impl Into<String>, topics: Vec<String>) -> Self {
-        Self { brokers: brokers.into(), topics, create_topics: true, partitions: 12, replication: 1, timeout: Duration::from_secs(30), session_timeout: Duration::from_secs(6), producer_overrides: Vec::new() }
+        Self {
+            brokers: brokers.into(),
+            security: KafkaSecurity::default(),
+            topics,
+            create_topics: true,
+            partitions: 12,
+            replication: 1,
+            timeout: Duration::from_secs(30),
+            session_timeout: Duration::from_secs(6),
+            producer_overrides: Vec::new(),
+        }
     }
 
     /// Rejects settings that cannot work, with a sentence an operator can act on.
@@ -86,13 +111,14 @@ impl KafkaSettings {
         if self.timeout < Duration::from_millis(100) {
             return Err(PortError::Invalid(format!("the Kafka timeout {:?} is too short to get an acknowledgement", self.timeout)));
         }
-        Ok(())
+        self.security.validate()
     }
 
     fn client_config(&self) -> ClientConfig {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.brokers);
         c.set("socket.timeout.ms", self.timeout.as_millis().to_string());
+        self.security.apply(&mut c);
         c
     }
 
@@ -136,6 +162,10 @@ impl KafkaSettings {
             .set("heartbeat.interval.ms", (self.session_timeout.as_millis() / 4).max(100).to_string());
         c
     }
+
+    fn consumer(&self, group: &str, context: &KafkaContext) -> Result<BaseConsumer<KafkaContext>, KafkaError> {
+        self.consumer_config(group).create_with_context(context.clone())
+    }
 }
 
 /// A partition reader, shared by the calls that read that partition.
@@ -152,9 +182,11 @@ struct GroupMember {
 /// partition read and per consumer group, on first use.
 pub struct KafkaEventLog {
     settings: KafkaSettings,
-    producer: FutureProducer,
+    /// The context of every client: MSK IAM tokens when that is the auth.
+    context: KafkaContext,
+    producer: FutureProducer<KafkaContext>,
     /// Answers watermark and metadata requests.
-    meta: BaseConsumer,
+    meta: BaseConsumer<KafkaContext>,
     /// Partition count per topic, from metadata; a topic's count never shrinks in Kafka.
     partitions: Mutex<HashMap<String, u32>>,
     /// One reader per (topic, partition), positioned where the last read stopped.
@@ -168,13 +200,18 @@ pub struct KafkaEventLog {
 
 impl KafkaEventLog {
     /// Validates `settings`, connects, creates the topics if asked, and reads every topic's
-    /// partition count. Fails when the brokers cannot be reached within the timeout.
+    /// partition count. Fails when the brokers cannot be reached within the timeout, or, with
+    /// MSK IAM auth, when no AWS credentials can be loaded.
     pub async fn connect(settings: KafkaSettings) -> PortResult<Self> {
         settings.validate()?;
-        let producer: FutureProducer = settings.producer_config().create().map_err(|e| invalid_config("producer", e))?;
-        let meta: BaseConsumer = settings.consumer_config("openqq-metadata").create().map_err(|e| invalid_config("consumer", e))?;
+        let context = KafkaContext::for_security(&settings.security).await?;
+        let producer: FutureProducer<KafkaContext> = settings.producer_config().create_with_context(context.clone()).map_err(|e| invalid_config("producer", e))?;
+        context.seed(producer.client())?;
+        let meta = settings.consumer("openqq-metadata", &context).map_err(|e| invalid_config("consumer", e))?;
+        context.seed(meta.client())?;
         let log = Self {
             settings,
+            context,
             producer,
             meta,
             partitions: Mutex::new(HashMap::new()),
@@ -183,7 +220,7 @@ impl KafkaEventLog {
             appended: AppendSignal::default(),
         };
         if log.settings.create_topics {
-            admin::create_topics(&log.settings).await?;
+            admin::create_topics(&log.settings, &log.context).await?;
         }
         for topic in log.settings.topics.clone() {
             let n = log.fetch_partitions(&topic)?;
@@ -288,8 +325,21 @@ fn produce_error(e: KafkaError) -> PortError {
     }
 }
 
-fn invalid_config(what: &str, e: KafkaError) -> PortError {
+fn invalid_config(what: &str, e: impl std::fmt::Display) -> PortError {
     PortError::Invalid(format!("the Kafka {what} settings are invalid: {e}"))
+}
+
+/// An error and its sources, `outer: inner: innermost` (an AWS SDK error's `Display` is only
+/// its outermost layer, such as "dispatch failure").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
 
 fn unavailable(what: &str, e: KafkaError) -> PortError {

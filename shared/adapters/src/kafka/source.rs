@@ -11,7 +11,7 @@
 //! - librdkafka's calls block, so they run under `block_in_place` on a multi-threaded runtime.
 
 use super::group::{GroupContext, GroupLease, Membership};
-use super::{unavailable, GroupMember, KafkaEventLog};
+use super::{unavailable, GroupMember, KafkaContext, KafkaEventLog};
 use async_trait::async_trait;
 use openqq_core::ports::PortResult;
 use openqq_core::{Lease, LogRecord, LogSource, PortError};
@@ -29,7 +29,7 @@ const EXTERNAL_APPEND_POLL: Duration = Duration::from_millis(200);
 
 /// A consumer assigned to one partition, and where its next record will come from.
 pub(super) struct Reader {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<KafkaContext>,
     next: Option<u64>,
 }
 
@@ -73,26 +73,36 @@ impl KafkaEventLog {
         if let Some(r) = readers.get(&(topic.to_owned(), partition)) {
             return Ok(r.clone());
         }
-        let consumer: BaseConsumer = self.settings.consumer_config("openqq-reader").create().map_err(|e| unavailable("creating a reader", e))?;
+        let consumer = self.settings.consumer("openqq-reader", &self.context).map_err(|e| unavailable("creating a reader", e))?;
+        self.context.seed(consumer.client())?;
         let r = Arc::new(std::sync::Mutex::new(Reader { consumer, next: None }));
         readers.insert((topic.to_owned(), partition), r.clone());
         Ok(r)
     }
 
+    /// This process's member of `group`: it fetches and commits the group's offsets and, once
+    /// `join`ed, holds partitions. Until its own poll thread runs, it serves its token refresh
+    /// (MSK IAM) before each use.
     fn group(&self, group: &str) -> PortResult<GroupMember> {
         let mut groups = self.groups.lock().unwrap();
         if let Some(m) = groups.get(group) {
+            if !m.membership.is_polled() {
+                self.context.serve_refresh(&m.consumer);
+            }
             return Ok(m.clone());
         }
         let membership = Arc::new(Membership::new(self.settings.timeout));
-        let context = GroupContext { membership: membership.clone() };
-        let consumer = self.settings.member_config(group).create_with_context(context).map_err(|e| unavailable("creating a group member", e))?;
+        let context = GroupContext { membership: membership.clone(), auth: self.context.clone() };
+        let consumer: super::group::Member = self.settings.member_config(group).create_with_context(context).map_err(|e| unavailable("creating a group member", e))?;
+        self.context.seed(consumer.client())?;
         let m = GroupMember { consumer: Arc::new(consumer), membership };
         groups.insert(group.to_owned(), m.clone());
         Ok(m)
     }
 
     fn watermarks(&self, topic: &str, partition: u32) -> PortResult<(u64, u64)> {
+        // The metadata consumer is never polled for records: serve its token refresh first.
+        self.context.serve_refresh(&self.meta);
         let (lo, hi) = blocking(|| self.meta.fetch_watermarks(topic, partition as i32, self.settings.timeout)).map_err(|e| unavailable("fetching watermarks", e))?;
         Ok((lo.max(0) as u64, hi.max(0) as u64))
     }
