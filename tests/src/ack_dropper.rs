@@ -19,8 +19,10 @@ const PRODUCE: i16 = 0;
 
 #[derive(Default)]
 struct Counters {
-    /// Drop every n-th Produce response (0: forward them all).
+    /// Drop every n-th Produce response (0: forward them all)…
     drop_every: AtomicU64,
+    /// …until this many were dropped.
+    drop_at_most: AtomicU64,
     produce_responses: AtomicU64,
     dropped: AtomicU64,
 }
@@ -52,8 +54,10 @@ impl AckDropper {
         Self { port, counters, accept }
     }
 
-    /// From now on, drops the connection in place of every `n`-th Produce response; 0 stops.
-    pub fn drop_every(&self, n: u64) {
+    /// From now on, drops the connection in place of every `n`-th Produce response, until
+    /// `at_most` were dropped in all; `n` = 0 stops.
+    pub fn drop_every(&self, n: u64, at_most: u64) {
+        self.counters.drop_at_most.store(at_most, Ordering::SeqCst);
         self.counters.drop_every.store(n, Ordering::SeqCst);
     }
 
@@ -110,7 +114,7 @@ async fn responses(mut rx: OwnedReadHalf, mut tx: OwnedWriteHalf, in_flight: Arc
             if api_key == Some(PRODUCE) {
                 let n = counters.produce_responses.fetch_add(1, Ordering::SeqCst) + 1;
                 let every = counters.drop_every.load(Ordering::SeqCst);
-                if every > 0 && n % every == 0 {
+                if every > 0 && n % every == 0 && counters.dropped.load(Ordering::SeqCst) < counters.drop_at_most.load(Ordering::SeqCst) {
                     counters.dropped.fetch_add(1, Ordering::SeqCst);
                     return; // both halves close: the acknowledgement is lost
                 }

@@ -1,6 +1,6 @@
-//! Creating the platform's topics at start, for local clusters. A topic that already exists is
-//! left as it is (its partition count wins); MSK deployments manage topics elsewhere and turn
-//! creation off.
+//! Creating topics, for local clusters: the platform's at start, and any other the log is asked
+//! about (as the embedded log takes any topic). A topic that already exists is left as it is
+//! (its partition count wins); MSK deployments manage topics elsewhere and turn creation off.
 
 use super::{KafkaContext, KafkaSettings};
 use openqq_core::ports::PortResult;
@@ -8,7 +8,10 @@ use openqq_core::PortError;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::error::RDKafkaErrorCode;
 
-pub(super) async fn create_topics(settings: &KafkaSettings, context: &KafkaContext) -> PortResult<()> {
+pub(super) async fn create_topics(settings: &KafkaSettings, context: &KafkaContext, topics: &[String]) -> PortResult<()> {
+    if topics.is_empty() {
+        return Ok(()); // librdkafka refuses an empty CreateTopics
+    }
     let admin: AdminClient<KafkaContext> = settings
         .client_config()
         .create_with_context(context.clone())
@@ -16,8 +19,7 @@ pub(super) async fn create_topics(settings: &KafkaSettings, context: &KafkaConte
     // rdkafka never polls an admin client for token refreshes: it gets its MSK IAM token here,
     // valid for longer than the admin client lives.
     context.seed(admin.inner())?;
-    let new: Vec<NewTopic> = settings
-        .topics
+    let new: Vec<NewTopic> = topics
         .iter()
         .map(|t| NewTopic::new(t, settings.partitions as i32, TopicReplication::Fixed(settings.replication as i32)))
         .collect();

@@ -220,7 +220,7 @@ impl KafkaEventLog {
             appended: AppendSignal::default(),
         };
         if log.settings.create_topics {
-            admin::create_topics(&log.settings, &log.context).await?;
+            admin::create_topics(&log.settings, &log.context, &log.settings.topics).await?;
         }
         for topic in log.settings.topics.clone() {
             let n = log.fetch_partitions(&topic)?;
@@ -244,6 +244,9 @@ impl EventLog for KafkaEventLog {
             return Ok(());
         }
         openqq_core::ports::check_record_sizes(&records)?;
+        if self.settings.create_topics && !self.partitions.lock().unwrap().contains_key(topic) {
+            self.fetch_partitions(topic)?; // creates a topic the cluster does not have yet
+        }
         // librdkafka should time a record out `message.timeout.ms` after it was enqueued, but
         // with every broker down (seen on the mock cluster) the publishes that follow the first
         // timeouts waited for a broker to come back: the idempotent producer, which must

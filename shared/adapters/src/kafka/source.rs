@@ -42,11 +42,13 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 }
 
 impl KafkaEventLog {
-    /// Reads `topic`'s partition count from metadata and caches it. The producer's metadata
-    /// request may auto-create the topic where the cluster allows it.
+    /// Reads `topic`'s partition count from metadata and caches it. A missing topic is created
+    /// when topic creation is on (otherwise the cluster may auto-create it on the metadata
+    /// request).
     pub(super) fn fetch_partitions(&self, topic: &str) -> PortResult<u32> {
         let deadline = Instant::now() + self.settings.timeout;
         let mut last_error;
+        let mut created = false;
         loop {
             let md = blocking(|| self.producer.client().fetch_metadata(Some(topic), self.settings.timeout));
             last_error = match md {
@@ -63,6 +65,10 @@ impl KafkaEventLog {
             };
             if Instant::now() >= deadline {
                 return Err(PortError::Unavailable(format!("cannot read the partitions of Kafka topic {topic:?} from {}: {last_error}", self.settings.brokers)));
+            }
+            if self.settings.create_topics && !created {
+                created = true;
+                blocking(|| futures_executor::block_on(super::admin::create_topics(&self.settings, &self.context, &[topic.to_owned()])))?;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
