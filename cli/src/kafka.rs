@@ -50,6 +50,10 @@ pub struct KafkaArgs {
     /// every user of the machine, the environment does not.
     #[arg(long, env = "OPENQQ_KAFKA_SASL_PASSWORD", hide_env_values = true)]
     kafka_sasl_password: Option<String>,
+    /// SASL/SCRAM over a plaintext listener, for local brokers only: the session is not
+    /// encrypted (SCRAM still never sends the password). MSK has no such listener.
+    #[arg(long, env = "OPENQQ_KAFKA_SASL_WITHOUT_TLS", conflicts_with = "msk_cluster_arn")]
+    kafka_sasl_without_tls: bool,
     /// PEM file of the CA that signed the brokers' certificates (default: the system's trust
     /// store, which covers MSK).
     #[arg(long, env = "OPENQQ_KAFKA_CA_FILE")]
@@ -198,7 +202,7 @@ mod with_kafka {
                     KafkaAuth::MskIam { region }
                 }
             };
-            Ok(KafkaSecurity { auth, ca_file: self.kafka_ca_file.clone() })
+            Ok(KafkaSecurity { auth, ca_file: self.kafka_ca_file.clone(), sasl_without_tls: self.kafka_sasl_without_tls })
         }
     }
 
@@ -234,7 +238,7 @@ mod with_kafka {
         fn each_auth_flag_becomes_its_security_setting() {
             assert_eq!(security(&["--kafka-brokers", "a:1"]).unwrap(), KafkaSecurity::default());
             let tls = security(&["--kafka-brokers", "a:1", "--kafka-auth", "tls", "--kafka-ca-file", "/ca.pem"]).unwrap();
-            assert_eq!(tls, KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/ca.pem".into()) });
+            assert_eq!(tls, KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/ca.pem".into()), sasl_without_tls: false });
             let scram = security(&["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "u", "--kafka-sasl-password", "p"]).unwrap();
             assert_eq!(scram.auth, KafkaAuth::Scram { mechanism: ScramMechanism::Sha512, username: "u".into(), password: Secret::new("p") });
             let iam = security(&["--msk-cluster-arn", ARN, "--kafka-auth", "msk-iam"]).unwrap();

@@ -204,3 +204,37 @@ async fn on_tansu_a_broker_killed_and_restarted_mid_burst_loses_nothing_acknowle
     let a = attempts.lock().unwrap();
     eprintln!("{} submissions, {} answered 503", a.len(), a.iter().filter(|a| a.status == Some(503)).count());
 }
+
+/// SASL/SCRAM-SHA-512 against a broker that checks it: with the user's password, `openqq up`
+/// connects, creates its topics and takes a design to `ready`; with a wrong one it stops at
+/// start and says the brokers refused its credentials. (tansu has SCRAM over plaintext only, so
+/// this is `--kafka-sasl-without-tls`; SCRAM over TLS differs in the transport, not the login.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_tansu_with_scram_the_right_password_reaches_ready_and_a_wrong_one_stops_at_start() {
+    let mut broker = Tansu::start();
+    broker.require_scram_user("openqq", "correct horse");
+    let brokers = broker.brokers();
+    let scram = ["--kafka-brokers", &brokers, "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "openqq", "--kafka-sasl-without-tls", "--partitions", "6"];
+
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = std::process::Command::new(openqq_e2e::openqq_bin())
+        .args(["up", "--listen", "127.0.0.1:0", "--kafka-timeout", "3s", "--data-dir"])
+        .arg(dir.path())
+        .args(scram)
+        .env("OPENQQ_KAFKA_SASL_PASSWORD", "wrong horse")
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert!(!wrong.status.success());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(stderr.contains("refused the client's credentials") && stderr.contains("SCRAM"), "{stderr}");
+    assert!(!stderr.contains("wrong horse"), "the password never shows: {stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_env(dir.path(), "127.0.0.1:0", &scram, &[("OPENQQ_KAFKA_SASL_PASSWORD", "correct horse")]).unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let (status, accepted) = acme.post("/v1/designs", &compact_blink_design("scram")).await.unwrap();
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["design_id"].as_str().unwrap();
+    acme.wait_for(id, Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
+}

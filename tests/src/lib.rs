@@ -34,11 +34,18 @@ pub struct Server {
     pub url: String,
     pub data_dir: PathBuf,
     pub extra_args: Vec<String>,
+    /// Environment variables set for the process (secrets, say), kept across restarts.
+    pub env: Vec<(String, String)>,
 }
 
 impl Server {
     /// Starts `openqq up` on `listen` (use `127.0.0.1:0` for a free port) and waits for its URL.
     pub fn start(data_dir: &Path, listen: &str, extra_args: &[&str]) -> Result<Self> {
+        Self::start_with_env(data_dir, listen, extra_args, &[])
+    }
+
+    /// [`Server::start`] with environment variables for the process.
+    pub fn start_with_env(data_dir: &Path, listen: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Result<Self> {
         let mut child = Command::new(openqq_bin())
             .arg("up")
             .arg("--data-dir")
@@ -49,6 +56,7 @@ impl Server {
             .args(extra_args)
             .env("RUST_LOG", std::env::var("OPENQQ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
             .env_remove("OPENQQ_JWT_SECRET")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -61,7 +69,13 @@ impl Server {
             .find(|w| w.starts_with("http://"))
             .ok_or_else(|| anyhow!("openqq up did not print its URL; it printed {line:?}"))?
             .to_owned();
-        Ok(Self { child, url, data_dir: data_dir.to_owned(), extra_args: extra_args.iter().map(|s| s.to_string()).collect() })
+        Ok(Self {
+            child,
+            url,
+            data_dir: data_dir.to_owned(),
+            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -96,9 +110,10 @@ impl Server {
     pub fn restart(&mut self) -> Result<()> {
         let listen = format!("127.0.0.1:{}", self.port());
         let args: Vec<&str> = self.extra_args.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match Server::start(&self.data_dir.clone(), &listen, &args) {
+            match Server::start_with_env(&self.data_dir.clone(), &listen, &args, &env) {
                 Ok(new) => {
                     // The old process is already gone; dropping it just reaps it.
                     drop(std::mem::replace(self, new));

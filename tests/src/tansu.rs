@@ -28,6 +28,8 @@ pub struct Tansu {
     /// The port clients are told to connect to (a proxy's, when one sits in front).
     pub advertised_port: u16,
     dir: tempfile::TempDir,
+    /// Clients must authenticate (SASL PLAIN or SCRAM, over plaintext: tansu has no TLS).
+    authentication: bool,
 }
 
 impl Tansu {
@@ -39,7 +41,7 @@ impl Tansu {
 
     /// A private broker on `port` that tells clients to connect to `advertised_port`.
     pub fn start_advertising(port: u16, advertised_port: u16) -> Self {
-        let mut broker = Self { child: None, port, advertised_port, dir: tempfile::tempdir().unwrap() };
+        let mut broker = Self { child: None, port, advertised_port, dir: tempfile::tempdir().unwrap(), authentication: false };
         broker.spawn();
         broker
     }
@@ -56,6 +58,7 @@ impl Tansu {
             .args(["--listener-url", &format!("tcp://127.0.0.1:{}", self.port)])
             .args(["--advertised-listener-url", &format!("tcp://127.0.0.1:{}", self.advertised_port)])
             .args(["--storage-engine", "sqlite://tansu.db"])
+            .args(self.authentication.then_some("--authentication"))
             .env("RUST_LOG", std::env::var("OPENQQ_TEST_TANSU_LOG").unwrap_or_else(|_| "error".into()))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -81,6 +84,18 @@ impl Tansu {
     pub fn restart(&mut self) {
         self.kill9();
         self.spawn();
+    }
+
+    /// Adds a SCRAM-SHA-512 user and restarts the broker requiring authentication. (Users are
+    /// added through the Kafka API, which an authenticating broker refuses before a login.)
+    pub fn require_scram_user(&mut self, name: &str, password: &str) {
+        let out = Command::new(bin())
+            .args(["user", "create", "--broker", &format!("tcp://127.0.0.1:{}", self.port), name, password, "--mechanism", "scram512"])
+            .output()
+            .expect("running tansu user create");
+        assert!(out.status.success(), "tansu user create failed: {}", String::from_utf8_lossy(&out.stderr));
+        self.authentication = true;
+        self.restart();
     }
 }
 

@@ -24,6 +24,7 @@ use openqq_core::ports::PortResult;
 use openqq_core::PortError;
 use rdkafka::client::{Client, OAuthToken};
 use rdkafka::consumer::{BaseConsumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::ClientContext;
 use std::error::Error;
 use std::ffi::CString;
@@ -129,10 +130,12 @@ fn now_ms() -> i64 {
 
 /// The rdkafka context of every client (producer, consumers, admin) of a
 /// [`KafkaEventLog`](super::KafkaEventLog): with MSK IAM auth it answers librdkafka's
-/// OAUTHBEARER token requests; otherwise it behaves as rdkafka's default context.
+/// OAUTHBEARER token requests. It also keeps the last authentication failure a broker reported,
+/// so a start-up that times out can say why.
 #[derive(Clone, Default)]
 pub struct KafkaContext {
     iam: Option<Arc<IamTokens>>,
+    auth_failure: Arc<Mutex<Option<String>>>,
 }
 
 impl KafkaContext {
@@ -144,7 +147,16 @@ impl KafkaContext {
         let credentials = config
             .credentials_provider()
             .ok_or_else(|| PortError::Invalid("MSK IAM auth needs AWS credentials and no credentials provider is configured".into()))?;
-        Ok(Self { iam: Some(IamTokens::start(region, credentials).await?) })
+        Ok(Self { iam: Some(IamTokens::start(region, credentials).await?), ..Self::default() })
+    }
+
+    /// `e`, with the brokers' refusal of our credentials when there was one: librdkafka reports
+    /// it as a global error and then only times the request out.
+    pub(super) fn explain(&self, e: PortError) -> PortError {
+        match self.auth_failure.lock().unwrap().clone() {
+            Some(why) => PortError::Invalid(format!("{e}; the brokers refused the client's credentials: {why}")),
+            None => e,
+        }
     }
 
     /// Sets the current token on `client` directly, for a client rdkafka never polls (the admin
@@ -197,6 +209,13 @@ impl KafkaContext {
 impl ClientContext for KafkaContext {
     const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
 
+    fn error(&self, error: KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::Authentication) {
+            *self.auth_failure.lock().unwrap() = Some(reason.to_owned());
+        }
+        tracing::error!("librdkafka: {error}: {reason}");
+    }
+
     fn generate_oauth_token(&self, _config: Option<&str>) -> Result<OAuthToken, Box<dyn Error>> {
         let iam = self.iam.as_ref().ok_or("librdkafka asked for an OAUTHBEARER token, which only MSK IAM auth provides")?;
         let token = iam.current()?;
@@ -226,7 +245,7 @@ mod tests {
     }
 
     async fn iam_context(region: &str) -> KafkaContext {
-        KafkaContext { iam: Some(IamTokens::start(region, static_credentials()).await.unwrap()) }
+        KafkaContext { iam: Some(IamTokens::start(region, static_credentials()).await.unwrap()), ..KafkaContext::default() }
     }
 
     fn oauthbearer_config() -> ClientConfig {

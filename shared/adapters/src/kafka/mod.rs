@@ -220,10 +220,10 @@ impl KafkaEventLog {
             appended: AppendSignal::default(),
         };
         if log.settings.create_topics {
-            admin::create_topics(&log.settings, &log.context, &log.settings.topics).await?;
+            admin::create_topics(&log.settings, &log.context, &log.settings.topics).await.map_err(|e| log.context.explain(e))?;
         }
         for topic in log.settings.topics.clone() {
-            let n = log.fetch_partitions(&topic)?;
+            let n = log.fetch_partitions(&topic).map_err(|e| log.context.explain(e))?;
             if log.settings.create_topics && n != log.settings.partitions {
                 tracing::warn!(topic, partitions = n, configured = log.settings.partitions,
                     "The topic already existed with another partition count; tenants map to partitions by its count.");

@@ -90,9 +90,16 @@ pub struct KafkaSecurity {
     /// is used, which holds the public CAs MSK's certificates chain to; a private cluster with
     /// its own CA needs this.
     pub ca_file: Option<PathBuf>,
+    /// SASL/SCRAM over a plaintext listener: for local brokers only (the session is not
+    /// encrypted; SCRAM still never sends the password). MSK has no such listener.
+    pub sasl_without_tls: bool,
 }
 
 impl KafkaSecurity {
+    pub fn uses_tls(&self) -> bool {
+        self.auth.uses_tls() && !self.sasl_without_tls
+    }
+
     /// Rejects a setting that cannot work, with a sentence an operator can act on. Reads the CA
     /// file's metadata, so that a wrong path fails here rather than at the first TLS handshake.
     pub fn validate(&self) -> PortResult<()> {
@@ -109,10 +116,13 @@ impl KafkaSecurity {
             }
             KafkaAuth::MskIam { region } => check_region(region)?,
         }
+        if self.sasl_without_tls && !matches!(self.auth, KafkaAuth::Scram { .. }) {
+            return Err(invalid(format!("SASL without TLS is for SCRAM auth, not {}", self.auth.name())));
+        }
         if let Some(path) = &self.ca_file {
-            if !self.auth.uses_tls() {
+            if !self.uses_tls() {
                 return Err(invalid(format!(
-                    "a Kafka CA file ({}) is set but the auth is plaintext, which does not use TLS; choose tls, scram-sha-256, scram-sha-512 or msk-iam, or drop the CA file",
+                    "a Kafka CA file ({}) is set but the connection is plaintext, which does not use TLS; choose tls, scram-sha-256, scram-sha-512 or msk-iam over TLS, or drop the CA file",
                     path.display()
                 )));
             }
@@ -141,7 +151,7 @@ impl KafkaSecurity {
                 c.set("security.protocol", "ssl");
             }
             KafkaAuth::Scram { mechanism, username, password } => {
-                c.set("security.protocol", "sasl_ssl")
+                c.set("security.protocol", if self.sasl_without_tls { "sasl_plaintext" } else { "sasl_ssl" })
                     .set("sasl.mechanism", mechanism.sasl_name())
                     .set("sasl.username", username)
                     .set("sasl.password", password.expose());
@@ -193,7 +203,7 @@ mod tests {
     }
 
     fn scram(mechanism: ScramMechanism, username: &str, password: &str) -> KafkaSecurity {
-        KafkaSecurity { auth: KafkaAuth::Scram { mechanism, username: username.into(), password: Secret::new(password) }, ca_file: None }
+        KafkaSecurity { auth: KafkaAuth::Scram { mechanism, username: username.into(), password: Secret::new(password) }, ca_file: None, sasl_without_tls: false }
     }
 
     fn expect_invalid(security: &KafkaSecurity, needle: &str) {
@@ -207,17 +217,22 @@ mod tests {
     fn each_auth_maps_to_its_librdkafka_protocol_and_mechanism() {
         let map = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>();
         assert_eq!(props(&KafkaSecurity::default()), map(&[("security.protocol", "plaintext")]));
-        assert_eq!(props(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None }), map(&[("security.protocol", "ssl")]));
+        assert_eq!(props(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None, sasl_without_tls: false }), map(&[("security.protocol", "ssl")]));
         assert_eq!(
             props(&scram(ScramMechanism::Sha512, "alice", "pw")),
             map(&[("security.protocol", "sasl_ssl"), ("sasl.mechanism", "SCRAM-SHA-512"), ("sasl.username", "alice"), ("sasl.password", "pw")])
         );
         assert_eq!(props(&scram(ScramMechanism::Sha256, "a", "b"))["sasl.mechanism"], "SCRAM-SHA-256");
+        let local = KafkaSecurity { sasl_without_tls: true, ..scram(ScramMechanism::Sha512, "a", "b") };
+        assert_eq!(props(&local)["security.protocol"], "sasl_plaintext");
+        assert!(local.validate().is_ok());
+        let tls = KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None, sasl_without_tls: true };
+        assert!(tls.validate().unwrap_err().to_string().contains("for SCRAM auth"));
         assert_eq!(
-            props(&KafkaSecurity { auth: KafkaAuth::MskIam { region: "eu-west-1".into() }, ca_file: None }),
+            props(&KafkaSecurity { auth: KafkaAuth::MskIam { region: "eu-west-1".into() }, ca_file: None, sasl_without_tls: false }),
             map(&[("security.protocol", "sasl_ssl"), ("sasl.mechanism", "OAUTHBEARER")])
         );
-        let with_ca = KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/etc/kafka/ca.pem".into()) };
+        let with_ca = KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/etc/kafka/ca.pem".into()), sasl_without_tls: false };
         assert_eq!(props(&with_ca)["ssl.ca.location"], "/etc/kafka/ca.pem");
     }
 
@@ -228,10 +243,10 @@ mod tests {
         use rdkafka::producer::BaseProducer;
         for security in [
             KafkaSecurity::default(),
-            KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None },
+            KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None, sasl_without_tls: false },
             scram(ScramMechanism::Sha256, "a", "b"),
             scram(ScramMechanism::Sha512, "a", "b"),
-            KafkaSecurity { auth: KafkaAuth::MskIam { region: "eu-west-1".into() }, ca_file: None },
+            KafkaSecurity { auth: KafkaAuth::MskIam { region: "eu-west-1".into() }, ca_file: None, sasl_without_tls: false },
         ] {
             let mut c = ClientConfig::new();
             c.set("bootstrap.servers", "127.0.0.1:1");
@@ -250,7 +265,7 @@ mod tests {
 
     #[test]
     fn msk_iam_without_a_valid_region_is_refused() {
-        let iam = |r: &str| KafkaSecurity { auth: KafkaAuth::MskIam { region: r.into() }, ca_file: None };
+        let iam = |r: &str| KafkaSecurity { auth: KafkaAuth::MskIam { region: r.into() }, ca_file: None, sasl_without_tls: false };
         expect_invalid(&iam(""), "none is set");
         for bad in ["eu-west", "EU-WEST-1", "euwest1", "eu-west-1a", "e-west-1", "eu--1"] {
             expect_invalid(&iam(bad), "is not an AWS region name");
@@ -264,12 +279,13 @@ mod tests {
     fn a_ca_file_must_exist_and_needs_tls() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing-ca.pem");
-        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(missing) }, "cannot be read");
-        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(dir.path().to_owned()) }, "is not a file");
+        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(missing), sasl_without_tls: false }, "cannot be read");
+        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(dir.path().to_owned()), sasl_without_tls: false }, "is not a file");
         let ca = dir.path().join("ca.pem");
         std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
-        assert!(KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(ca.clone()) }.validate().is_ok());
-        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Plaintext, ca_file: Some(ca) }, "does not use TLS");
+        assert!(KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(ca.clone()), sasl_without_tls: false }.validate().is_ok());
+        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Plaintext, ca_file: Some(ca.clone()), sasl_without_tls: false }, "does not use TLS");
+        expect_invalid(&KafkaSecurity { sasl_without_tls: true, ca_file: Some(ca), ..scram(ScramMechanism::Sha512, "alice", "pw") }, "does not use TLS");
     }
 
     #[test]
