@@ -8,8 +8,7 @@
 use openqq_adapters::conformance;
 use openqq_adapters::{KafkaEventLog, KafkaSettings};
 use openqq_core::event::headers;
-use openqq_core::partition::partition_for;
-use openqq_core::{EventKind, EventLog, LogSource, Record, Topics};
+use openqq_core::{EventKind, LogSource, Topics};
 use openqq_e2e::ack_dropper::AckDropper;
 use openqq_e2e::ordering::{self, Attempts};
 use openqq_e2e::tansu::{self, Tansu};
@@ -45,21 +44,10 @@ async fn on_tansu_topics_are_created_at_start_and_tenants_land_on_the_murmur2_pa
     let mut s = settings(&brokers, vec![topic.clone()]);
     s.partitions = 12;
     let log = KafkaEventLog::connect(s.clone()).await.unwrap();
-    assert_eq!(log.partitions(&topic), 12, "the topic was created with the partitions asked for");
     // Connecting again finds the topic there and leaves it as it is.
     drop(KafkaEventLog::connect(s).await.unwrap());
 
-    let tenants: Vec<String> = (0..40).map(|i| format!("tenant-{i}")).collect();
-    let records = tenants.iter().map(|t| Record { key: t.clone(), value: t.clone().into_bytes(), headers: vec![] }).collect();
-    log.publish(&topic, records).await.unwrap();
-    let mut seen = 0;
-    for p in 0..12 {
-        for r in log.read(&topic, p, 0, 100).await.unwrap() {
-            assert_eq!(r.partition, partition_for(&r.key, 12), "{} is on partition {p}", r.key);
-            seen += 1;
-        }
-    }
-    assert_eq!(seen, 40);
+    conformance::log::tenants_land_on_the_murmur2_partition(&log, &topic, 12).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,8 +5,6 @@
 
 use openqq_adapters::conformance;
 use openqq_adapters::{KafkaEventLog, KafkaSettings};
-use openqq_core::partition::partition_for;
-use openqq_core::{EventLog, LogSource, Record};
 use openqq_adapters::kafka::rdkafka::mocking::MockCluster;
 use std::time::Duration;
 
@@ -31,20 +29,7 @@ async fn the_producer_puts_a_tenant_on_the_partition_the_embedded_log_computes()
     let topic = conformance::unique("partitioner");
     mock.create_topic(&topic, 12, 1).unwrap();
     let log = KafkaEventLog::connect(settings(mock.bootstrap_servers(), vec![topic.clone()])).await.unwrap();
-    assert_eq!(log.partitions(&topic), 12, "the partition count comes from metadata");
-    let tenants: Vec<String> = (0..40).map(|i| format!("tenant-{i}")).collect();
-    let records = tenants.iter().map(|t| Record { key: t.clone(), value: t.clone().into_bytes(), headers: vec![] }).collect();
-    log.publish(&topic, records).await.unwrap();
-    let mut seen = 0;
-    for p in 0..12 {
-        for r in log.read(&topic, p, 0, 100).await.unwrap() {
-            assert_eq!(r.partition, partition_for(&r.key, 12), "{} is on partition {p}, as murmur2 computes", r.key);
-            seen += 1;
-        }
-    }
-    assert_eq!(seen, 40);
-    let used: std::collections::HashSet<u32> = tenants.iter().map(|t| partition_for(t, 12)).collect();
-    assert!(used.len() > 6, "the tenants spread over the partitions, so the check means something");
+    conformance::log::tenants_land_on_the_murmur2_partition(&log, &topic, 12).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

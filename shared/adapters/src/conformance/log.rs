@@ -91,3 +91,23 @@ pub async fn a_waiting_consumer_is_woken_by_an_append<L: EventLog + LogSource + 
     tokio::join!(wait, publish);
     assert!(started.elapsed() < Duration::from_secs(4), "the append woke the waiter well before its timeout");
 }
+
+/// Forty tenants published to `topic` (which has `partitions` partitions and nothing else in
+/// it) land exactly on [`partition_for`]'s partition: a Kafka producer's partitioner must agree
+/// with the embedded log's, or a tenant would move when the log does. Checks the tenants spread.
+pub async fn tenants_land_on_the_murmur2_partition<L: EventLog + LogSource + ?Sized>(log: &L, topic: &str, partitions: u32) {
+    assert_eq!(log.partitions(topic), partitions, "the partition count comes from the cluster");
+    let tenants: Vec<String> = (0..40).map(|i| format!("tenant-{i}")).collect();
+    let records = tenants.iter().map(|t| Record { key: t.clone(), value: t.clone().into_bytes(), headers: vec![] }).collect();
+    log.publish(topic, records).await.expect("publish succeeds");
+    let mut seen = 0;
+    for p in 0..partitions {
+        for r in log.read(topic, p, 0, 100).await.expect("read succeeds") {
+            assert_eq!(r.partition, partition_for(&r.key, partitions), "{} is on partition {p}, as murmur2 computes", r.key);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 40);
+    let used: std::collections::HashSet<u32> = tenants.iter().map(|t| partition_for(t, partitions)).collect();
+    assert!(used.len() > partitions as usize / 2, "the tenants spread over the partitions, so the check means something");
+}
