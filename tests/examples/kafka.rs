@@ -9,15 +9,17 @@
 //!    `publish` as the API makes them, 64 publishers at once, into 6 partitions, on: the
 //!    embedded log; Kafka with the platform's producer (idempotent, `acks=all`); Kafka with
 //!    `acks=1` and no idempotence. Each twice, alternating; the better run counts.
-//! 2. End to end: DESIGNS (default 2,000) compact designs through all four functions, the
-//!    embedded log against Kafka.
+//! 2. End to end: DESIGNS (default 2,000) compact designs through all four functions on the
+//!    embedded log, on Kafka (tansu), and on librdkafka's in-memory mock cluster (the adapter's
+//!    own cost, with a broker that answers at once).
 //!
 //! tansu is not Apache Kafka: its numbers say what this platform costs on a Kafka-protocol
 //! broker on this machine, not what MSK does.
 
 use openqq_adapters::embedded::{Durability, EmbeddedEventLog};
 use openqq_adapters::{conformance, KafkaEventLog, KafkaSettings};
-use openqq_core::{EventLog, Record};
+use openqq_adapters::kafka::rdkafka::mocking::MockCluster;
+use openqq_core::{EventLog, Record, Topics};
 use openqq_e2e::tansu::Tansu;
 use openqq_e2e::throughput::{run, EVENTS_PER_DESIGN};
 use openqq_e2e::compact_blink_design;
@@ -114,13 +116,24 @@ async fn main() {
     println!("\n2. end to end: {designs} compact designs ({} events)", designs * EVENTS_PER_DESIGN);
     let design = compact_blink_design("bench");
     let partitions = PARTITIONS.to_string();
+    // The same flow on librdkafka's in-process mock cluster, which stores in memory: what the
+    // adapter costs with a broker that answers at once, against what tansu adds.
+    let mock = MockCluster::new(1).unwrap();
+    for topic in Topics::new("").all() {
+        mock.create_topic(&topic, PARTITIONS as i32, 1).unwrap();
+    }
+    let mock_brokers = mock.bootstrap_servers();
     let mut totals = Vec::new();
-    for (label, extra) in [("embedded log", vec!["--partitions", &partitions]), ("kafka log", vec!["--partitions", &partitions, "--kafka-brokers", &brokers, "--topic-prefix", "bench-e2e."])] {
+    for (label, extra) in [
+        ("embedded log", vec!["--partitions", &partitions]),
+        ("kafka log on tansu", vec!["--partitions", &partitions, "--kafka-brokers", &brokers, "--topic-prefix", "bench-e2e."]),
+        ("kafka log on the mock cluster", vec!["--partitions", &partitions, "--kafka-brokers", &mock_brokers, "--kafka-create-topics", "false"]),
+    ] {
         eprintln!("running: {label}");
         let r = run(designs, 20, 32, &design, &extra).await;
         let secs = r.total.as_secs_f64();
         println!("{:<34} {:>9.2}s {:>10.0} events/s", label, secs, (designs * EVENTS_PER_DESIGN) as f64 / secs);
         totals.push(secs);
     }
-    println!("events/s ratio: kafka / embedded {:.2}×", totals[0] / totals[1]);
+    println!("events/s ratios: kafka on tansu / embedded {:.2}×, kafka on the mock / embedded {:.2}×", totals[0] / totals[1], totals[0] / totals[2]);
 }

@@ -84,15 +84,20 @@ impl Outbox {
         &self.records
     }
 
-    /// Publishes everything queued, one append per run of records for the same topic (so order
-    /// within each topic is kept), and empties the outbox.
+    /// Publishes everything queued, one append per topic with that topic's records in the order
+    /// they were queued, topics in the order they first appear; then empties the outbox. (A
+    /// handler that emits `validation.started` and `validation.finished` per record makes two
+    /// appends a batch, not two a record: each append waits for its acknowledgement.) Order
+    /// across topics is not something consumers can rely on: each topic has its own consumers.
     pub async fn flush(&mut self, log: &dyn EventLog) -> Result<(), PortError> {
-        let mut records = std::mem::take(&mut self.records).into_iter().peekable();
-        while let Some((topic, first)) = records.next() {
-            let mut run = vec![first];
-            while let Some((_, r)) = records.next_if(|(t, _)| *t == topic) {
-                run.push(r);
+        let mut by_topic: Vec<(String, Vec<Record>)> = Vec::new();
+        for (topic, record) in std::mem::take(&mut self.records) {
+            match by_topic.iter_mut().find(|(t, _)| *t == topic) {
+                Some((_, run)) => run.push(record),
+                None => by_topic.push((topic, vec![record])),
             }
+        }
+        for (topic, run) in by_topic {
             log.publish(&topic, run).await?;
         }
         Ok(())

@@ -186,10 +186,13 @@ impl EventSourceMapping {
     }
 
     /// Reads up to `batch_size` records from the claimed partitions, waiting for more until the
-    /// oldest one is `batch_window` old (or shutdown begins).
+    /// oldest one is `batch_window` old (or shutdown begins). Each wait reads on from where the
+    /// last read of that partition ended, so records are fetched once per batch.
     async fn fill(&self, claimed: &[Claim], shutdown: &mut watch::Receiver<bool>) -> Vec<LogRecord> {
+        let mut batch = Vec::new();
+        let mut cursors: Vec<Option<u64>> = vec![None; claimed.len()];
         loop {
-            let batch = self.read(claimed).await;
+            self.read_more(claimed, &mut cursors, &mut batch).await;
             let full = batch.len() >= self.cfg.batch_size;
             let oldest = batch.iter().map(|r| r.timestamp_ms).min();
             let waited = oldest.map(|ts| (chrono::Utc::now().timestamp_millis() - ts).max(0) as u64).unwrap_or(0);
@@ -204,27 +207,34 @@ impl EventSourceMapping {
         }
     }
 
-    async fn read(&self, claimed: &[Claim]) -> Vec<LogRecord> {
-        let mut batch = Vec::new();
-        for claim in claimed {
+    /// Appends to `batch` what the claimed partitions hold after their `cursors` (the committed
+    /// offset at first), within the batch size. Per partition, the batch stays a run of
+    /// consecutive offsets from the committed one.
+    async fn read_more(&self, claimed: &[Claim], cursors: &mut [Option<u64>], batch: &mut Vec<LogRecord>) {
+        for (claim, cursor) in claimed.iter().zip(cursors.iter_mut()) {
             let budget = self.cfg.batch_size.saturating_sub(batch.len());
             if budget == 0 {
                 break;
             }
             let p = claim.partition;
-            let from = match self.position(claim).await {
-                Ok(from) => from,
-                Err(e) => {
-                    warn!(function = self.function(), partition = p, error = %e, "Reading a committed offset failed; it will be read again.");
-                    continue;
-                }
+            let from = match *cursor {
+                Some(from) => from,
+                None => match self.position(claim).await {
+                    Ok(from) => from,
+                    Err(e) => {
+                        warn!(function = self.function(), partition = p, error = %e, "Reading a committed offset failed; it will be read again.");
+                        continue;
+                    }
+                },
             };
             match self.source.read(&self.cfg.topic, p, from, budget).await {
-                Ok(recs) => batch.extend(recs),
+                Ok(recs) => {
+                    *cursor = Some(recs.last().map_or(from, |r| r.offset + 1));
+                    batch.extend(recs);
+                }
                 Err(e) => warn!(function = self.function(), partition = p, error = %e, "Reading a partition failed; it will be read again."),
             }
         }
-        batch
     }
 
     async fn invoke(&self, claimed: &[Claim], batch: Vec<LogRecord>) {
