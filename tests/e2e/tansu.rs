@@ -51,7 +51,7 @@ async fn on_tansu_topics_are_created_at_start_and_tenants_land_on_the_murmur2_pa
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_tansu_a_submitted_design_reaches_ready_and_each_topic_holds_one_record() {
+async fn on_tansu_a_submitted_design_reaches_ready_only_its_tenant_sees_it_and_each_topic_holds_one_record() {
     let (_guard, brokers) = tansu::shared();
     let prefix = prefix("lifecycle");
     let dir = tempfile::tempdir().unwrap();
@@ -62,6 +62,12 @@ async fn on_tansu_a_submitted_design_reaches_ready_and_each_topic_holds_one_reco
     let id = accepted["design_id"].as_str().unwrap();
     let design = acme.wait_for(id, Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
     assert_eq!(design["verdict"], "pass");
+    // Tenants stay apart with the log on Kafka: another tenant neither reads nor lists it.
+    let globex = Client::new(&server.url, &server.token("globex"));
+    assert_eq!(globex.get(&format!("/v1/designs/{id}")).await.unwrap().0, 404);
+    assert_eq!(globex.get(&format!("/v1/designs/{id}/events")).await.unwrap().0, 404);
+    let (status, listed) = globex.get("/v1/designs").await.unwrap();
+    assert_eq!((status, listed["designs"].as_array().map(Vec::len)), (200, Some(0)), "{listed}");
 
     let log = KafkaEventLog::connect(settings(&brokers, vec![])).await.unwrap();
     let topics = Topics::new(prefix);
