@@ -5,7 +5,6 @@
 //! - `openqq load` drives a running server with many tenants, open loop, and writes results.
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
 
-mod kafka;
 mod limits;
 mod load;
 mod secret;

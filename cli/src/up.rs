@@ -97,7 +97,7 @@ pub struct UpArgs {
     #[arg(long, env = "OPENQQ_FSYNC")]
     fsync: bool,
     #[command(flatten)]
-    kafka: crate::kafka::KafkaArgs,
+    kafka: openqq_runtime::kafka_flags::KafkaArgs,
     /// Topic name prefix; consumer groups carry it too.
     #[arg(long, env = "OPENQQ_TOPIC_PREFIX", default_value = "")]
     topic_prefix: String,
@@ -236,7 +236,7 @@ type KafkaSettings = openqq_adapters::KafkaSettings;
 type KafkaSettings = std::convert::Infallible;
 
 async fn kafka_settings(args: &UpArgs, topics: &Topics) -> Result<Option<KafkaSettings>> {
-    crate::kafka::settings(&args.kafka, args.partitions, topics.all()).await
+    openqq_runtime::kafka_flags::settings(&args.kafka, args.partitions, topics.all()).await
 }
 
 #[cfg(feature = "kafka")]

@@ -232,3 +232,37 @@ async fn on_tansu_with_scram_the_right_password_reaches_ready_and_a_wrong_one_st
     let id = accepted["design_id"].as_str().unwrap();
     acme.wait_for(id, Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
 }
+
+/// The functions on Lambda read the event log's settings from their environment, with the
+/// same checks as `openqq up`: a bad one stops the cold start with its message; good ones put
+/// the log on Kafka (the function creates its topics there, then, outside Lambda, stops for
+/// want of the Lambda runtime API).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_on_lambda_takes_the_kafka_settings_from_its_environment() {
+    let (_guard, brokers) = tansu::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let function = |env: &[(&str, &str)]| {
+        std::process::Command::new(openqq_e2e::function_bin("validation"))
+            .env("OPENQQ_DATA_DIR", dir.path().join("data"))
+            .env("RUST_BACKTRACE", "0")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let bad = function(&[("OPENQQ_KAFKA_BROKERS", &brokers), ("OPENQQ_KAFKA_AUTH", "scram-sha-512"), ("OPENQQ_KAFKA_SASL_USERNAME", "openqq")]);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("needs a password: set OPENQQ_KAFKA_SASL_PASSWORD"), "{stderr}");
+    assert!(!dir.path().join("data").exists(), "the data dir is untouched by a bad setting");
+
+    let prefix = prefix("lambda");
+    let out = function(&[("OPENQQ_KAFKA_BROKERS", &brokers), ("OPENQQ_TOPIC_PREFIX", &prefix), ("OPENQQ_PARTITIONS", "3")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("AWS_LAMBDA"), "outside Lambda the function stops at the runtime API: {stderr}");
+    let mut s = settings(&brokers, vec![]);
+    s.create_topics = false;
+    let log = KafkaEventLog::connect(s).await.unwrap();
+    for topic in Topics::new(prefix).all() {
+        assert_eq!(log.partitions(&topic), 3, "the function created {topic} on Kafka");
+    }
+}

@@ -28,6 +28,14 @@ pub fn openqq_bin() -> PathBuf {
     bin
 }
 
+/// A function's Lambda binary (`api`, `design-job`, `validation`, `results`), built beside
+/// `openqq` (`cargo build --workspace --bins`, as the test script does).
+pub fn function_bin(name: &str) -> PathBuf {
+    let bin = openqq_bin().with_file_name(name);
+    assert!(bin.exists(), "{} is missing: run `cargo build --workspace --bins` first (the test script does)", bin.display());
+    bin
+}
+
 /// A running `openqq up`.
 pub struct Server {
     child: Child,

@@ -21,18 +21,53 @@ pub async fn serve(handler: Arc<dyn BatchHandler>) -> Result<(), Error> {
 
 pub use lambda_runtime::Error;
 
-/// Backends for a function on Lambda, from the environment. Until the cloud adapters land
-/// (DynamoDB, MSK) this is the embedded backend in `OPENQQ_DATA_DIR` (default `/tmp/openqq`),
-/// which serves `cargo lambda watch` on one machine, not a fleet.
-pub fn backends_from_env() -> Result<(openqq_adapters::Backends, openqq_core::Topics), Error> {
-    let dir = std::path::PathBuf::from(std::env::var("OPENQQ_DATA_DIR").unwrap_or_else(|_| "/tmp/openqq".into()));
-    let partitions = match std::env::var("OPENQQ_PARTITIONS") {
-        Ok(p) => p.parse().map_err(|_| format!("OPENQQ_PARTITIONS={p:?} is not a number"))?,
-        Err(_) => 12,
-    };
-    let backends = openqq_adapters::Backends::embedded(&dir, partitions, openqq_adapters::Durability::Process)?;
-    let topics = openqq_core::Topics::new(std::env::var("OPENQQ_TOPIC_PREFIX").unwrap_or_default());
+/// What a function on Lambda reads from its environment: the Kafka settings of `openqq up`
+/// (`OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN`, `OPENQQ_KAFKA_AUTH`, …) and the
+/// embedded storage's place.
+#[derive(clap::Parser)]
+#[command(no_binary_name = true)]
+struct FunctionEnv {
+    #[command(flatten)]
+    kafka: crate::kafka_flags::KafkaArgs,
+    /// The embedded store (and log, without Kafka).
+    #[arg(long, env = "OPENQQ_DATA_DIR", default_value = "/tmp/openqq")]
+    data_dir: std::path::PathBuf,
+    #[arg(long, env = "OPENQQ_PARTITIONS", default_value_t = 12)]
+    partitions: u32,
+    #[arg(long, env = "OPENQQ_TOPIC_PREFIX", default_value = "")]
+    topic_prefix: String,
+}
+
+/// Backends for a function on Lambda, from the environment: the event log on Kafka / MSK when
+/// `OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN` is set (the same settings, checks and
+/// messages as `openqq up`'s flags), else embedded. Until the DynamoDB adapter lands, the store
+/// is the embedded one in `OPENQQ_DATA_DIR` (default `/tmp/openqq`): right for `cargo lambda
+/// watch` on one machine, not for a fleet.
+pub async fn backends_from_env() -> Result<(openqq_adapters::Backends, openqq_core::Topics), Error> {
+    use clap::Parser;
+    let env = FunctionEnv::try_parse_from(std::iter::empty::<String>()).map_err(|e| format!("the function's environment: {e}"))?;
+    let topics = openqq_core::Topics::new(env.topic_prefix);
+    // Bad Kafka settings stop the cold start before the data dir is touched.
+    let kafka = crate::kafka_flags::settings(&env.kafka, env.partitions, topics.all()).await?;
+    let backends = openqq_adapters::Backends::embedded(&env.data_dir, env.partitions, openqq_adapters::Durability::Process)?;
+    let backends = on_kafka(backends, kafka).await?;
     Ok((backends, topics))
+}
+
+#[cfg(feature = "kafka")]
+async fn on_kafka(backends: openqq_adapters::Backends, settings: Option<openqq_adapters::KafkaSettings>) -> Result<openqq_adapters::Backends, Error> {
+    Ok(match settings {
+        Some(settings) => backends.with_kafka(settings).await?,
+        None => backends,
+    })
+}
+
+#[cfg(not(feature = "kafka"))]
+async fn on_kafka(backends: openqq_adapters::Backends, settings: Option<std::convert::Infallible>) -> Result<openqq_adapters::Backends, Error> {
+    match settings {
+        Some(never) => match never {},
+        None => Ok(backends),
+    }
 }
 
 /// The whole `main` of a consumer function on Lambda: JSON logs, backends from the environment
@@ -43,7 +78,7 @@ where
     F: FnOnce(&openqq_adapters::Backends) -> H,
 {
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
-    let (backends, topics) = backends_from_env()?;
+    let (backends, topics) = backends_from_env().await?;
     let handler = make(&backends);
     serve(Arc::new(crate::Consumer::new(handler, backends.log, topics))).await
 }

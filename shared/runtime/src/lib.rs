@@ -10,10 +10,14 @@
 //!   would: batches per partition within a batching window, commit after success, backoff
 //!   while the failed partitions wait, the on-failure destination after the last attempt, and a
 //!   draining shutdown.
+//! - [`kafka_flags`]: where the event log goes (Kafka brokers or an MSK cluster) and how its
+//!   clients authenticate, as flags of `openqq up` and as the environment of a Lambda function.
+//! - [`lambda`]: a function's `main` on AWS Lambda, its backends from the environment.
 
 pub mod consumer;
 pub mod esm;
 pub mod kafka;
+pub mod kafka_flags;
 pub mod lambda;
 
 pub use consumer::{BatchError, BatchHandler, Consumer, Outbox, RecordError, RecordHandler};

@@ -1,5 +1,6 @@
-//! `openqq up`'s Kafka flags: where the event log goes (`--kafka-brokers`, or an MSK cluster by
-//! `--msk-cluster-arn`), how the clients authenticate, and the topic layout.
+//! The Kafka flags of `openqq up`, which are also the environment of a function on Lambda
+//! (`OPENQQ_KAFKA_BROKERS`, `OPENQQ_MSK_CLUSTER_ARN`, …): where the event log goes, how the
+//! clients authenticate, and the topic layout.
 //!
 //! The flags are checked against each other before anything is opened or connected, and a bad
 //! or contradictory one stops the process with a sentence naming the flags to change. Turning
