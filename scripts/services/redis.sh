@@ -28,14 +28,9 @@ ensure_installed() {
   fi
 }
 
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 answers() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
-
-running_port() {
-  [ -f "$pidfile" ] && [ -f "$portfile" ] || return 1
-  local pid port
-  pid=$(cat "$pidfile") port=$(cat "$portfile")
-  kill -0 "$pid" 2>/dev/null && answers "$port" && echo "$port"
-}
 
 start() {
   ensure_installed
@@ -48,7 +43,7 @@ start() {
   for _ in $(seq 1 20); do
     port=$((20000 + RANDOM % 30000))
     # Taken if something accepts a connection there.
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+    if accepts "$port"; then continue; fi
     rm -f "$pidfile"
     redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
       --daemonize yes --pidfile "$pidfile" --logfile "$logfile" --dir "$state_dir" >&2 || continue

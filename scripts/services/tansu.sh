@@ -33,14 +33,9 @@ ensure_installed() {
   rm -rf "${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/tansu-target"
 }
 
-accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-running_port() {
-  [ -f "$pidfile" ] && [ -f "$portfile" ] || return 1
-  local pid port
-  pid=$(cat "$pidfile") port=$(cat "$portfile")
-  kill -0 "$pid" 2>/dev/null && accepts "$port" && echo "$port"
-}
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+answers() { accepts "$1"; }
 
 start() {
   ensure_installed

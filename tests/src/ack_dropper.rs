@@ -114,7 +114,7 @@ async fn responses(mut rx: OwnedReadHalf, mut tx: OwnedWriteHalf, in_flight: Arc
             if api_key == Some(PRODUCE) {
                 let n = counters.produce_responses.fetch_add(1, Ordering::SeqCst) + 1;
                 let every = counters.drop_every.load(Ordering::SeqCst);
-                if every > 0 && n % every == 0 && counters.dropped.load(Ordering::SeqCst) < counters.drop_at_most.load(Ordering::SeqCst) {
+                if every > 0 && n.is_multiple_of(every) && counters.dropped.load(Ordering::SeqCst) < counters.drop_at_most.load(Ordering::SeqCst) {
                     counters.dropped.fetch_add(1, Ordering::SeqCst);
                     return; // both halves close: the acknowledgement is lost
                 }

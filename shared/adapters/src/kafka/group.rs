@@ -154,9 +154,8 @@ impl GroupLease {
 
 fn poll_until(member: &Member, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
-        match member.poll(Duration::from_millis(100)) {
-            Some(Err(e)) => tracing::debug!(error = %e, "The consumer-group member reported an error."),
-            Some(Ok(_)) | None => {}
+        if let Some(Err(e)) = member.poll(Duration::from_millis(100)) {
+            tracing::debug!(error = %e, "The consumer-group member reported an error.");
         }
     }
 }
