@@ -54,7 +54,9 @@ impl Membership {
             let epoch = st.epochs;
             st.owned.insert((e.topic().to_owned(), e.partition() as u32), epoch);
         }
-        tracing::info!(partitions = ?partitions_of(tpl), "The consumer group assigned partitions to this process.");
+        if tpl.count() > 0 {
+            tracing::info!(partitions = ?partitions_of(tpl), "The consumer group assigned partitions to this process.");
+        }
     }
 
     /// Stops new batches on the revoked partitions, then waits for the ones in flight.
