@@ -11,3 +11,14 @@ running_port() {
   pid=$(cat "$pidfile") port=$(cat "$portfile")
   kill -0 "$pid" 2>/dev/null && answers "$port" && echo "$port"
 }
+
+# Sends SIGTERM to the process in $pidfile and waits up to 5 s for it to exit; prints its pid
+# if it is still there after that.
+terminate() {
+  [ -f "$pidfile" ] || return 0
+  local pid
+  pid=$(cat "$pidfile")
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+  echo "$pid"
+}

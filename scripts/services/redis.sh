@@ -62,13 +62,7 @@ start() {
 }
 
 stop() {
-  if [ -f "$pidfile" ]; then
-    local pid
-    pid=$(cat "$pidfile")
-    if kill "$pid" 2>/dev/null; then
-      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    fi
-  fi
+  terminate >/dev/null
   rm -f "$pidfile" "$portfile"
 }
 

@@ -70,14 +70,9 @@ start() {
 }
 
 stop() {
-  if [ -f "$pidfile" ]; then
-    local pid
-    pid=$(cat "$pidfile")
-    if kill "$pid" 2>/dev/null; then
-      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-  fi
+  local stuck
+  stuck=$(terminate)
+  [ -z "$stuck" ] || kill -9 "$stuck" 2>/dev/null || true
   rm -rf "$state_dir"
 }
 
