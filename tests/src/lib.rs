@@ -36,6 +36,17 @@ pub fn function_bin(name: &str) -> PathBuf {
     bin
 }
 
+/// The sum of a counter's series in a Prometheus text exposition, over the series whose labels
+/// include every one of `labels` (written `name="value"`).
+pub fn counter_sum(metrics: &str, counter: &str, labels: &[&str]) -> f64 {
+    let prefix = format!("{counter}{{");
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&prefix) && labels.iter().all(|label| l.contains(label)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 /// A running `openqq up`.
 pub struct Server {
     child: Child,

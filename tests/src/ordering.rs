@@ -120,10 +120,7 @@ pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(server: 
 pub async fn batches_done(server: &crate::Server) -> u64 {
     let Ok(resp) = reqwest::get(format!("{}/metrics", server.url)).await else { return 0 };
     let text = resp.text().await.unwrap_or_default();
-    text.lines()
-        .filter(|l| l.starts_with("openqq_batches_total{") && l.contains("outcome=\"ok\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
+    crate::counter_sum(&text, "openqq_batches_total", &["outcome=\"ok\""]) as u64
 }
 
 /// Waits until `server` has finished a batch of its own: it holds some of the group's

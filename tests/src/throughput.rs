@@ -15,11 +15,7 @@ fn bytes_of(v: &serde_json::Value) -> Arc<Vec<u8>> {
 }
 
 fn applied_results(metrics: &str) -> usize {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with("openqq_events_total{") && l.contains("function=\"results\"") && l.contains("outcome=\"applied\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as usize
+    crate::counter_sum(metrics, "openqq_events_total", &["function=\"results\"", "outcome=\"applied\""]) as usize
 }
 
 pub struct Run {
