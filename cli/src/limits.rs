@@ -67,7 +67,9 @@ pub fn watch_overrides(policy: Arc<LimitPolicy>, path: PathBuf) -> Result<()> {
                     tracing::info!(tenants = o.len(), file = %path.display(), "Per-tenant rate limits were reloaded.");
                     policy.set_overrides(o);
                 }
-                Err(e) => tracing::error!(error = %format!("{e:#}"), "The rate-limits file is invalid; the previous limits stay."),
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "The rate-limits file is invalid; the previous limits stay.")
+                }
             }
         }
     });
@@ -76,7 +78,8 @@ pub fn watch_overrides(policy: Arc<LimitPolicy>, path: PathBuf) -> Result<()> {
 
 /// The Redis limiter behind its Redis-down policy.
 pub async fn redis(url: &str, timeout: Duration, fail_closed: bool, instances: u32) -> Result<Arc<dyn RateLimiter>> {
-    let redis = RedisRateLimiter::connect(url, timeout).await.map_err(|e| anyhow::anyhow!("connecting to Redis: {e}"))?;
+    let redis =
+        RedisRateLimiter::connect(url, timeout).await.map_err(|e| anyhow::anyhow!("connecting to Redis: {e}"))?;
     let policy = if fail_closed {
         RedisDownPolicy::FailClosed
     } else {

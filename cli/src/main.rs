@@ -17,7 +17,12 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "openqq", version, args_override_self = true, about = "OpenQQuantify: FPGA design jobs as event streams, on one machine or on AWS")]
+#[command(
+    name = "openqq",
+    version,
+    args_override_self = true,
+    about = "OpenQQuantify: FPGA design jobs as event streams, on one machine or on AWS"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -128,7 +128,8 @@ async fn serve(args: UpArgs) -> Result<()> {
     // Kafka flags are checked (and an MSK cluster's brokers looked up) before anything is opened.
     let kafka = kafka_settings(&args, &topics).await?;
     let durability = if args.fsync { Durability::Power } else { Durability::Process };
-    let backends = Backends::embedded(&args.data_dir, args.partitions, durability).with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
+    let backends = Backends::embedded(&args.data_dir, args.partitions, durability)
+        .with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
     let backends = match kafka {
         Some(settings) => with_kafka(backends, settings).await?,
         None => backends,
@@ -139,7 +140,8 @@ async fn serve(args: UpArgs) -> Result<()> {
         Some(path) => {
             let endpoints = crate::webhooks::load(path)?;
             tracing::info!(tenants = endpoints.len(), "Signed webhooks are configured.");
-            let hooks = openqq_adapters::WebhookNotifier::start(endpoints, args.webhook_timeout, args.webhook_attempts)?;
+            let hooks =
+                openqq_adapters::WebhookNotifier::start(endpoints, args.webhook_timeout, args.webhook_attempts)?;
             Arc::new(openqq_adapters::FanoutNotifier(vec![backends.notifier(), hooks]))
         }
         None => backends.notifier(),
@@ -174,7 +176,13 @@ async fn serve(args: UpArgs) -> Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut mappings = Vec::new();
     for (kind, handler) in consumers {
-        let esm = EventSourceMapping::new(backends.source.clone(), backends.log.clone(), handler, mapping(&args, &topics, kind)).await?;
+        let esm = EventSourceMapping::new(
+            backends.source.clone(),
+            backends.log.clone(),
+            handler,
+            mapping(&args, &topics, kind),
+        )
+        .await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
 
@@ -191,7 +199,11 @@ async fn serve(args: UpArgs) -> Result<()> {
         tracing::warn!(?latency, capacity = ?args.simulated_downstream_capacity, "A simulated slow downstream is on: every API request is delayed.");
         DownstreamConfig { latency, capacity: args.simulated_downstream_capacity }
     });
-    let pool = PoolConfig { workers: args.workers.unwrap_or(defaults.workers), queue: args.queue.unwrap_or(defaults.queue), simulated_downstream };
+    let pool = PoolConfig {
+        workers: args.workers.unwrap_or(defaults.workers),
+        queue: args.queue.unwrap_or(defaults.queue),
+        simulated_downstream,
+    };
     let state = AppState {
         log: backends.log.clone(),
         store: backends.store.clone(),
@@ -203,14 +215,16 @@ async fn serve(args: UpArgs) -> Result<()> {
         max_body_bytes: args.max_body_bytes,
         live: Some(backends.notifier.clone()),
     };
-    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let listener =
+        tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
     let mut http_stop = stop_rx.clone();
     let server = tokio::spawn(
-        axum::serve(listener, router(state, pool)).with_graceful_shutdown(async move {
-            let _ = http_stop.wait_for(|s| *s).await;
-        })
-        .into_future(),
+        axum::serve(listener, router(state, pool))
+            .with_graceful_shutdown(async move {
+                let _ = http_stop.wait_for(|s| *s).await;
+            })
+            .into_future(),
     );
     println!("OpenQQuantify is up at http://{addr} (data in {})", args.data_dir.display());
     tracing::info!(%addr, data_dir = %args.data_dir.display(), "The platform is up.");
@@ -242,7 +256,8 @@ async fn kafka_settings(args: &UpArgs, topics: &Topics) -> Result<Option<KafkaSe
 #[cfg(feature = "kafka")]
 async fn with_kafka(backends: Backends, settings: KafkaSettings) -> Result<Backends> {
     let (brokers, auth) = (settings.brokers.clone(), settings.security.auth.name());
-    let backends = backends.with_kafka(settings).await.with_context(|| format!("putting the event log on Kafka at {brokers}"))?;
+    let backends =
+        backends.with_kafka(settings).await.with_context(|| format!("putting the event log on Kafka at {brokers}"))?;
     tracing::info!(brokers, auth, "The event log is on Kafka.");
     Ok(backends)
 }
@@ -256,7 +271,8 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing the SIGTERM handler");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

@@ -56,7 +56,11 @@ fn text(path: &PathBuf) -> Result<String, String> {
 
 pub fn run(args: ValidateArgs) -> ExitCode {
     let loaded = (|| -> Result<_, String> {
-        Ok((text(&args.netlist)?, args.pcf.as_ref().map(text).transpose()?, args.bitstream.as_ref().map(read).transpose()?))
+        Ok((
+            text(&args.netlist)?,
+            args.pcf.as_ref().map(text).transpose()?,
+            args.bitstream.as_ref().map(read).transpose()?,
+        ))
     })();
     let (netlist, pcf, bitstream) = match loaded {
         Ok(v) => v,
@@ -65,7 +69,11 @@ pub fn run(args: ValidateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let names = (args.netlist.display().to_string(), args.pcf.as_ref().map(|p| p.display().to_string()), args.bitstream.as_ref().map(|p| p.display().to_string()));
+    let names = (
+        args.netlist.display().to_string(),
+        args.pcf.as_ref().map(|p| p.display().to_string()),
+        args.bitstream.as_ref().map(|p| p.display().to_string()),
+    );
     let input = Input {
         device: &args.device,
         package: &args.package,
@@ -81,5 +89,9 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).expect("reports serialise")),
         Format::Text => print!("{}", report.to_text()),
     }
-    if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if report.has_errors() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

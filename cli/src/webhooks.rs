@@ -48,11 +48,14 @@ mod tests {
     fn a_webhooks_file_parses_and_bad_lines_are_named_without_the_secret() {
         let ok = parse("# t url secret\nacme https://h.example/x whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n").unwrap();
         assert_eq!(ok[&TenantId::parse("acme").unwrap()].url, "https://h.example/x");
-        for bad in ["acme https://h.example/x", "acme ftp://h whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "acme https://h nope"] {
+        for bad in
+            ["acme https://h.example/x", "acme ftp://h whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "acme https://h nope"]
+        {
             let err = format!("{:#}", parse(bad).unwrap_err());
             assert!(err.contains("line 1"), "{err}");
         }
-        let dup = "a http://h whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\na http://i whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let dup =
+            "a http://h whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\na http://i whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
         assert!(format!("{:#}", parse(dup).unwrap_err()).contains("two endpoints"));
     }
 }

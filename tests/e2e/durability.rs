@@ -15,5 +15,11 @@ async fn every_acknowledged_revision_reaches_results_ready_once_in_order_across_
     let dir = tempfile::tempdir().unwrap();
     let args = ["--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    sigkill_restarts_keep_every_acknowledged_revision_in_order(&mut server, blink_design("durable"), TENANTS, REVISIONS).await;
+    sigkill_restarts_keep_every_acknowledged_revision_in_order(
+        &mut server,
+        blink_design("durable"),
+        TENANTS,
+        REVISIONS,
+    )
+    .await;
 }

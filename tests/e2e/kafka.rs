@@ -33,7 +33,9 @@ async fn with_the_log_on_kafka_a_submitted_design_reaches_ready_with_a_four_kind
     let mock = mock_with_topics();
     let dir = tempfile::tempdir().unwrap();
     let brokers = mock.bootstrap_servers();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &["--kafka-brokers", &brokers, "--kafka-create-topics", "false"]).unwrap();
+    let server =
+        Server::start(dir.path(), "127.0.0.1:0", &["--kafka-brokers", &brokers, "--kafka-create-topics", "false"])
+            .unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let resp = acme
         .http
@@ -93,9 +95,18 @@ fn bad_kafka_security_settings_stop_openqq_up_at_start_before_opening_anything()
     let missing_ca = dir.path().join("no-such-ca.pem");
     let missing_ca = missing_ca.to_str().unwrap();
     let cases: [(&[&str], &str); 4] = [
-        (&["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "openqq"], "needs a password: set OPENQQ_KAFKA_SASL_PASSWORD"),
-        (&["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "tls", "--kafka-ca-file", missing_ca], "no-such-ca.pem cannot be read"),
-        (&["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "msk-iam", "--aws-region", "Ireland"], "\"Ireland\" is not an AWS region name"),
+        (
+            &["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "openqq"],
+            "needs a password: set OPENQQ_KAFKA_SASL_PASSWORD",
+        ),
+        (
+            &["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "tls", "--kafka-ca-file", missing_ca],
+            "no-such-ca.pem cannot be read",
+        ),
+        (
+            &["--kafka-brokers", "127.0.0.1:9", "--kafka-auth", "msk-iam", "--aws-region", "Ireland"],
+            "\"Ireland\" is not an AWS region name",
+        ),
         (&["--msk-cluster-arn", "arn:aws:kafka:eu-west-1:42:cluster/openqq"], "is not an MSK cluster ARN"),
     ];
     for (args, expected) in cases {
@@ -130,16 +141,34 @@ async fn on_kafka_every_acknowledged_revision_reaches_results_ready_once_in_orde
     let mock = mock_with_topics();
     let brokers = mock.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--kafka-brokers", &brokers, "--kafka-create-topics", "false", "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let args = [
+        "--kafka-brokers",
+        &brokers,
+        "--kafka-create-topics",
+        "false",
+        "--rate-limit",
+        "100000/1s",
+        "--batch-window",
+        "20ms",
+        "--batch-size",
+        "7",
+    ];
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order(&mut server, compact_blink_design("durable"), 8, 60).await;
+    ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order(
+        &mut server,
+        compact_blink_design("durable"),
+        8,
+        60,
+    )
+    .await;
 }
 
 /// Checks the API's answers to the requests sent after a fault began and answered before it
 /// ended: none may be 202 (no record could be acknowledged), each must be 503. Returns how many
 /// there were.
 fn assert_only_503_within(attempts: &Attempts, from: Instant, to: Instant, fault: &str) -> usize {
-    let within: Vec<Attempt> = attempts.lock().unwrap().iter().filter(|a| a.sent > from && a.answered < to).copied().collect();
+    let within: Vec<Attempt> =
+        attempts.lock().unwrap().iter().filter(|a| a.sent > from && a.answered < to).copied().collect();
     for a in &within {
         assert_eq!(a.status, Some(503), "{fault}: a submission sent during the fault was answered {:?}", a.status);
     }
@@ -183,20 +212,45 @@ async fn hold_until_answered_during(attempts: &Attempts, from: Instant, n: usize
 /// the applied effects exactly-once is the store's revision-conditional writes, and that is
 /// what the timeline check verifies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_kafka_faults_during_a_burst_get_503_and_every_acknowledged_revision_still_reaches_results_ready_once_in_order() {
+async fn on_kafka_faults_during_a_burst_get_503_and_every_acknowledged_revision_still_reaches_results_ready_once_in_order(
+) {
     let mock = mock_with_topics();
     let brokers = mock.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
     let args = [
-        "--kafka-brokers", &brokers, "--kafka-create-topics", "false", "--kafka-timeout", "1s",
+        "--kafka-brokers",
+        &brokers,
+        "--kafka-create-topics",
+        "false",
+        "--kafka-timeout",
+        "1s",
         // Faults last seconds; the runner must keep retrying rather than dead-letter.
-        "--max-retries", "1000",
-        "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7",
+        "--max-retries",
+        "1000",
+        "--rate-limit",
+        "100000/1s",
+        "--batch-window",
+        "20ms",
+        "--batch-size",
+        "7",
     ];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> = (0..6).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
-    let tasks: Vec<_> = clients.iter().map(|(i, c)| tokio::spawn(ordering::editor(c.clone(), *i as u64 + 1, compact_blink_design("faults"), 80, ordering::EDITOR_PAUSE_MS, attempts.clone()))).collect();
+    let clients: BTreeMap<usize, Client> =
+        (0..6).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|(i, c)| {
+            tokio::spawn(ordering::editor(
+                c.clone(),
+                *i as u64 + 1,
+                compact_blink_design("faults"),
+                80,
+                ordering::EDITOR_PAUSE_MS,
+                attempts.clone(),
+            ))
+        })
+        .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // 1. Every Produce request fails.
@@ -228,7 +282,13 @@ async fn on_kafka_faults_during_a_burst_get_503_and_every_acknowledged_revision_
     let to = hold_until_answered_during(&attempts, from, 3).await;
     mock.broker_up(-1).unwrap();
     let refused_down = assert_only_503_within(&attempts, from, to, "broker down");
-    let late: Vec<(Option<Duration>, Duration, Option<u16>)> = attempts.lock().unwrap().iter().filter(|a| a.answered > from).map(|a| (a.sent.checked_duration_since(from), a.answered.duration_since(from), a.status)).collect();
+    let late: Vec<(Option<Duration>, Duration, Option<u16>)> = attempts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|a| a.answered > from)
+        .map(|a| (a.sent.checked_duration_since(from), a.answered.duration_since(from), a.status))
+        .collect();
     assert!(refused_down >= 3, "submissions were made while the broker was down: {late:?}");
 
     let mut results = BTreeMap::new();
@@ -237,7 +297,11 @@ async fn on_kafka_faults_during_a_burst_get_503_and_every_acknowledged_revision_
     }
     ordering::assert_every_acknowledged_revision_ready_once_in_order(&clients, &results).await;
     let a = attempts.lock().unwrap();
-    eprintln!("{} submissions, {} answered 503 ({refused} during produce errors, {refused_down} with the broker down)", a.len(), a.iter().filter(|a| a.status == Some(503)).count());
+    eprintln!(
+        "{} submissions, {} answered 503 ({refused} during produce errors, {refused_down} with the broker down)",
+        a.len(),
+        a.iter().filter(|a| a.status == Some(503)).count()
+    );
 }
 
 /// Consumer-group rebalances during a burst: runners join (taking part of the partitions),
@@ -249,7 +313,25 @@ async fn on_kafka_runners_joining_and_leaving_the_groups_keep_every_acknowledged
     let mock = mock_with_topics();
     let brokers = mock.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--kafka-brokers", &brokers, "--kafka-create-topics", "false", "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let args = [
+        "--kafka-brokers",
+        &brokers,
+        "--kafka-create-topics",
+        "false",
+        "--rate-limit",
+        "100000/1s",
+        "--batch-window",
+        "20ms",
+        "--batch-size",
+        "7",
+    ];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    ordering::runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(&server, compact_blink_design("rebalance"), 8, 150, 300).await;
+    ordering::runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(
+        &server,
+        compact_blink_design("rebalance"),
+        8,
+        150,
+        300,
+    )
+    .await;
 }

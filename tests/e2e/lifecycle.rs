@@ -24,16 +24,27 @@ async fn a_submitted_design_reaches_ready_with_a_report_and_a_four_kind_timeline
     let accepted: serde_json::Value = resp.json().await.unwrap();
     let id = accepted["design_id"].as_str().unwrap().to_owned();
     assert_eq!(location, format!("/v1/designs/{id}"));
-    assert_eq!((accepted["revision"].clone(), accepted["correlation_id"].clone()), (json!(1), json!("e2e-lifecycle-1")));
+    assert_eq!(
+        (accepted["revision"].clone(), accepted["correlation_id"].clone()),
+        (json!(1), json!("e2e-lifecycle-1"))
+    );
 
     let design = acme.wait_for(&id, Duration::from_secs(20), |d| d["status"] == "ready").await.unwrap();
-    assert_eq!((design["name"].clone(), design["revision"].clone(), design["verdict"].clone()), (json!("blink"), json!(1), json!("pass")));
+    assert_eq!(
+        (design["name"].clone(), design["revision"].clone(), design["verdict"].clone()),
+        (json!("blink"), json!(1), json!("pass"))
+    );
 
     let (status, report) = acme.get(&format!("/v1/designs/{id}/report")).await.unwrap();
     assert_eq!(status, 200);
     assert_eq!(report["verdict"], "pass");
     assert_eq!(report["revision"], 1);
-    let lc = report["utilization"].as_array().unwrap().iter().find(|u| u["resource"] == "ICESTORM_LC").expect("logic cells are reported");
+    let lc = report["utilization"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["resource"] == "ICESTORM_LC")
+        .expect("logic cells are reported");
     assert!(lc["used"].as_u64().unwrap() > 0 && lc["available"] == 7680, "real utilisation for hx8k: {lc}");
 
     let (_, events) = acme.get(&format!("/v1/designs/{id}/events")).await.unwrap();
@@ -86,7 +97,13 @@ async fn revisions_apply_in_order_and_a_stale_one_changes_nothing() {
     c.wait_for(&id, Duration::from_secs(20), |d| d["revision"] == 3 && d["status"] == "ready").await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (_, events) = c.get(&format!("/v1/designs/{id}/events")).await.unwrap();
-    let ready: Vec<u64> = events["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "results.ready").map(|e| e["revision"].as_u64().unwrap()).collect();
+    let ready: Vec<u64> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "results.ready")
+        .map(|e| e["revision"].as_u64().unwrap())
+        .collect();
     assert_eq!(ready, vec![1, 2, 3], "each revision once, in order; the stale repeat added nothing");
     let (status, r2) = c.get(&format!("/v1/designs/{id}/report?revision=2")).await.unwrap();
     assert_eq!((status, r2["revision"].clone()), (200, json!(2)));
@@ -101,8 +118,14 @@ async fn sigterm_drains_and_exits_cleanly_and_metrics_and_health_answer() {
     assert_eq!(status, 200);
     c.post("/v1/designs", &blink_design("m")).await.unwrap();
     let metrics = c.http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("openqq_http_requests_total{route=\"/v1/designs\",method=\"POST\",status=\"202\"} 1"), "{metrics}");
-    assert!(metrics.contains("openqq_http_request_duration_seconds_bucket{route=\"/v1/designs\""), "latency histogram by route");
+    assert!(
+        metrics.contains("openqq_http_requests_total{route=\"/v1/designs\",method=\"POST\",status=\"202\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("openqq_http_request_duration_seconds_bucket{route=\"/v1/designs\""),
+        "latency histogram by route"
+    );
     let status = server.terminate().unwrap();
     assert!(status.success(), "exit status {status:?}");
 }
@@ -126,7 +149,9 @@ async fn the_live_stream_carries_a_tenants_results_and_nobody_elses() {
     let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let globex = Client::new(&server.url, &server.token("globex"));
-    let open = |c: &Client| c.http.get(format!("{}/v1/stream", c.base)).bearer_auth(&c.token).timeout(Duration::from_secs(60)).send();
+    let open = |c: &Client| {
+        c.http.get(format!("{}/v1/stream", c.base)).bearer_auth(&c.token).timeout(Duration::from_secs(60)).send()
+    };
     let mut mine = open(&acme).await.unwrap();
     let mut theirs = open(&globex).await.unwrap();
     assert_eq!(mine.headers()["content-type"], "text/event-stream");

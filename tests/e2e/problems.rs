@@ -3,7 +3,14 @@
 use openqq_e2e::{blink_design, Client, Server};
 use serde_json::{json, Value};
 
-async fn raw(c: &Client, method: &str, path: &str, auth: Option<&str>, ctype: Option<&str>, body: Vec<u8>) -> (u16, String, Value) {
+async fn raw(
+    c: &Client,
+    method: &str,
+    path: &str,
+    auth: Option<&str>,
+    ctype: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, String, Value) {
     let mut req = c.http.request(method.parse().unwrap(), format!("{}{path}", c.base)).body(body);
     if let Some(t) = auth {
         req = req.header("authorization", t);
@@ -50,14 +57,77 @@ async fn bad_requests_get_problem_documents_with_the_right_status() {
         ("malformed JSON", "POST", "/v1/designs", Some(&bearer), json_ct, b"{\"name\": ".to_vec(), 400, None),
         ("a body over the limit", "POST", "/v1/designs", Some(&bearer), json_ct, huge, 413, None),
         ("not JSON at all", "POST", "/v1/designs", Some(&bearer), Some("text/plain"), b"hi".to_vec(), 415, None),
-        ("a missing name", "POST", "/v1/designs", Some(&bearer), json_ct, serde_json::to_vec(&no_name).unwrap(), 422, Some("name")),
-        ("a wrongly typed device", "POST", "/v1/designs", Some(&bearer), json_ct, serde_json::to_vec(&bad_device).unwrap(), 422, Some("target.device")),
-        ("an unknown constraint format", "POST", "/v1/designs", Some(&bearer), json_ct, serde_json::to_vec(&bad_format).unwrap(), 422, Some("constraints.format")),
-        ("a netlist that is not an object", "POST", "/v1/designs", Some(&bearer), json_ct, serde_json::to_vec(&netlist_array).unwrap(), 422, Some("netlist")),
-        ("an unknown field", "POST", "/v1/designs", Some(&bearer), json_ct, serde_json::to_vec(&unknown_field).unwrap(), 422, None),
-        ("a revision without its number", "POST", "/v1/designs/01a227d4-fb0d-7377-abd1-e342a03ff5cd/revisions", Some(&bearer), json_ct, good.clone(), 422, Some("revision")),
+        (
+            "a missing name",
+            "POST",
+            "/v1/designs",
+            Some(&bearer),
+            json_ct,
+            serde_json::to_vec(&no_name).unwrap(),
+            422,
+            Some("name"),
+        ),
+        (
+            "a wrongly typed device",
+            "POST",
+            "/v1/designs",
+            Some(&bearer),
+            json_ct,
+            serde_json::to_vec(&bad_device).unwrap(),
+            422,
+            Some("target.device"),
+        ),
+        (
+            "an unknown constraint format",
+            "POST",
+            "/v1/designs",
+            Some(&bearer),
+            json_ct,
+            serde_json::to_vec(&bad_format).unwrap(),
+            422,
+            Some("constraints.format"),
+        ),
+        (
+            "a netlist that is not an object",
+            "POST",
+            "/v1/designs",
+            Some(&bearer),
+            json_ct,
+            serde_json::to_vec(&netlist_array).unwrap(),
+            422,
+            Some("netlist"),
+        ),
+        (
+            "an unknown field",
+            "POST",
+            "/v1/designs",
+            Some(&bearer),
+            json_ct,
+            serde_json::to_vec(&unknown_field).unwrap(),
+            422,
+            None,
+        ),
+        (
+            "a revision without its number",
+            "POST",
+            "/v1/designs/01a227d4-fb0d-7377-abd1-e342a03ff5cd/revisions",
+            Some(&bearer),
+            json_ct,
+            good.clone(),
+            422,
+            Some("revision"),
+        ),
         ("a design id that is no id", "GET", "/v1/designs/nope", Some(&bearer), None, vec![], 404, None),
-        ("an unknown design", "GET", "/v1/designs/01a227d4-fb0d-7377-abd1-e342a03ff5cd", Some(&bearer), None, vec![], 404, None),
+        (
+            "an unknown design",
+            "GET",
+            "/v1/designs/01a227d4-fb0d-7377-abd1-e342a03ff5cd",
+            Some(&bearer),
+            None,
+            vec![],
+            404,
+            None,
+        ),
         ("an unknown route", "GET", "/v2/everything", Some(&bearer), None, vec![], 404, None),
         ("a wrong method", "PUT", "/v1/designs", Some(&bearer), None, vec![], 405, None),
         ("a bad page size", "GET", "/v1/designs?limit=1000", Some(&bearer), None, vec![], 422, Some("limit")),
@@ -68,7 +138,12 @@ async fn bad_requests_get_problem_documents_with_the_right_status() {
         assert_eq!(status, want, "{what}: {problem}");
         assert_eq!(ctype, "application/problem+json", "{what} is a problem document");
         assert_eq!(problem["status"], want, "{what}: {problem}");
-        assert!(problem["type"].as_str().is_some_and(|t| !t.is_empty()) && problem["title"].is_string() && problem["detail"].is_string(), "{what}: {problem}");
+        assert!(
+            problem["type"].as_str().is_some_and(|t| !t.is_empty())
+                && problem["title"].is_string()
+                && problem["detail"].is_string(),
+            "{what}: {problem}"
+        );
         assert!(problem["correlation_id"].is_string(), "{what}: the problem carries the correlation id");
         if let Some(f) = field {
             assert_eq!(problem["field"], f, "{what} names the field: {problem}");
@@ -86,7 +161,12 @@ async fn a_malformed_correlation_id_is_replaced_and_a_well_formed_one_is_kept() 
     let http = reqwest::Client::new();
     let kept = http.get(format!("{}/healthz", server.url)).header("x-correlation-id", "abc-123").send().await.unwrap();
     assert_eq!(kept.headers()["x-correlation-id"], "abc-123");
-    let replaced = http.get(format!("{}/healthz", server.url)).header("x-correlation-id", "no spaces allowed").send().await.unwrap();
+    let replaced = http
+        .get(format!("{}/healthz", server.url))
+        .header("x-correlation-id", "no spaces allowed")
+        .send()
+        .await
+        .unwrap();
     let id = replaced.headers()["x-correlation-id"].to_str().unwrap();
     assert_ne!(id, "no spaces allowed");
     assert_eq!(id.len(), 36, "a fresh UUID");
@@ -115,12 +195,15 @@ async fn a_tenant_over_its_limit_gets_429_with_retry_after_and_others_are_unaffe
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_the_limit_is_enforced_by_the_redis_limiter() {
-    let url = std::env::var("OPENQQ_TEST_REDIS_URL").expect("set OPENQQ_TEST_REDIS_URL (scripts/test.sh starts a redis-server)");
+    let url = std::env::var("OPENQQ_TEST_REDIS_URL")
+        .expect("set OPENQQ_TEST_REDIS_URL (scripts/test.sh starts a redis-server)");
     let dir = tempfile::tempdir().unwrap();
     let tenant = format!("redis-{}", std::process::id());
     let overrides = dir.path().join("limits.txt");
     std::fs::write(&overrides, format!("{tenant} 3/10s\n")).unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &["--redis-url", &url, "--rate-limits", overrides.to_str().unwrap()]).unwrap();
+    let server =
+        Server::start(dir.path(), "127.0.0.1:0", &["--redis-url", &url, "--rate-limits", overrides.to_str().unwrap()])
+            .unwrap();
     let c = Client::new(&server.url, &server.token(&tenant));
     let mut statuses = Vec::new();
     for _ in 0..5 {
@@ -128,6 +211,9 @@ async fn with_redis_the_limit_is_enforced_by_the_redis_limiter() {
     }
     assert_eq!(statuses, [200, 200, 200, 429, 429], "the override (3 per 10 s) applies");
     // The decisions live in Redis: the tenant's sliding log is there.
-    let out = std::process::Command::new("redis-cli").args(["-u", &url, "ZCARD", &format!("rl:{{{tenant}}}")]).output().unwrap();
+    let out = std::process::Command::new("redis-cli")
+        .args(["-u", &url, "ZCARD", &format!("rl:{{{tenant}}}")])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
 }

@@ -55,7 +55,12 @@ async fn on_tansu_a_submitted_design_reaches_ready_only_its_tenant_sees_it_and_e
     let (_guard, brokers) = tansu::shared();
     let prefix = prefix("lifecycle");
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &["--kafka-brokers", &brokers, "--topic-prefix", &prefix, "--partitions", "6"]).unwrap();
+    let server = Server::start(
+        dir.path(),
+        "127.0.0.1:0",
+        &["--kafka-brokers", &brokers, "--topic-prefix", &prefix, "--partitions", "6"],
+    )
+    .unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let (status, accepted) = acme.post("/v1/designs", &compact_blink_design("blink")).await.unwrap();
     assert_eq!(status, 202, "{accepted}");
@@ -83,9 +88,28 @@ async fn on_tansu_every_acknowledged_revision_reaches_results_ready_once_in_orde
     let (_guard, brokers) = tansu::shared();
     let prefix = prefix("sigkill");
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--kafka-brokers", &brokers, "--topic-prefix", &prefix, "--partitions", "6", "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let args = [
+        "--kafka-brokers",
+        &brokers,
+        "--topic-prefix",
+        &prefix,
+        "--partitions",
+        "6",
+        "--rate-limit",
+        "100000/1s",
+        "--batch-window",
+        "20ms",
+        "--batch-size",
+        "7",
+    ];
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order(&mut server, compact_blink_design("durable"), 8, 60).await;
+    ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order(
+        &mut server,
+        compact_blink_design("durable"),
+        8,
+        60,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,9 +117,29 @@ async fn on_tansu_runners_joining_and_leaving_the_groups_keep_every_acknowledged
     let (_guard, brokers) = tansu::shared();
     let prefix = prefix("rebalance");
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--kafka-brokers", &brokers, "--topic-prefix", &prefix, "--partitions", "6", "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let args = [
+        "--kafka-brokers",
+        &brokers,
+        "--topic-prefix",
+        &prefix,
+        "--partitions",
+        "6",
+        "--rate-limit",
+        "100000/1s",
+        "--batch-window",
+        "20ms",
+        "--batch-size",
+        "7",
+    ];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    ordering::runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(&server, compact_blink_design("rebalance"), 8, 150, 300).await;
+    ordering::runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(
+        &server,
+        compact_blink_design("rebalance"),
+        8,
+        150,
+        300,
+    )
+    .await;
 }
 
 /// Every record of `topic`, read from the start of each partition.
@@ -119,7 +163,12 @@ async fn duplicated_event_ids(log: &KafkaEventLog, topic: &str) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut dups = Vec::new();
     for r in all_records(log, topic).await {
-        let id = r.headers.iter().find(|(k, _)| k == headers::EVENT_ID).map(|(_, v)| String::from_utf8_lossy(v).into_owned()).expect("every record has an event id");
+        let id = r
+            .headers
+            .iter()
+            .find(|(k, _)| k == headers::EVENT_ID)
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .expect("every record has an event id");
         if !seen.insert(id.clone()) {
             dups.push(id);
         }
@@ -145,13 +194,39 @@ async fn on_tansu_publishes_whose_acknowledgement_was_lost_are_retried_without_d
     let proxy = AckDropper::start(proxy_port, broker.port).await;
     let brokers = broker.brokers();
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--kafka-brokers", &brokers, "--partitions", "6", "--kafka-timeout", "120s", "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let args = [
+        "--kafka-brokers",
+        &brokers,
+        "--partitions",
+        "6",
+        "--kafka-timeout",
+        "120s",
+        "--rate-limit",
+        "100000/1s",
+        "--batch-window",
+        "20ms",
+        "--batch-size",
+        "7",
+    ];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
 
     proxy.drop_every(10, 8);
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> = (0..8).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
-    let tasks: Vec<_> = clients.iter().map(|(i, c)| tokio::spawn(ordering::editor(c.clone(), *i as u64 + 1, compact_blink_design("acks"), 40, ordering::EDITOR_PAUSE_MS, attempts.clone()))).collect();
+    let clients: BTreeMap<usize, Client> =
+        (0..8).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|(i, c)| {
+            tokio::spawn(ordering::editor(
+                c.clone(),
+                *i as u64 + 1,
+                compact_blink_design("acks"),
+                40,
+                ordering::EDITOR_PAUSE_MS,
+                attempts.clone(),
+            ))
+        })
+        .collect();
     let mut results = BTreeMap::new();
     for (i, t) in tasks.into_iter().enumerate() {
         results.insert(i, t.await.unwrap());
@@ -163,7 +238,12 @@ async fn on_tansu_publishes_whose_acknowledgement_was_lost_are_retried_without_d
     let log = KafkaEventLog::connect(settings(&brokers, vec![])).await.unwrap();
     let submitted = Topics::new("").of(EventKind::DesignSubmitted);
     let dups = duplicated_event_ids(&log, &submitted).await;
-    assert!(dups.is_empty(), "{} of {} lost acknowledgements left a second copy in {submitted}: {dups:?}", dups.len(), proxy.dropped());
+    assert!(
+        dups.is_empty(),
+        "{} of {} lost acknowledgements left a second copy in {submitted}: {dups:?}",
+        dups.len(),
+        proxy.dropped()
+    );
     eprintln!("{} acknowledgements lost, {} submissions, no copies", proxy.dropped(), attempts.lock().unwrap().len());
 }
 
@@ -178,11 +258,39 @@ async fn on_tansu_a_broker_killed_and_restarted_mid_burst_loses_nothing_acknowle
     let mut broker = Tansu::start();
     let brokers = broker.brokers();
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--kafka-brokers", &brokers, "--partitions", "6", "--kafka-timeout", "30s", "--max-retries", "1000", "--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let args = [
+        "--kafka-brokers",
+        &brokers,
+        "--partitions",
+        "6",
+        "--kafka-timeout",
+        "30s",
+        "--max-retries",
+        "1000",
+        "--rate-limit",
+        "100000/1s",
+        "--batch-window",
+        "20ms",
+        "--batch-size",
+        "7",
+    ];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> = (0..8).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
-    let tasks: Vec<_> = clients.iter().map(|(i, c)| tokio::spawn(ordering::editor(c.clone(), *i as u64 + 1, compact_blink_design("restart"), 60, ordering::EDITOR_PAUSE_MS, attempts.clone()))).collect();
+    let clients: BTreeMap<usize, Client> =
+        (0..8).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|(i, c)| {
+            tokio::spawn(ordering::editor(
+                c.clone(),
+                *i as u64 + 1,
+                compact_blink_design("restart"),
+                60,
+                ordering::EDITOR_PAUSE_MS,
+                attempts.clone(),
+            ))
+        })
+        .collect();
     for _ in 0..2 {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!tasks.iter().all(|t| t.is_finished()), "the broker dies while clients are still posting");
@@ -208,7 +316,17 @@ async fn on_tansu_with_scram_the_right_password_reaches_ready_and_a_wrong_one_st
     let mut broker = Tansu::start();
     broker.require_scram_user("openqq", "correct horse");
     let brokers = broker.brokers();
-    let scram = ["--kafka-brokers", &brokers, "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "openqq", "--kafka-sasl-without-tls", "--partitions", "6"];
+    let scram = [
+        "--kafka-brokers",
+        &brokers,
+        "--kafka-auth",
+        "scram-sha-512",
+        "--kafka-sasl-username",
+        "openqq",
+        "--kafka-sasl-without-tls",
+        "--partitions",
+        "6",
+    ];
 
     let dir = tempfile::tempdir().unwrap();
     let wrong = std::process::Command::new(openqq_e2e::openqq_bin())
@@ -225,7 +343,9 @@ async fn on_tansu_with_scram_the_right_password_reaches_ready_and_a_wrong_one_st
     assert!(!stderr.contains("wrong horse"), "the password never shows: {stderr}");
 
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_with_env(dir.path(), "127.0.0.1:0", &scram, &[("OPENQQ_KAFKA_SASL_PASSWORD", "correct horse")]).unwrap();
+    let server =
+        Server::start_with_env(dir.path(), "127.0.0.1:0", &scram, &[("OPENQQ_KAFKA_SASL_PASSWORD", "correct horse")])
+            .unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let (status, accepted) = acme.post("/v1/designs", &compact_blink_design("scram")).await.unwrap();
     assert_eq!(status, 202, "{accepted}");
@@ -249,14 +369,19 @@ async fn a_function_on_lambda_takes_the_kafka_settings_from_its_environment() {
             .output()
             .unwrap()
     };
-    let bad = function(&[("OPENQQ_KAFKA_BROKERS", &brokers), ("OPENQQ_KAFKA_AUTH", "scram-sha-512"), ("OPENQQ_KAFKA_SASL_USERNAME", "openqq")]);
+    let bad = function(&[
+        ("OPENQQ_KAFKA_BROKERS", &brokers),
+        ("OPENQQ_KAFKA_AUTH", "scram-sha-512"),
+        ("OPENQQ_KAFKA_SASL_USERNAME", "openqq"),
+    ]);
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(stderr.contains("needs a password: set OPENQQ_KAFKA_SASL_PASSWORD"), "{stderr}");
     assert!(!dir.path().join("data").exists(), "the data dir is untouched by a bad setting");
 
     let prefix = prefix("lambda");
-    let out = function(&[("OPENQQ_KAFKA_BROKERS", &brokers), ("OPENQQ_TOPIC_PREFIX", &prefix), ("OPENQQ_PARTITIONS", "3")]);
+    let out =
+        function(&[("OPENQQ_KAFKA_BROKERS", &brokers), ("OPENQQ_TOPIC_PREFIX", &prefix), ("OPENQQ_PARTITIONS", "3")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("AWS_LAMBDA"), "outside Lambda the function stops at the runtime API: {stderr}");
     let mut s = settings(&brokers, vec![]);

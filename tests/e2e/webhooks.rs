@@ -36,7 +36,11 @@ async fn receiver() -> (String, mpsc::UnboundedReceiver<Received>) {
                     buf.extend_from_slice(&chunk[..n]);
                     if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                         let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-                        let len = head.lines().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse().unwrap()).unwrap_or(0);
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .map(|v| v.trim().parse().unwrap())
+                            .unwrap_or(0);
                         break (i + 4, len);
                     }
                 };
@@ -74,7 +78,8 @@ async fn a_tenants_endpoint_receives_its_signed_result_and_only_its_own() {
     let (_, accepted) = acme.post("/v1/designs", &blink_design("hooked")).await.unwrap();
     let id = accepted["design_id"].as_str().unwrap();
 
-    let (headers, body) = tokio::time::timeout(Duration::from_secs(20), acme_hooks.recv()).await.expect("the webhook arrives").unwrap();
+    let (headers, body) =
+        tokio::time::timeout(Duration::from_secs(20), acme_hooks.recv()).await.expect("the webhook arrives").unwrap();
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!((json["type"].as_str(), json["data"]["design_id"].as_str()), (Some("results.ready"), Some(id)));
     assert_eq!(json["data"]["verdict"], "pass");
@@ -86,5 +91,8 @@ async fn a_tenants_endpoint_receives_its_signed_result_and_only_its_own() {
     let expected = format!("v1,{}", B64.encode(mac.finalize().into_bytes()));
     assert_eq!(headers["webhook-signature"], expected, "signed with the tenant's secret over id.timestamp.body");
 
-    assert!(tokio::time::timeout(Duration::from_millis(800), globex_hooks.recv()).await.is_err(), "globex's endpoint hears nothing of acme");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(800), globex_hooks.recv()).await.is_err(),
+        "globex's endpoint hears nothing of acme"
+    );
 }

@@ -17,12 +17,12 @@
 //! broker on this machine, not what MSK does.
 
 use openqq_adapters::embedded::{Durability, EmbeddedEventLog};
-use openqq_adapters::{conformance, KafkaEventLog, KafkaSettings};
 use openqq_adapters::kafka::rdkafka::mocking::MockCluster;
+use openqq_adapters::{conformance, KafkaEventLog, KafkaSettings};
 use openqq_core::{EventLog, Record, Topics};
+use openqq_e2e::compact_blink_design;
 use openqq_e2e::tansu::Tansu;
 use openqq_e2e::throughput::{run, EVENTS_PER_DESIGN};
-use openqq_e2e::compact_blink_design;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,7 +53,11 @@ async fn produce(log: Arc<dyn EventLog>, topic: &str, records: usize) -> Produce
                     if i >= records {
                         return latencies;
                     }
-                    let record = Record { key: format!("tenant-{}", i % 100), value: value.clone(), headers: vec![("event-id".into(), i.to_string().into_bytes())] };
+                    let record = Record {
+                        key: format!("tenant-{}", i % 100),
+                        value: value.clone(),
+                        headers: vec![("event-id".into(), i.to_string().into_bytes())],
+                    };
                     let t = Instant::now();
                     log.publish(&topic, vec![record]).await.expect("publish");
                     latencies.push(t.elapsed());
@@ -80,7 +84,8 @@ async fn kafka_log(brokers: &str, topic: &str, overrides: &[(&str, &str)]) -> Ar
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).take(2).map(|a| a.parse().expect("numbers: RECORDS DESIGNS")).collect();
+    let args: Vec<usize> =
+        std::env::args().skip(1).take(2).map(|a| a.parse().expect("numbers: RECORDS DESIGNS")).collect();
     let records = args.first().copied().unwrap_or(20_000);
     let designs = args.get(1).copied().unwrap_or(2_000);
     let broker = Tansu::start();
@@ -108,10 +113,22 @@ async fn main() {
             let r = produce(log, &topic, records).await;
             let secs = r.elapsed.as_secs_f64();
             best[i] = best[i].min(secs);
-            println!("{:<34} {:>9.2} {:>11.0} {:>9.1} {:>9.1}   (round {})", label, secs, records as f64 / secs, r.p50.as_secs_f64() * 1e3, r.p99.as_secs_f64() * 1e3, round + 1);
+            println!(
+                "{:<34} {:>9.2} {:>11.0} {:>9.1} {:>9.1}   (round {})",
+                label,
+                secs,
+                records as f64 / secs,
+                r.p50.as_secs_f64() * 1e3,
+                r.p99.as_secs_f64() * 1e3,
+                round + 1
+            );
         }
     }
-    println!("records/s ratios (best runs): kafka acks=all / embedded {:.2}×, acks=all / acks=1 {:.2}×", best[0] / best[1], best[2] / best[1]);
+    println!(
+        "records/s ratios (best runs): kafka acks=all / embedded {:.2}×, acks=all / acks=1 {:.2}×",
+        best[0] / best[1],
+        best[2] / best[1]
+    );
 
     // A fresh broker: tansu slows down as its SQLite file grows, and part 1 wrote ~0.5 GB.
     drop(broker);
@@ -130,8 +147,14 @@ async fn main() {
     let mut totals = Vec::new();
     for (label, extra) in [
         ("embedded log", vec!["--partitions", &partitions]),
-        ("kafka log on tansu", vec!["--partitions", &partitions, "--kafka-brokers", &brokers, "--topic-prefix", "bench-e2e."]),
-        ("kafka log on the mock cluster", vec!["--partitions", &partitions, "--kafka-brokers", &mock_brokers, "--kafka-create-topics", "false"]),
+        (
+            "kafka log on tansu",
+            vec!["--partitions", &partitions, "--kafka-brokers", &brokers, "--topic-prefix", "bench-e2e."],
+        ),
+        (
+            "kafka log on the mock cluster",
+            vec!["--partitions", &partitions, "--kafka-brokers", &mock_brokers, "--kafka-create-topics", "false"],
+        ),
     ] {
         eprintln!("running: {label}");
         let r = run(designs, 20, 32, &design, &extra).await;
@@ -139,5 +162,9 @@ async fn main() {
         println!("{:<34} {:>9.2}s {:>10.0} events/s", label, secs, (designs * EVENTS_PER_DESIGN) as f64 / secs);
         totals.push(secs);
     }
-    println!("events/s ratios: kafka on tansu / embedded {:.2}×, kafka on the mock / embedded {:.2}×", totals[0] / totals[1], totals[0] / totals[2]);
+    println!(
+        "events/s ratios: kafka on tansu / embedded {:.2}×, kafka on the mock / embedded {:.2}×",
+        totals[0] / totals[1],
+        totals[0] / totals[2]
+    );
 }

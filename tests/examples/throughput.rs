@@ -15,20 +15,32 @@ use openqq_e2e::throughput::{compact, run, EVENTS_PER_DESIGN};
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).take(3).map(|a| a.parse().expect("numbers: DESIGNS TENANTS CONCURRENCY")).collect();
+    let args: Vec<usize> =
+        std::env::args().skip(1).take(3).map(|a| a.parse().expect("numbers: DESIGNS TENANTS CONCURRENCY")).collect();
     // An optional fourth argument picks runs: any of full,compact,fsync (default: all three).
     let only = std::env::args().nth(4).unwrap_or_else(|| "full,compact,fsync".into());
     let designs = args.first().copied().unwrap_or(10_000);
     let tenants = args.get(1).copied().unwrap_or(20);
     let concurrency = args.get(2).copied().unwrap_or(32);
     let events = designs * EVENTS_PER_DESIGN;
-    println!("{designs} designs ({events} events) from {tenants} tenants, {concurrency} requests in flight, {} cores", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
+    println!(
+        "{designs} designs ({events} events) from {tenants} tenants, {concurrency} requests in flight, {} cores",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+    );
     println!("{:<24} {:>10} {:>12} {:>12} {:>12}", "run", "total", "designs/s", "events/s", "submit/s");
     let full = blink_design("bench");
     let small = compact(full.clone());
-    println!("netlist sizes: full {} bytes, compact {} bytes", full["netlist"].to_string().len(), small["netlist"].to_string().len());
+    println!(
+        "netlist sizes: full {} bytes, compact {} bytes",
+        full["netlist"].to_string().len(),
+        small["netlist"].to_string().len()
+    );
     let mut totals = Vec::new();
-    let runs = [("full", "full netlist", &full, vec![]), ("compact", "compact netlist", &small, vec![]), ("fsync", "full netlist, --fsync", &full, vec!["--fsync"])];
+    let runs = [
+        ("full", "full netlist", &full, vec![]),
+        ("compact", "compact netlist", &small, vec![]),
+        ("fsync", "full netlist, --fsync", &full, vec!["--fsync"]),
+    ];
     for (key, label, design, extra) in runs {
         if !only.split(',').any(|k| k == key) {
             totals.push(f64::NAN);
@@ -47,5 +59,9 @@ async fn main() {
         );
         totals.push(secs);
     }
-    println!("time ratios: full / compact {:.2}×, fsync / default {:.2}×", totals[0] / totals[1], totals[2] / totals[0]);
+    println!(
+        "time ratios: full / compact {:.2}×, fsync / default {:.2}×",
+        totals[0] / totals[1],
+        totals[2] / totals[0]
+    );
 }

@@ -106,7 +106,12 @@ async fn requests(mut rx: OwnedReadHalf, mut tx: OwnedWriteHalf, in_flight: Arc<
     }
 }
 
-async fn responses(mut rx: OwnedReadHalf, mut tx: OwnedWriteHalf, in_flight: Arc<Mutex<HashMap<i32, i16>>>, counters: Arc<Counters>) {
+async fn responses(
+    mut rx: OwnedReadHalf,
+    mut tx: OwnedWriteHalf,
+    in_flight: Arc<Mutex<HashMap<i32, i16>>>,
+    counters: Arc<Counters>,
+) {
     while let Some(frame) = read_frame(&mut rx).await {
         if frame.len() >= 8 {
             let correlation = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
@@ -114,7 +119,10 @@ async fn responses(mut rx: OwnedReadHalf, mut tx: OwnedWriteHalf, in_flight: Arc
             if api_key == Some(PRODUCE) {
                 let n = counters.produce_responses.fetch_add(1, Ordering::SeqCst) + 1;
                 let every = counters.drop_every.load(Ordering::SeqCst);
-                if every > 0 && n.is_multiple_of(every) && counters.dropped.load(Ordering::SeqCst) < counters.drop_at_most.load(Ordering::SeqCst) {
+                if every > 0
+                    && n.is_multiple_of(every)
+                    && counters.dropped.load(Ordering::SeqCst) < counters.drop_at_most.load(Ordering::SeqCst)
+                {
                     counters.dropped.fetch_add(1, Ordering::SeqCst);
                     return; // both halves close: the acknowledgement is lost
                 }

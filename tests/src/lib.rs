@@ -32,7 +32,11 @@ pub fn openqq_bin() -> PathBuf {
 /// `openqq` (`cargo build --workspace --bins`, as the test script does).
 pub fn function_bin(name: &str) -> PathBuf {
     let bin = openqq_bin().with_file_name(name);
-    assert!(bin.exists(), "{} is missing: run `cargo build --workspace --bins` first (the test script does)", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first (the test script does)",
+        bin.display()
+    );
     bin
 }
 
@@ -175,7 +179,8 @@ pub fn repo_root() -> PathBuf {
 /// A small real design: the `blink` netlist synthesised by yosys for hx8k/ct256, with its PCF.
 pub fn blink_design(name: &str) -> Value {
     let root = repo_root().join("shared/fpga/fixtures/bad");
-    let netlist: Value = serde_json::from_str(&std::fs::read_to_string(root.join("netlists/blink.json")).unwrap()).unwrap();
+    let netlist: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("netlists/blink.json")).unwrap()).unwrap();
     let pcf = std::fs::read_to_string(root.join("cases/good_blink.pcf")).unwrap();
     json!({
         "name": name,

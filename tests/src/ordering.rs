@@ -45,7 +45,14 @@ pub const EDITOR_PAUSE_MS: u64 = 60;
 /// One tenant's editor: creates `design`, then saves revisions `2..=revisions` of it in order,
 /// each until acknowledged, resending about one in four and pausing up to `pause_ms` between
 /// saves. Returns the design id and the acknowledged revisions.
-pub async fn editor(c: Client, seed: u64, design: Value, revisions: u64, pause_ms: u64, attempts: Attempts) -> (String, Vec<u64>) {
+pub async fn editor(
+    c: Client,
+    seed: u64,
+    design: Value,
+    revisions: u64,
+    pause_ms: u64,
+    attempts: Attempts,
+) -> (String, Vec<u64>) {
     let mut rng = seed;
     let mut next = || {
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -72,7 +79,10 @@ pub async fn editor(c: Client, seed: u64, design: Value, revisions: u64, pause_m
 /// Waits until each design is `ready` at its last acknowledged revision, then checks its
 /// timeline: every acknowledged revision has exactly one entry of each of the four kinds, in
 /// revision order, and no event was applied twice.
-pub async fn assert_every_acknowledged_revision_ready_once_in_order(clients: &BTreeMap<usize, Client>, results: &BTreeMap<usize, (String, Vec<u64>)>) {
+pub async fn assert_every_acknowledged_revision_ready_once_in_order(
+    clients: &BTreeMap<usize, Client>,
+    results: &BTreeMap<usize, (String, Vec<u64>)>,
+) {
     for (i, (id, acked)) in results {
         let c = &clients[i];
         let last = *acked.last().unwrap();
@@ -80,7 +90,8 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(clients: &BT
         let (_, events) = c.get(&format!("/v1/designs/{id}/events")).await.unwrap();
         let events = events["events"].as_array().unwrap();
         for kind in ["design.submitted", "validation.started", "validation.finished", "results.ready"] {
-            let revs: Vec<u64> = events.iter().filter(|e| e["kind"] == kind).map(|e| e["revision"].as_u64().unwrap()).collect();
+            let revs: Vec<u64> =
+                events.iter().filter(|e| e["kind"] == kind).map(|e| e["revision"].as_u64().unwrap()).collect();
             assert_eq!(&revs, acked, "tenant-{i}: every acknowledged revision has exactly one {kind}, in order");
         }
         let ids: HashSet<&str> = events.iter().map(|e| e["event_id"].as_str().unwrap()).collect();
@@ -93,11 +104,21 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(clients: &BT
 /// while the server is SIGKILLed and restarted four times mid-stream, and once more after the
 /// last acknowledgement; then every acknowledged revision must reach `results.ready` once, in
 /// order. The server's extra args decide where the log lives (embedded, or Kafka).
-pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(server: &mut crate::Server, design: Value, tenants: usize, revisions: u64) {
+pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(
+    server: &mut crate::Server,
+    design: Value,
+    tenants: usize,
+    revisions: u64,
+) {
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> = (0..tenants).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
-    let tasks: Vec<_> =
-        clients.iter().map(|(i, c)| tokio::spawn(editor(c.clone(), *i as u64 + 1, design.clone(), revisions, EDITOR_PAUSE_MS, attempts.clone()))).collect();
+    let clients: BTreeMap<usize, Client> =
+        (0..tenants).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|(i, c)| {
+            tokio::spawn(editor(c.clone(), *i as u64 + 1, design.clone(), revisions, EDITOR_PAUSE_MS, attempts.clone()))
+        })
+        .collect();
 
     for _ in 0..4 {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -140,11 +161,22 @@ async fn until_it_consumes(server: &crate::Server, within: Duration) {
 /// SIGTERM (its partitions are revoked after its batches end and commit). Every acknowledged
 /// revision must still reach `results.ready` once, in order. Editors pause up to `pause_ms`
 /// between saves: the burst must outlast two joins and a session timeout.
-pub async fn runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(first: &crate::Server, design: Value, tenants: usize, revisions: u64, pause_ms: u64) {
+pub async fn runners_joining_and_leaving_keep_every_acknowledged_revision_in_order(
+    first: &crate::Server,
+    design: Value,
+    tenants: usize,
+    revisions: u64,
+    pause_ms: u64,
+) {
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> = (0..tenants).map(|i| (i, Client::new(&first.url, &first.token(&format!("tenant-{i}"))))).collect();
-    let tasks: Vec<_> =
-        clients.iter().map(|(i, c)| tokio::spawn(editor(c.clone(), *i as u64 + 1, design.clone(), revisions, pause_ms, attempts.clone()))).collect();
+    let clients: BTreeMap<usize, Client> =
+        (0..tenants).map(|i| (i, Client::new(&first.url, &first.token(&format!("tenant-{i}"))))).collect();
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|(i, c)| {
+            tokio::spawn(editor(c.clone(), *i as u64 + 1, design.clone(), revisions, pause_ms, attempts.clone()))
+        })
+        .collect();
     let args: Vec<&str> = first.extra_args.iter().map(String::as_str).collect();
 
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -17,7 +17,8 @@ pub fn bin() -> PathBuf {
     if let Ok(p) = std::env::var("OPENQQ_TANSU_BIN") {
         return PathBuf::from(p);
     }
-    let on_path = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("tansu")).find(|p| p.is_file()));
+    let on_path = std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("tansu")).find(|p| p.is_file()));
     on_path.expect("tansu is needed: run `scripts/services/tansu.sh bin` and set OPENQQ_TANSU_BIN to the path it prints (the test command does)")
 }
 
@@ -41,7 +42,8 @@ impl Tansu {
 
     /// A private broker on `port` that tells clients to connect to `advertised_port`.
     pub fn start_advertising(port: u16, advertised_port: u16) -> Self {
-        let mut broker = Self { child: None, port, advertised_port, dir: tempfile::tempdir().unwrap(), authentication: false };
+        let mut broker =
+            Self { child: None, port, advertised_port, dir: tempfile::tempdir().unwrap(), authentication: false };
         broker.spawn();
         broker
     }
@@ -90,7 +92,16 @@ impl Tansu {
     /// added through the Kafka API, which an authenticating broker refuses before a login.)
     pub fn require_scram_user(&mut self, name: &str, password: &str) {
         let out = Command::new(bin())
-            .args(["user", "create", "--broker", &format!("tcp://127.0.0.1:{}", self.port), name, password, "--mechanism", "scram512"])
+            .args([
+                "user",
+                "create",
+                "--broker",
+                &format!("tcp://127.0.0.1:{}", self.port),
+                name,
+                password,
+                "--mechanism",
+                "scram512",
+            ])
             .output()
             .expect("running tansu user create");
         assert!(out.status.success(), "tansu user create failed: {}", String::from_utf8_lossy(&out.stderr));

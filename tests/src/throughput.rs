@@ -35,12 +35,19 @@ pub fn compact(mut design: serde_json::Value) -> serde_json::Value {
 
 /// Submits `designs` copies of `design` from `tenants` tenants with `concurrency` requests in
 /// flight to an `openqq up` started with `extra` args, and waits until all are ready.
-pub async fn run(designs: usize, tenants: usize, concurrency: usize, design: &serde_json::Value, extra: &[&str]) -> Run {
+pub async fn run(
+    designs: usize,
+    tenants: usize,
+    concurrency: usize,
+    design: &serde_json::Value,
+    extra: &[&str],
+) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec!["--rate-limit", "1000000/1s", "--workers", "64", "--queue", "4096"];
     args.extend_from_slice(extra);
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    let clients: Vec<Client> = (0..tenants).map(|t| Client::new(&server.url, &server.token(&format!("bench-{t}")))).collect();
+    let clients: Vec<Client> =
+        (0..tenants).map(|t| Client::new(&server.url, &server.token(&format!("bench-{t}")))).collect();
     let body = bytes_of(design);
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
@@ -94,4 +101,3 @@ pub async fn run(designs: usize, tenants: usize, concurrency: usize, design: &se
     }
     Run { submit, total: started.elapsed() }
 }
-

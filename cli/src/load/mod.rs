@@ -94,18 +94,29 @@ pub struct LoadArgs {
 impl LoadArgs {
     fn burst(&self) -> Option<Burst> {
         // A factor of 1 keeps the window, so a steady run reports the same slice of time.
-        (self.noisy > 0).then_some(Burst { factor: self.burst_factor, start: self.burst_start, length: self.burst_length })
+        (self.noisy > 0).then_some(Burst {
+            factor: self.burst_factor,
+            start: self.burst_start,
+            length: self.burst_length,
+        })
     }
 
     fn check(&self) -> Result<reqwest::Url> {
         let url = reqwest::Url::parse(&self.url).context("--url")?;
         ensure!(url.scheme() == "http", "--url must be http://");
-        ensure!(matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")), "--url must be a loopback address (127.0.0.1, localhost or [::1]); got {}", self.url);
+        ensure!(
+            matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")),
+            "--url must be a loopback address (127.0.0.1, localhost or [::1]); got {}",
+            self.url
+        );
         ensure!(self.tenants + self.noisy > 0, "there must be at least one tenant");
         ensure!(self.tenants + self.noisy <= 1000, "at most 1000 tenants");
         ensure!(self.rate > 0.0 && self.rate.is_finite(), "--rate must be positive");
         ensure!(self.burst_factor >= 1.0 && self.burst_factor <= 1000.0, "--burst-factor must be between 1 and 1000");
-        ensure!(!self.duration.is_zero() && self.duration <= MAX_DURATION, "--duration must be positive and at most {MAX_DURATION:?}");
+        ensure!(
+            !self.duration.is_zero() && self.duration <= MAX_DURATION,
+            "--duration must be positive and at most {MAX_DURATION:?}"
+        );
         ensure!(self.path.starts_with('/'), "--path must start with /");
         Ok(url.join(&self.path)?)
     }
@@ -152,7 +163,8 @@ async fn drive(args: LoadArgs) -> Result<()> {
         ArrivalsArg::Even => Arrivals::Even,
         ArrivalsArg::Poisson => Arrivals::Poisson,
     };
-    let classes = std::iter::repeat_n(Class::Compliant, args.tenants).chain(std::iter::repeat_n(Class::Noisy, args.noisy));
+    let classes =
+        std::iter::repeat_n(Class::Compliant, args.tenants).chain(std::iter::repeat_n(Class::Noisy, args.noisy));
     let mut tenants = Vec::new();
     let mut schedules = Vec::new();
     for (i, class) in classes.enumerate() {
@@ -161,11 +173,25 @@ async fn drive(args: LoadArgs) -> Result<()> {
         let id = TenantId::parse(name.clone()).context("--tenant-prefix")?;
         let token = keys.issue(&id, args.duration + args.timeout + Duration::from_secs(3600));
         let b = if class == Class::Noisy { burst } else { None };
-        schedules.push((class, token, plan::schedule(args.rate, b, args.duration, arrivals, args.seed.wrapping_mul(1_000_003).wrapping_add(i as u64))));
+        schedules.push((
+            class,
+            token,
+            plan::schedule(
+                args.rate,
+                b,
+                args.duration,
+                arrivals,
+                args.seed.wrapping_mul(1_000_003).wrapping_add(i as u64),
+            ),
+        ));
         tenants.push((name, class));
     }
     let total: usize = schedules.iter().map(|(_, _, s)| s.len()).sum();
-    ensure!(total <= args.max_requests, "the schedule holds {total} requests, more than --max-requests {}", args.max_requests);
+    ensure!(
+        total <= args.max_requests,
+        "the schedule holds {total} requests, more than --max-requests {}",
+        args.max_requests
+    );
 
     let http = reqwest::Client::builder().timeout(args.timeout).build()?;
     let progress = Arc::new(Progress {
@@ -211,7 +237,8 @@ async fn drive(args: LoadArgs) -> Result<()> {
                     if let Some(c) = counter {
                         c.fetch_add(1, Ordering::Relaxed);
                     }
-                    let done = if matches!(outcome, Outcome::Status(_)) { &progress.answered } else { &progress.failed };
+                    let done =
+                        if matches!(outcome, Outcome::Status(_)) { &progress.answered } else { &progress.failed };
                     done.fetch_add(1, Ordering::Relaxed);
                     let _ = tx.send(Sample { class, tenant, scheduled, outcome, latency });
                 });
@@ -262,7 +289,8 @@ async fn drive(args: LoadArgs) -> Result<()> {
         "scheduled": total,
     });
     let doc = report::results(config, elapsed, burst, &tenants, &samples);
-    std::fs::write(&args.out, serde_json::to_string_pretty(&doc)? + "\n").with_context(|| format!("writing {}", args.out.display()))?;
+    std::fs::write(&args.out, serde_json::to_string_pretty(&doc)? + "\n")
+        .with_context(|| format!("writing {}", args.out.display()))?;
     for class in ["compliant", "noisy"] {
         let c = &doc["classes"][class];
         println!(

@@ -102,7 +102,13 @@ fn by_class<'a>(samples: &'a [Sample], keep: impl Fn(&Sample) -> bool + Copy + '
 
 /// The results document: per class over the whole run and, with a burst, during it; and per
 /// tenant counts.
-pub fn results(config: Value, elapsed: Duration, burst: Option<Burst>, tenants: &[(String, Class)], samples: &[Sample]) -> Value {
+pub fn results(
+    config: Value,
+    elapsed: Duration,
+    burst: Option<Burst>,
+    tenants: &[(String, Class)],
+    samples: &[Sample],
+) -> Value {
     let mut doc = json!({
         "config": config,
         "elapsed_s": elapsed.as_secs_f64(),
@@ -156,7 +162,10 @@ mod tests {
         ];
         let s = summarise(samples.iter());
         assert_eq!((s["sent"].as_u64(), s["ok"].as_u64(), s["rate_limited"].as_u64()), (Some(5), Some(1), Some(1)));
-        assert_eq!((s["server_errors"].as_u64(), s["timeouts"].as_u64(), s["transport_errors"].as_u64()), (Some(1), Some(1), Some(1)));
+        assert_eq!(
+            (s["server_errors"].as_u64(), s["timeouts"].as_u64(), s["transport_errors"].as_u64()),
+            (Some(1), Some(1), Some(1))
+        );
         assert_eq!(s["status"]["429"], 1);
         assert_eq!(s["latency_ms"]["count"], 3);
         assert_eq!(s["latency_ms"]["max"], 10.0);
@@ -167,7 +176,8 @@ mod tests {
     #[test]
     fn results_split_classes_and_the_burst_window() {
         let burst = Burst { factor: 10.0, start: Duration::from_secs(1), length: Duration::from_secs(1) };
-        let samples = [sample(Class::Compliant, Outcome::Status(200), 5, 0), sample(Class::Noisy, Outcome::Status(429), 1, 1)];
+        let samples =
+            [sample(Class::Compliant, Outcome::Status(200), 5, 0), sample(Class::Noisy, Outcome::Status(429), 1, 1)];
         let doc = results(json!({}), Duration::from_secs(2), Some(burst), &[("a".into(), Class::Compliant)], &samples);
         assert_eq!(doc["classes"]["compliant"]["sent"], 1);
         assert_eq!(doc["classes"]["noisy"]["rate_limited"], 1);

@@ -54,13 +54,15 @@ impl JwtKeys {
     /// A token for `tenant`, valid for `ttl`.
     pub fn issue(&self, tenant: &TenantId, ttl: Duration) -> String {
         let now = chrono::Utc::now().timestamp().max(0) as u64;
-        let claims = Claims { tenant_id: tenant.to_string(), sub: tenant.to_string(), iat: now, exp: now + ttl.as_secs() };
+        let claims =
+            Claims { tenant_id: tenant.to_string(), sub: tenant.to_string(), iat: now, exp: now + ttl.as_secs() };
         encode(&Header::new(Algorithm::HS256), &claims, &self.encoding).expect("HS256 signing cannot fail")
     }
 
     /// The tenant of a valid token.
     pub fn verify(&self, token: &str) -> Result<TenantId, String> {
-        let data = decode::<Claims>(token, &self.decoding, &self.validation).map_err(|e| format!("the bearer token is invalid: {e}"))?;
+        let data = decode::<Claims>(token, &self.decoding, &self.validation)
+            .map_err(|e| format!("the bearer token is invalid: {e}"))?;
         TenantId::parse(data.claims.tenant_id).map_err(|e| format!("the token's tenant_id claim is invalid: {e}"))
     }
 }

@@ -14,13 +14,17 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = Problem;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Problem> {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+        let is_json =
+            req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| {
+                ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+            });
         if !is_json {
-            return Err(Problem::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type", "Unsupported media type", "send the body as application/json"));
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Unsupported media type",
+                "send the body as application/json",
+            ));
         }
         let limit = state.max_body_bytes;
         let bytes = read_limited(req.into_body(), limit).await?;
@@ -48,7 +52,14 @@ pub async fn drain(mut body: axum::body::Body, cap: usize) {
 /// Reads at most `limit` bytes; a larger body is 413, after draining what the client sends.
 async fn read_limited(mut body: axum::body::Body, limit: usize) -> Result<Vec<u8>, Problem> {
     use http_body_util::BodyExt;
-    let too_large = || Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", "The request body is too large", format!("bodies are limited to {limit} bytes"));
+    let too_large = || {
+        Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "The request body is too large",
+            format!("bodies are limited to {limit} bytes"),
+        )
+    };
     let mut out = Vec::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
@@ -61,7 +72,11 @@ async fn read_limited(mut body: axum::body::Body, limit: usize) -> Result<Vec<u8
             break;
         }
     }
-    if seen > limit { Err(too_large()) } else { Ok(out) }
+    if seen > limit {
+        Err(too_large())
+    } else {
+        Ok(out)
+    }
 }
 
 /// Parses JSON, telling syntax errors (400) from schema errors (422, with the field's path).
@@ -72,7 +87,11 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
         let inner = e.into_inner();
         match inner.classify() {
             serde_json::error::Category::Data => {
-                let field = if path == "." { missing_field(&inner.to_string()).unwrap_or_else(|| "body".to_owned()) } else { path };
+                let field = if path == "." {
+                    missing_field(&inner.to_string()).unwrap_or_else(|| "body".to_owned())
+                } else {
+                    path
+                };
                 Problem::invalid_field(field, strip_position(&inner.to_string()))
             }
             _ => Problem::bad_request(inner.to_string()),
@@ -114,7 +133,10 @@ mod tests {
     #[test]
     fn syntax_errors_are_400_and_schema_errors_name_the_field() {
         assert_eq!(parse::<T>(b"{not json").unwrap_err().status, StatusCode::BAD_REQUEST);
-        assert_eq!(parse::<T>(br#"{"a": 1, "inner": {"device": "x"}} trailing"#).unwrap_err().status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            parse::<T>(br#"{"a": 1, "inner": {"device": "x"}} trailing"#).unwrap_err().status,
+            StatusCode::BAD_REQUEST
+        );
         let p = parse::<T>(br#"{"a": 1, "inner": {"device": 5}}"#).unwrap_err();
         assert_eq!((p.status, p.field.as_deref()), (StatusCode::UNPROCESSABLE_ENTITY, Some("inner.device")));
         let p = parse::<T>(br#"{"inner": {"device": "x"}}"#).unwrap_err();

@@ -57,14 +57,30 @@ pub struct Accepted {
     pub correlation_id: CorrelationId,
 }
 
-async fn publish(state: &AppState, tenant: TenantId, design: DesignId, revision: u64, corr: CorrelationId, spec: DesignSpec) -> Result<Response, Problem> {
+async fn publish(
+    state: &AppState,
+    tenant: TenantId,
+    design: DesignId,
+    revision: u64,
+    corr: CorrelationId,
+    spec: DesignSpec,
+) -> Result<Response, Problem> {
     let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
     let record = env.to_record();
     if openqq_core::ports::check_record_sizes(std::slice::from_ref(&record)).is_err() {
-        return Err(Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", "The design is too large", "the encoded design exceeds the 1 MiB record limit"));
+        return Err(Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "The design is too large",
+            "the encoded design exceeds the 1 MiB record limit",
+        ));
     }
-    state.log.publish(&state.topics.of(EventKind::DesignSubmitted), vec![record]).await.map_err(|e| Problem::from_port(e, "publishing the design"))?;
+    state
+        .log
+        .publish(&state.topics.of(EventKind::DesignSubmitted), vec![record])
+        .await
+        .map_err(|e| Problem::from_port(e, "publishing the design"))?;
     tracing::info!(tenant_id = %cause.tenant_id, design_id = %design, revision, "The design revision was accepted.");
     let location = format!("/v1/designs/{design}");
     let body = Accepted { design_id: design, revision, status: "submitted".into(), correlation_id: corr };
@@ -78,7 +94,10 @@ pub async fn submit(
     JsonBody(req): JsonBody<SubmitRequest>,
 ) -> Result<Response, Problem> {
     if req.revision.is_some_and(|r| r != 1) {
-        return Err(Problem::invalid_field("revision", "a new design starts at revision 1; post later revisions to /v1/designs/{id}/revisions"));
+        return Err(Problem::invalid_field(
+            "revision",
+            "a new design starts at revision 1; post later revisions to /v1/designs/{id}/revisions",
+        ));
     }
     if req.name.is_none() {
         return Err(Problem::invalid_field("name", "is required for a new design"));
@@ -100,7 +119,9 @@ pub async fn revise(
     JsonBody(req): JsonBody<SubmitRequest>,
 ) -> Result<Response, Problem> {
     let design = design_id(&id)?;
-    let revision = req.revision.ok_or_else(|| Problem::invalid_field("revision", "is required: the client numbers its revisions"))?;
+    let revision = req
+        .revision
+        .ok_or_else(|| Problem::invalid_field("revision", "is required: the client numbers its revisions"))?;
     if !(1..=MAX_REVISION).contains(&revision) {
         return Err(Problem::invalid_field("revision", format!("must be between 1 and {MAX_REVISION}")));
     }
@@ -116,7 +137,9 @@ pub struct ListQuery {
 }
 
 fn query<T>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, Problem> {
-    q.map(|Query(v)| v).map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid-query", "The query string is invalid", e.body_text()))
+    q.map(|Query(v)| v).map_err(|e| {
+        Problem::new(StatusCode::BAD_REQUEST, "invalid-query", "The query string is invalid", e.body_text())
+    })
 }
 
 pub async fn list(
@@ -132,11 +155,19 @@ pub async fn list(
     if q.cursor.as_deref().is_some_and(|c| DesignId::parse(c).is_err()) {
         return Err(Problem::invalid_field("cursor", "is not a cursor this API returned"));
     }
-    let page = state.store.list(&tenant, q.cursor.as_deref(), limit).await.map_err(|e| Problem::from_port(e, "listing designs"))?;
+    let page = state
+        .store
+        .list(&tenant, q.cursor.as_deref(), limit)
+        .await
+        .map_err(|e| Problem::from_port(e, "listing designs"))?;
     Ok(Json(serde_json::json!({ "designs": page.items, "next_cursor": page.next })).into_response())
 }
 
-pub async fn get_one(State(state): State<AppState>, Extension(tenant): Extension<TenantId>, Path(id): Path<String>) -> Result<Response, Problem> {
+pub async fn get_one(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
     let design = design_id(&id)?;
     let view = state.store.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;
     view.map(|v| Json(v).into_response()).ok_or_else(Problem::design_not_found)
@@ -156,7 +187,11 @@ pub async fn report(
 ) -> Result<Response, Problem> {
     let design = design_id(&id)?;
     let q = query(q)?;
-    let stored = state.store.report(&tenant, &design, q.revision).await.map_err(|e| Problem::from_port(e, "reading the report"))?;
+    let stored = state
+        .store
+        .report(&tenant, &design, q.revision)
+        .await
+        .map_err(|e| Problem::from_port(e, "reading the report"))?;
     let Some(stored) = stored else {
         let detail = match q.revision {
             Some(r) => format!("no report for revision {r} of this design (yet)"),
@@ -165,15 +200,22 @@ pub async fn report(
         return Err(Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail));
     };
     // The stored report is the validator's JSON; the response adds the revision it belongs to.
-    let mut body: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(stored.report.get()).map_err(|e| Problem::from_port(openqq_core::PortError::Invalid(e.to_string()), "decoding the report"))?;
+    let mut body: serde_json::Map<String, serde_json::Value> = serde_json::from_str(stored.report.get())
+        .map_err(|e| Problem::from_port(openqq_core::PortError::Invalid(e.to_string()), "decoding the report"))?;
     body.insert("revision".into(), stored.revision.into());
     body.insert("verdict".into(), stored.verdict.as_str().into());
     Ok(Json(body).into_response())
 }
 
-pub async fn events(State(state): State<AppState>, Extension(tenant): Extension<TenantId>, Path(id): Path<String>) -> Result<Response, Problem> {
+pub async fn events(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
     let design = design_id(&id)?;
-    let timeline = state.store.timeline(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the timeline"))?;
-    timeline.map(|events| Json(serde_json::json!({ "events": events })).into_response()).ok_or_else(Problem::design_not_found)
+    let timeline =
+        state.store.timeline(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the timeline"))?;
+    timeline
+        .map(|events| Json(serde_json::json!({ "events": events })).into_response())
+        .ok_or_else(Problem::design_not_found)
 }

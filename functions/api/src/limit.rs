@@ -75,7 +75,10 @@ pub async fn check(state: &AppState, tenant: &TenantId) -> Result<Decision, Prob
         StatusCode::TOO_MANY_REQUESTS,
         "rate-limited",
         "Too many requests",
-        format!("tenant {tenant} may send {} requests per {:?}; retry after the Retry-After delay", quota.limit, quota.window),
+        format!(
+            "tenant {tenant} may send {} requests per {:?}; retry after the Retry-After delay",
+            quota.limit, quota.window
+        ),
     )
     .retry_after(ceil_secs(decision.reset));
     p.headers = headers(&decision);

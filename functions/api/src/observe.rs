@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 use std::time::Instant;
 
 pub async fn record(req: Request, next: Next) -> Response {
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".to_owned());
+    let route =
+        req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".to_owned());
     let method = req.method().as_str().to_owned();
     let started = Instant::now();
     let resp = next.run(req).await;
@@ -23,6 +24,7 @@ pub async fn record(req: Request, next: Next) -> Response {
 pub async fn scrape(State(state): State<AppState>) -> Response {
     match &state.metrics {
         Some(h) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], h.render()).into_response(),
-        None => Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", "metrics are exported another way here").into_response(),
+        None => Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", "metrics are exported another way here")
+            .into_response(),
     }
 }

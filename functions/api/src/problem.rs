@@ -54,7 +54,13 @@ impl Problem {
 
     pub fn invalid_field(field: impl Into<String>, detail: impl Into<String>) -> Self {
         let field = field.into();
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-field", "A field of the request is invalid", format!("{field}: {}", detail.into())).with_field(field)
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-field",
+            "A field of the request is invalid",
+            format!("{field}: {}", detail.into()),
+        )
+        .with_field(field)
     }
 
     pub fn unauthorized(detail: impl Into<String>) -> Self {
@@ -62,11 +68,17 @@ impl Problem {
     }
 
     pub fn design_not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not-found", "Not found", "no such design for this tenant (new submissions can take a moment to appear)")
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not-found",
+            "Not found",
+            "no such design for this tenant (new submissions can take a moment to appear)",
+        )
     }
 
     pub fn unavailable(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "The service is temporarily unavailable", detail).retry_after(1)
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "The service is temporarily unavailable", detail)
+            .retry_after(1)
     }
 
     /// Maps a port error: retriable ones are 503 with `Retry-After`; the rest are 500 with a
@@ -81,7 +93,12 @@ impl Problem {
             Self::unavailable(format!("{doing} failed for now; retry shortly")).retry_after(secs)
         } else {
             tracing::error!(error = %e, doing, "A backend failed permanently.");
-            Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "Internal error", format!("{doing} failed; quote the correlation id when reporting it"))
+            Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal error",
+                format!("{doing} failed; quote the correlation id when reporting it"),
+            )
         }
     }
 }
@@ -116,5 +133,10 @@ pub async fn not_found() -> Problem {
 }
 
 pub async fn method_not_allowed() -> Problem {
-    Problem::new(StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed", "Method not allowed", "this route does not accept that method")
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "Method not allowed",
+        "this route does not accept that method",
+    )
 }

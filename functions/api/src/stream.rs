@@ -37,10 +37,14 @@ pub async fn live(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Problem> {
-    let feed = state
-        .live
-        .as_ref()
-        .ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", "this deployment has no live stream; poll GET /v1/designs"))?;
+    let feed = state.live.as_ref().ok_or_else(|| {
+        Problem::new(
+            StatusCode::NOT_FOUND,
+            "not-found",
+            "Not found",
+            "this deployment has no live stream; poll GET /v1/designs",
+        )
+    })?;
     let events = stream::unfold((tenant, feed.subscribe()), |(tenant, mut rx)| async move {
         let event = next_for(&tenant, &mut rx).await?;
         Some((Ok(event), (tenant, rx)))

@@ -15,7 +15,13 @@ const HANDLER_TAKES: Duration = Duration::from_millis(300);
 fn slow_app(workers: usize, queue: usize) -> Router {
     let cfg = PoolConfig { workers, queue, simulated_downstream: None };
     Router::new()
-        .route("/slow", get(|| async { tokio::time::sleep(HANDLER_TAKES).await; "done" }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(HANDLER_TAKES).await;
+                "done"
+            }),
+        )
         .layer(axum::middleware::from_fn_with_state(Pool::new(cfg), pool::layer))
 }
 
@@ -34,8 +40,14 @@ async fn burst(app: Router, n: usize) -> Vec<Outcome> {
             tokio::spawn(async move {
                 let started = Instant::now();
                 let resp = app.oneshot(Request::get("/slow").body(Body::empty()).unwrap()).await.unwrap();
-                let header = |name| resp.headers().get(name).map(|v: &header::HeaderValue| v.to_str().unwrap().to_owned());
-                Outcome { status: resp.status(), content_type: header(header::CONTENT_TYPE), retry_after: header(header::RETRY_AFTER), took: started.elapsed() }
+                let header =
+                    |name| resp.headers().get(name).map(|v: &header::HeaderValue| v.to_str().unwrap().to_owned());
+                Outcome {
+                    status: resp.status(),
+                    content_type: header(header::CONTENT_TYPE),
+                    retry_after: header(header::RETRY_AFTER),
+                    took: started.elapsed(),
+                }
             })
         })
         .collect();
@@ -75,9 +87,10 @@ async fn a_queue_big_enough_for_the_burst_refuses_nothing() {
 async fn a_simulated_downstream_serves_its_capacity_at_once_and_queues_the_rest() {
     use openqq_api::downstream::{self, Downstream, DownstreamConfig};
     let latency = Duration::from_millis(200);
-    let app = Router::new()
-        .route("/slow", get(|| async { "done" }))
-        .layer(axum::middleware::from_fn_with_state(Downstream::new(DownstreamConfig { latency, capacity: Some(2) }), downstream::layer));
+    let app = Router::new().route("/slow", get(|| async { "done" })).layer(axum::middleware::from_fn_with_state(
+        Downstream::new(DownstreamConfig { latency, capacity: Some(2) }),
+        downstream::layer,
+    ));
     let outcomes = burst(app, 5).await;
     assert!(outcomes.iter().all(|o| o.status == StatusCode::OK));
     let mut took: Vec<_> = outcomes.iter().map(|o| o.took).collect();

@@ -36,7 +36,8 @@ fn wire(r: &Record, partition: i64, offset: i64, with_headers: bool) -> serde_js
         "key": B64.encode(&r.key), "value": B64.encode(&r.value),
     });
     if with_headers {
-        let headers: Vec<_> = r.headers.iter().map(|(k, val)| json!({ k: val.iter().map(|b| *b as i8).collect::<Vec<_>>() })).collect();
+        let headers: Vec<_> =
+            r.headers.iter().map(|(k, val)| json!({ k: val.iter().map(|b| *b as i8).collect::<Vec<_>>() })).collect();
         v["headers"] = json!(headers);
     }
     v
@@ -64,9 +65,15 @@ async fn a_multi_partition_aws_event_is_applied_and_an_undecodable_record_is_dea
     let consumer = Consumer::new(DesignJob { store: b.store.clone() }, b.log.clone(), topics.clone());
     consumer.handle(parse_event(event()).unwrap()).await.expect("the batch succeeds");
 
-    let acme = b.store.get(&TenantId::parse("acme").unwrap(), &DesignId::parse("d-acme").unwrap()).await.unwrap().unwrap();
+    let acme =
+        b.store.get(&TenantId::parse("acme").unwrap(), &DesignId::parse("d-acme").unwrap()).await.unwrap().unwrap();
     assert_eq!(acme.revision, 2, "both records of partition 0 applied, in order (the second had no headers)");
-    assert!(b.store.get(&TenantId::parse("globex").unwrap(), &DesignId::parse("d-globex").unwrap()).await.unwrap().is_some());
+    assert!(b
+        .store
+        .get(&TenantId::parse("globex").unwrap(), &DesignId::parse("d-globex").unwrap())
+        .await
+        .unwrap()
+        .is_some());
 
     let requested: u64 = b.source.end_offsets(&topics.of(EventKind::ValidationRequested)).await.unwrap().iter().sum();
     assert_eq!(requested, 3, "one validation.requested per applied submission");
@@ -82,7 +89,12 @@ async fn a_multi_partition_aws_event_is_applied_and_an_undecodable_record_is_dea
 
     // Re-delivering the same event applies nothing twice.
     consumer.handle(parse_event(event()).unwrap()).await.unwrap();
-    let timeline = b.store.timeline(&TenantId::parse("acme").unwrap(), &DesignId::parse("d-acme").unwrap()).await.unwrap().unwrap();
+    let timeline = b
+        .store
+        .timeline(&TenantId::parse("acme").unwrap(), &DesignId::parse("d-acme").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(timeline.iter().map(|e| e.revision).collect::<Vec<_>>(), vec![1, 2]);
 }
 

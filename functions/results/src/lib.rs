@@ -30,8 +30,12 @@ impl RecordHandler for Results {
     async fn handle(&self, env: Envelope<ValidationFinished>, out: &mut Outbox) -> Result<(), RecordError> {
         let cause = env.cause();
         let verdict = env.payload.verdict;
-        let ready = Envelope::new(EventKind::ResultsReady, &cause, NAME, ResultsReady { status: DesignStatus::Ready, verdict });
-        let applied = self.store.apply(&cause.tenant_id, &cause.design_id, &ready.timeline_entry(), &Change::ResultsReady { verdict }).await?;
+        let ready =
+            Envelope::new(EventKind::ResultsReady, &cause, NAME, ResultsReady { status: DesignStatus::Ready, verdict });
+        let applied = self
+            .store
+            .apply(&cause.tenant_id, &cause.design_id, &ready.timeline_entry(), &Change::ResultsReady { verdict })
+            .await?;
         if applied == Applied::Stale {
             return Ok(());
         }

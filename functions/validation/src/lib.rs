@@ -25,7 +25,11 @@ pub struct Validation {
 pub fn validate(spec: &DesignSpec) -> Report {
     let bitstream = spec.bitstream_base64.as_deref().map(|b| B64.decode(b));
     if let Some(Err(e)) = &bitstream {
-        let finding = Finding::error("BITSTREAM_MALFORMED", format!("bitstream_base64 is not valid base64: {e}"), Location::default());
+        let finding = Finding::error(
+            "BITSTREAM_MALFORMED",
+            format!("bitstream_base64 is not valid base64: {e}"),
+            Location::default(),
+        );
         return Report::new(Vec::new(), vec![finding]);
     }
     let bytes = bitstream.and_then(Result::ok);
@@ -54,7 +58,10 @@ impl RecordHandler for Validation {
     async fn handle(&self, env: Envelope<ValidationRequested>, out: &mut Outbox) -> Result<(), RecordError> {
         let cause = env.cause();
         let started = Envelope::new(EventKind::ValidationStarted, &cause, NAME, ValidationStarted {});
-        let applied = self.store.apply(&cause.tenant_id, &cause.design_id, &started.timeline_entry(), &Change::ValidationStarted).await?;
+        let applied = self
+            .store
+            .apply(&cause.tenant_id, &cause.design_id, &started.timeline_entry(), &Change::ValidationStarted)
+            .await?;
         if applied == Applied::Stale {
             tracing::info!("Validation of an older revision was skipped; a newer one already started.");
             return Ok(());
@@ -63,12 +70,20 @@ impl RecordHandler for Validation {
 
         let spec = env.payload.spec;
         let t0 = std::time::Instant::now();
-        let report = tokio::task::spawn_blocking(move || validate(&spec)).await.map_err(|e| RecordError::Retriable(format!("validator task failed: {e}")))?;
+        let report = tokio::task::spawn_blocking(move || validate(&spec))
+            .await
+            .map_err(|e| RecordError::Retriable(format!("validator task failed: {e}")))?;
         metrics::histogram!("openqq_validation_duration_seconds").record(t0.elapsed().as_secs_f64());
         let verdict = if report.has_errors() { Verdict::Fail } else { Verdict::Pass };
-        let report = RawValue::from_string(serde_json::to_string(&report).expect("reports serialise")).expect("valid JSON");
+        let report =
+            RawValue::from_string(serde_json::to_string(&report).expect("reports serialise")).expect("valid JSON");
 
-        let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, ValidationFinished { verdict, report: report.clone() });
+        let finished = Envelope::new(
+            EventKind::ValidationFinished,
+            &cause,
+            NAME,
+            ValidationFinished { verdict, report: report.clone() },
+        );
         let change = Change::ValidationFinished { verdict, report };
         self.store.apply(&cause.tenant_id, &cause.design_id, &finished.timeline_entry(), &change).await?;
         out.publish(&finished);

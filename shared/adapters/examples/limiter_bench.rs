@@ -33,7 +33,16 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { url: String::new(), seconds: 3, tasks: 64, tenants: 10_000, limit: 100, window_ms: 1000, clients: 50, rounds: 3 };
+    let mut a = Args {
+        url: String::new(),
+        seconds: 3,
+        tasks: 64,
+        tenants: 10_000,
+        limit: 100,
+        window_ms: 1000,
+        clients: 50,
+        rounds: 3,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -51,7 +60,8 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     if a.url.is_empty() {
-        a.url = std::env::var("OPENQQ_TEST_REDIS_URL").map_err(|_| "give --url or set OPENQQ_TEST_REDIS_URL".to_string())?;
+        a.url = std::env::var("OPENQQ_TEST_REDIS_URL")
+            .map_err(|_| "give --url or set OPENQQ_TEST_REDIS_URL".to_string())?;
     }
     Ok(a)
 }
@@ -63,7 +73,8 @@ fn tenant(i: u64) -> TenantId {
 
 /// Decisions per second through the limiter, and the share of them that admitted.
 async fn limiter_rate(a: &Args) -> (f64, f64) {
-    let limiter = Arc::new(RedisRateLimiter::connect(&a.url, Duration::from_secs(2)).await.expect("redis is reachable"));
+    let limiter =
+        Arc::new(RedisRateLimiter::connect(&a.url, Duration::from_secs(2)).await.expect("redis is reachable"));
     let quota = Quota { limit: a.limit, window: Duration::from_millis(a.window_ms) };
     limiter.check(&tenant(0), quota).await.expect("warm-up decision");
     let (decisions, admitted) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -71,7 +82,8 @@ async fn limiter_rate(a: &Args) -> (f64, f64) {
     let started = Instant::now();
     let tasks: Vec<_> = (0..a.tasks)
         .map(|i| {
-            let (limiter, decisions, admitted, tenants) = (limiter.clone(), decisions.clone(), admitted.clone(), a.tenants);
+            let (limiter, decisions, admitted, tenants) =
+                (limiter.clone(), decisions.clone(), admitted.clone(), a.tenants);
             tokio::spawn(async move {
                 // xorshift: a cheap, dependency-free spread over the tenants.
                 let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1);
@@ -127,7 +139,10 @@ async fn main() {
     let mut conn = redis::Client::open(a.url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(SCRIPT).query_async(&mut conn).await.unwrap();
 
-    println!("limit {} per {} ms, {} tenants, {} rounds of {} s per run", a.limit, a.window_ms, a.tenants, a.rounds, a.seconds);
+    println!(
+        "limit {} per {} ms, {} tenants, {} rounds of {} s per run",
+        a.limit, a.window_ms, a.tenants, a.rounds, a.seconds
+    );
     let (mut ours, mut admitted, mut pipelined, mut single) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 1..=a.rounds {
         let (rate, share) = limiter_rate(&a).await;
@@ -135,15 +150,31 @@ async fn main() {
         admitted.push(share);
         pipelined.push(raw_rate(&a, host, port, 16, &sha));
         single.push(raw_rate(&a, host, port, 1, &sha));
-        println!("round {round}: limiter {rate:.0}/s, raw pipelined {:.0}/s, raw unpipelined {:.0}/s", pipelined[round - 1], single[round - 1]);
+        println!(
+            "round {round}: limiter {rate:.0}/s, raw pipelined {:.0}/s, raw unpipelined {:.0}/s",
+            pipelined[round - 1],
+            single[round - 1]
+        );
     }
     let (ours, admitted, pipelined, single) = (median(ours), median(admitted), median(pipelined), median(single));
     println!();
     println!("| run (median of {}) | decisions/s | limiter ÷ raw |", a.rounds);
     println!("|---|---:|---:|");
-    println!("| RedisRateLimiter, {} tasks, 1 multiplexed connection ({:.0} % admitted) | {ours:.0} | — |", a.tasks, admitted * 100.0);
-    println!("| redis-benchmark EVALSHA, {} connections, pipeline 16 | {pipelined:.0} | {:.0} % |", a.clients, 100.0 * ours / pipelined);
-    println!("| redis-benchmark EVALSHA, {} connections, no pipelining | {single:.0} | {:.0} % |", a.clients, 100.0 * ours / single);
+    println!(
+        "| RedisRateLimiter, {} tasks, 1 multiplexed connection ({:.0} % admitted) | {ours:.0} | — |",
+        a.tasks,
+        admitted * 100.0
+    );
+    println!(
+        "| redis-benchmark EVALSHA, {} connections, pipeline 16 | {pipelined:.0} | {:.0} % |",
+        a.clients,
+        100.0 * ours / pipelined
+    );
+    println!(
+        "| redis-benchmark EVALSHA, {} connections, no pipelining | {single:.0} | {:.0} % |",
+        a.clients,
+        100.0 * ours / single
+    );
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {

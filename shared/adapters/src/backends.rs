@@ -19,7 +19,8 @@ pub struct Backends {
 impl Backends {
     /// Everything embedded, durable in `dir` (created if missing).
     pub fn embedded(dir: &Path, partitions: u32, durability: Durability) -> PortResult<Self> {
-        std::fs::create_dir_all(dir).map_err(|e| openqq_core::PortError::Invalid(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| openqq_core::PortError::Invalid(format!("cannot create {}: {e}", dir.display())))?;
         let log = Arc::new(EmbeddedEventLog::open(dir, partitions, durability)?);
         Ok(Self {
             log: log.clone(),

@@ -131,7 +131,9 @@ impl FallbackRateLimiter {
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
         metrics::counter!(FALLBACKS_METRIC, "policy" => self.policy.label()).increment(1);
         match self.policy {
-            RedisDownPolicy::FailOpen { instances } => self.local.check(tenant, Quota { limit: share(quota.limit, instances), ..quota }).await,
+            RedisDownPolicy::FailOpen { instances } => {
+                self.local.check(tenant, Quota { limit: share(quota.limit, instances), ..quota }).await
+            }
             RedisDownPolicy::FailClosed => Err(PortError::Unavailable(format!(
                 "rate limiter unavailable, failing closed (retry after {} s): {cause}",
                 self.retry_after.as_secs_f64().ceil() as u64
@@ -187,7 +189,13 @@ mod tests {
         async fn check(&self, _: &TenantId, quota: Quota) -> PortResult<Decision> {
             self.calls.fetch_add(1, Ordering::Relaxed);
             if self.up.load(Ordering::Relaxed) {
-                Ok(Decision { allowed: true, limit: quota.limit, remaining: 0, reset: Duration::ZERO, now_micros: u64::MAX })
+                Ok(Decision {
+                    allowed: true,
+                    limit: quota.limit,
+                    remaining: 0,
+                    reset: Duration::ZERO,
+                    now_micros: u64::MAX,
+                })
             } else if self.permanent {
                 Err(PortError::Backend { message: "script error".into(), retriable: false })
             } else {
@@ -216,7 +224,8 @@ mod tests {
     #[tokio::test]
     async fn failing_open_admits_the_instance_share_in_process() {
         let p = primary(false, false);
-        let limiter = FallbackRateLimiter::new(p.clone(), RedisDownPolicy::FailOpen { instances: NonZeroU32::new(4).unwrap() });
+        let limiter =
+            FallbackRateLimiter::new(p.clone(), RedisDownPolicy::FailOpen { instances: NonZeroU32::new(4).unwrap() });
         let quota = Quota { limit: 8, window: Duration::from_secs(60) };
         let mut admitted = 0;
         for _ in 0..10 {
@@ -231,7 +240,8 @@ mod tests {
 
     #[tokio::test]
     async fn failing_closed_rejects_with_a_retriable_error_naming_the_wait() {
-        let limiter = FallbackRateLimiter::new(primary(false, false), RedisDownPolicy::FailClosed).with_retry_after(Duration::from_secs(2));
+        let limiter = FallbackRateLimiter::new(primary(false, false), RedisDownPolicy::FailClosed)
+            .with_retry_after(Duration::from_secs(2));
         let err = limiter.check(&tenant(), Quota { limit: 8, window: Duration::from_secs(1) }).await.unwrap_err();
         assert!(matches!(err, PortError::Unavailable(_)) && err.to_string().contains("retry after 2 s"), "{err}");
         assert_eq!(limiter.retry_after(), Duration::from_secs(2));
@@ -240,7 +250,8 @@ mod tests {
     #[tokio::test]
     async fn the_primary_is_asked_again_after_the_retry_interval() {
         let p = primary(false, false);
-        let limiter = FallbackRateLimiter::new(p.clone(), RedisDownPolicy::default()).with_retry_after(Duration::from_millis(30));
+        let limiter =
+            FallbackRateLimiter::new(p.clone(), RedisDownPolicy::default()).with_retry_after(Duration::from_millis(30));
         let quota = Quota { limit: 8, window: Duration::from_secs(1) };
         assert!(limiter.check(&tenant(), quota).await.unwrap().now_micros < u64::MAX);
         p.up.store(true, Ordering::Relaxed);

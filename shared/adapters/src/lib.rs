@@ -33,9 +33,9 @@ pub mod redis_limiter;
 pub mod webhook;
 
 pub use backends::Backends;
+pub use embedded::{BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter};
+pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 #[cfg(feature = "kafka")]
 pub use kafka::{KafkaEventLog, KafkaSettings};
-pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 pub use redis_limiter::RedisRateLimiter;
 pub use webhook::{Endpoint, FanoutNotifier, WebhookNotifier, WebhookSecret};
-pub use embedded::{BroadcastNotifier, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter, Durability};

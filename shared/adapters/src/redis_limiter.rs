@@ -87,12 +87,20 @@ impl RedisRateLimiter {
     /// caches it again). Any other failure, a timeout above all, is returned as it is.
     async fn decide(&self, key: &str, limit: u32, window_us: u64) -> Result<Reply, RedisError> {
         let mut conn = self.conn.clone();
-        let by_hash = redis::cmd("EVALSHA").arg(&self.sha).arg(1).arg(key).arg(limit).arg(window_us).query_async(&mut conn).await;
+        let by_hash =
+            redis::cmd("EVALSHA").arg(&self.sha).arg(1).arg(key).arg(limit).arg(window_us).query_async(&mut conn).await;
         match by_hash {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 self.reloads.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(sha = %self.sha, "Redis did not know the limiter script; sending it in full.");
-                redis::cmd("EVAL").arg(self.script).arg(1).arg(key).arg(limit).arg(window_us).query_async(&mut conn).await
+                redis::cmd("EVAL")
+                    .arg(self.script)
+                    .arg(1)
+                    .arg(key)
+                    .arg(limit)
+                    .arg(window_us)
+                    .query_async(&mut conn)
+                    .await
             }
             other => other,
         }
@@ -159,7 +167,16 @@ mod tests {
     fn the_reply_becomes_a_decision_with_what_the_headers_need() {
         let quota = Quota { limit: 10, window: Duration::from_secs(1) };
         let d = decision(quota, (0, 10, 1_700_000_000_000_001, 250_000));
-        assert_eq!(d, Decision { allowed: false, limit: 10, remaining: 0, reset: Duration::from_millis(250), now_micros: 1_700_000_000_000_001 });
+        assert_eq!(
+            d,
+            Decision {
+                allowed: false,
+                limit: 10,
+                remaining: 0,
+                reset: Duration::from_millis(250),
+                now_micros: 1_700_000_000_000_001
+            }
+        );
         assert_eq!(decision(quota, (1, 3, 5, 7)).remaining, 7);
     }
 

@@ -4,8 +4,8 @@
 #![cfg(feature = "kafka")]
 
 use openqq_adapters::conformance;
-use openqq_adapters::{KafkaEventLog, KafkaSettings};
 use openqq_adapters::kafka::rdkafka::mocking::MockCluster;
+use openqq_adapters::{KafkaEventLog, KafkaSettings};
 use std::time::Duration;
 
 fn settings(brokers: String, topics: Vec<String>) -> KafkaSettings {

@@ -7,7 +7,11 @@
 //! stop Redis always start a private server, so they never disturb the others. Without
 //! `redis-server` installed these tests fail; they never skip.
 
-use openqq_adapters::conformance::{self, limiter::{hammer, max_in_any_window}, unique};
+use openqq_adapters::conformance::{
+    self,
+    limiter::{hammer, max_in_any_window},
+    unique,
+};
 use openqq_adapters::fallback_limiter::{FallbackRateLimiter, RedisDownPolicy, FALLBACKS_METRIC};
 use openqq_adapters::redis_limiter::{RedisRateLimiter, SCRIPT};
 use openqq_core::ports::PortError;
@@ -129,7 +133,13 @@ fn tenant(prefix: &str) -> TenantId {
 }
 
 /// Each limiter (one connection each) hammers `tenant` with three tasks at once; all decisions.
-async fn hammer_from(limiters: &[Arc<RedisRateLimiter>], tenant: &TenantId, quota: Quota, run_for: Duration, bursty: bool) -> Vec<Decision> {
+async fn hammer_from(
+    limiters: &[Arc<RedisRateLimiter>],
+    tenant: &TenantId,
+    quota: Quota,
+    run_for: Duration,
+    bursty: bool,
+) -> Vec<Decision> {
     let runs: Vec<_> = limiters
         .iter()
         .map(|l| {
@@ -150,9 +160,13 @@ fn assert_exact(decisions: &[Decision], quota: Quota, what: &str) {
     let max = max_in_any_window(decisions, quota.window);
     assert!(max <= quota.limit as usize, "{what}: at most {} admissions in any window, saw {max}", quota.limit);
     let admitted = decisions.iter().filter(|d| d.allowed).count();
-    let span = decisions.iter().map(|d| d.now_micros).max().unwrap() - decisions.iter().map(|d| d.now_micros).min().unwrap();
+    let span =
+        decisions.iter().map(|d| d.now_micros).max().unwrap() - decisions.iter().map(|d| d.now_micros).min().unwrap();
     let windows = span as f64 / quota.window.as_micros() as f64;
-    assert!(admitted as f64 >= 0.7 * quota.limit as f64 * windows, "{what}: not starved, {admitted} admitted over {windows:.1} windows");
+    assert!(
+        admitted as f64 >= 0.7 * quota.limit as f64 * windows,
+        "{what}: not starved, {admitted} admitted over {windows:.1} windows"
+    );
     assert!(decisions.iter().any(|d| !d.allowed), "{what}: the load exceeded the limit");
 }
 
@@ -247,7 +261,8 @@ async fn flushing_the_script_cache_mid_run_neither_fails_nor_double_counts() {
     let unlimited = Quota { limit: 1_000_000, window: Duration::from_secs(60) };
     let decisions = hammer_from(&instances, &t, unlimited, Duration::from_millis(500), false).await;
     flusher.abort();
-    let logged: usize = redis::cmd("ZCARD").arg(RedisRateLimiter::key(&t)).query_async(&mut raw(&server.url()).await).await.unwrap();
+    let logged: usize =
+        redis::cmd("ZCARD").arg(RedisRateLimiter::key(&t)).query_async(&mut raw(&server.url()).await).await.unwrap();
     assert!(decisions.iter().all(|d| d.allowed));
     assert_eq!(logged, decisions.len(), "one log entry per decision, none counted twice");
     let reloads: u64 = instances.iter().map(|l| l.script_reloads()).sum();
@@ -277,7 +292,8 @@ async fn a_decision_that_timed_out_is_never_sent_again() {
     // The client that sent DEBUG SLEEP gives up waiting too; only the stall's end matters.
     let _ = stall.await;
     tokio::time::sleep(Duration::from_millis(1000).saturating_sub(stalled_at.elapsed())).await;
-    let logged: usize = redis::cmd("ZCARD").arg(RedisRateLimiter::key(&t)).query_async(&mut raw(&server.url()).await).await.unwrap();
+    let logged: usize =
+        redis::cmd("ZCARD").arg(RedisRateLimiter::key(&t)).query_async(&mut raw(&server.url()).await).await.unwrap();
     assert_eq!(logged, 1, "the timed-out request ran once, late, and was not sent again");
     assert!(limiter.check(&t, quota).await.unwrap().allowed, "the limiter answers again once Redis does");
 }
@@ -301,7 +317,10 @@ async fn when_redis_stops_the_fail_open_policy_decides_and_no_error_surfaces() {
     let mut server = RedisServer::start();
     let primary = limiter(&server.url()).await;
     let two = NonZeroU32::new(2).unwrap();
-    let limiter = Arc::new(FallbackRateLimiter::new(primary, RedisDownPolicy::FailOpen { instances: two }).with_retry_after(Duration::from_millis(200)));
+    let limiter = Arc::new(
+        FallbackRateLimiter::new(primary, RedisDownPolicy::FailOpen { instances: two })
+            .with_retry_after(Duration::from_millis(200)),
+    );
     let quota = Quota { limit: 20, window: Duration::from_millis(100) };
     let t = tenant("outage");
     // One caller, so the decisions stay in time order across the two clocks.
@@ -330,7 +349,11 @@ async fn when_redis_stops_the_fail_open_policy_decides_and_no_error_surfaces() {
     assert!(after > 0, "Redis decided again once it was back");
     assert!(max_in_any_window(&during, quota.window) <= 10, "the fallback admits limit ÷ 2 instances");
     assert_eq!(limiter.fallbacks(), during.len() as u64);
-    assert_eq!(counted.get(&format!("{FALLBACKS_METRIC}{{policy=fail_open}}")), during.len() as u64, "each fallback is counted");
+    assert_eq!(
+        counted.get(&format!("{FALLBACKS_METRIC}{{policy=fail_open}}")),
+        during.len() as u64,
+        "each fallback is counted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

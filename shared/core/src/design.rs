@@ -100,7 +100,11 @@ impl DesignSpec {
 
 fn use_base64_alphabet(s: &str) -> Result<(), &'static str> {
     let ok = s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
-    if ok && s.len().is_multiple_of(4) { Ok(()) } else { Err("must be standard base64 with padding") }
+    if ok && s.len().is_multiple_of(4) {
+        Ok(())
+    } else {
+        Err("must be standard base64 with padding")
+    }
 }
 
 /// `submitted → validating → ready | failed`. `ready` means results are available, whatever the

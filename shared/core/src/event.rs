@@ -310,7 +310,8 @@ mod tests {
         let rec = env.to_record();
         assert_eq!(rec.key, "acme");
         assert!(rec.headers.iter().any(|(k, v)| k == headers::EVENT_KIND && v == b"validation.started"));
-        let back = Envelope::decode(&rec.value).unwrap().typed::<ValidationStarted>(EventKind::ValidationStarted).unwrap();
+        let back =
+            Envelope::decode(&rec.value).unwrap().typed::<ValidationStarted>(EventKind::ValidationStarted).unwrap();
         assert_eq!(back.event_id, env.event_id);
         assert_eq!(back.revision, 3);
         assert_eq!(back.correlation_id.as_str(), "c-1");

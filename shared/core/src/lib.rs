@@ -24,6 +24,6 @@ pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Ver
 pub use event::{DeadLetter, Envelope, EventKind, TimelineEntry, Topics};
 pub use ids::{CorrelationId, DesignId, IdError, TenantId};
 pub use ports::{
-    Applied, Decision, DesignStore, EventLog, Lease, LogRecord, LogSource, Notification, Notifier, Page,
-    PortError, Quota, RateLimiter, Record, WholeTopic,
+    Applied, Decision, DesignStore, EventLog, Lease, LogRecord, LogSource, Notification, Notifier, Page, PortError,
+    Quota, RateLimiter, Record, WholeTopic,
 };

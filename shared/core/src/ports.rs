@@ -77,7 +77,10 @@ pub struct Record {
 /// it before writing anything, so a batch is never half-published for size.
 pub fn check_record_sizes(records: &[Record]) -> PortResult<()> {
     match records.iter().find(|r| r.value.len() > MAX_RECORD_BYTES) {
-        Some(r) => Err(PortError::Invalid(format!("record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit", r.value.len()))),
+        Some(r) => Err(PortError::Invalid(format!(
+            "record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit",
+            r.value.len()
+        ))),
         None => Ok(()),
     }
 }
@@ -180,12 +183,23 @@ pub trait DesignStore: Send + Sync {
     /// that no entry of the same kind has a revision ≥ `entry.revision` (`Duplicate` when one
     /// has exactly this revision, `Stale` when only higher ones exist). Status changes apply only
     /// while the design is still at `entry.revision`, so state never goes backwards.
-    async fn apply(&self, tenant: &TenantId, design: &DesignId, entry: &TimelineEntry, change: &Change) -> PortResult<Applied>;
+    async fn apply(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied>;
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>>;
     /// Designs of a tenant, newest first; `limit` is capped by the adapter.
     async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<DesignView>>;
     /// The report of `revision`, or of the latest revision that has one.
-    async fn report(&self, tenant: &TenantId, design: &DesignId, revision: Option<u64>) -> PortResult<Option<StoredReport>>;
+    async fn report(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        revision: Option<u64>,
+    ) -> PortResult<Option<StoredReport>>;
     /// The design's timeline in the order applied; `None` if the design is unknown to the tenant.
     async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>>;
 }

@@ -13,10 +13,18 @@ fn main() {
     if once {
         args.remove(0);
     }
-    let [device, package, path] = <[String; 3]>::try_from(args).expect("usage: pack_bench [--once] <device> <package> <netlist.json>");
+    let [device, package, path] =
+        <[String; 3]>::try_from(args).expect("usage: pack_bench [--once] <device> <package> <netlist.json>");
     let netlist = std::fs::read_to_string(&path).expect("readable netlist");
-    let input = openqq_fpga::Input { device: &device, package: &package, netlist: &netlist, allow_unconstrained: true, ..Default::default() };
-    let lcs = |r: &openqq_fpga::Report| r.utilization.iter().find(|u| u.resource == "ICESTORM_LC").map_or(0, |u| u.used);
+    let input = openqq_fpga::Input {
+        device: &device,
+        package: &package,
+        netlist: &netlist,
+        allow_unconstrained: true,
+        ..Default::default()
+    };
+    let lcs =
+        |r: &openqq_fpga::Report| r.utilization.iter().find(|u| u.resource == "ICESTORM_LC").map_or(0, |u| u.used);
     if once {
         println!("{}", lcs(&openqq_fpga::validate(&input)));
         return;

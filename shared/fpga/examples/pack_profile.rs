@@ -20,7 +20,8 @@ fn main() {
         openqq_fpga::pack::pack(&m, dev);
     }
     println!("pack: {} us", t.elapsed().as_micros() / runs);
-    let input = openqq_fpga::Input { device, package: case["package"].as_str().unwrap(), netlist: &text, ..Default::default() };
+    let input =
+        openqq_fpga::Input { device, package: case["package"].as_str().unwrap(), netlist: &text, ..Default::default() };
     let t = Instant::now();
     for _ in 0..runs {
         openqq_fpga::validate(&input);

@@ -62,7 +62,10 @@ pub fn check(bytes: &[u8], expected_die: Option<&str>, file: Option<&str>) -> Ve
             if let Some(expected) = expected_die.filter(|d| *d != bits.die) {
                 findings.push(Finding::error(
                     "BITSTREAM_DEVICE_MISMATCH",
-                    format!("the bitstream configures an iCE40 {} die, but the design targets the {expected} die", bits.die),
+                    format!(
+                        "the bitstream configures an iCE40 {} die, but the design targets the {expected} die",
+                        bits.die
+                    ),
                     at(),
                 ));
             }
@@ -94,7 +97,9 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn byte(&mut self) -> Result<u8, BitstreamError> {
-        let byte = *self.bytes.get(self.pos).ok_or_else(|| self.err("BITSTREAM_TRUNCATED", "the bitstream ends before its wakeup command".to_owned()))?;
+        let byte = *self.bytes.get(self.pos).ok_or_else(|| {
+            self.err("BITSTREAM_TRUNCATED", "the bitstream ends before its wakeup command".to_owned())
+        })?;
         self.pos += 1;
         self.crc = crc16_update(self.crc, byte);
         Ok(byte)
@@ -122,7 +127,10 @@ pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
         let byte = r.byte().map_err(|_| r.err("BITSTREAM_MALFORMED", "no sync word 7E AA 99 7E found".to_owned()))?;
         window = (window << 8) | u32::from(byte);
         if window == 0xFFFF_FFFF {
-            return Err(r.err("BITSTREAM_MALFORMED", "four FF bytes before the sync word 7E AA 99 7E (icepack rejects this)".to_owned()));
+            return Err(r.err(
+                "BITSTREAM_MALFORMED",
+                "four FF bytes before the sync word 7E AA 99 7E (icepack rejects this)".to_owned(),
+            ));
         }
         if window == SYNC_WORD {
             break;
@@ -145,18 +153,27 @@ pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
                     let cram = payload == 1;
                     check_geometry(cram, width, height).map_err(|m| at("BITSTREAM_SIZE_MISMATCH", m))?;
                     if bank > 3 {
-                        return Err(at("BITSTREAM_MALFORMED", format!("data for bank {bank}; iCE40 dies have banks 0 to 3")));
+                        return Err(at(
+                            "BITSTREAM_MALFORMED",
+                            format!("data for bank {bank}; iCE40 dies have banks 0 to 3"),
+                        ));
                     }
                     let len = (u64::from(width) * u64::from(height) / 8) as usize;
                     if r.bytes.len() - r.pos < len + 2 {
-                        return Err(at("BITSTREAM_TRUNCATED", format!("the bitstream ends inside the data of bank {bank}")));
+                        return Err(at(
+                            "BITSTREAM_TRUNCATED",
+                            format!("the bitstream ends inside the data of bank {bank}"),
+                        ));
                     }
                     for _ in 0..len {
                         r.byte()?;
                     }
                     let end = u16::from_be_bytes([r.byte()?, r.byte()?]);
                     if end != 0 {
-                        return Err(r.err("BITSTREAM_MALFORMED", format!("expected 00 00 after the data of bank {bank}, found {end:04X}")));
+                        return Err(r.err(
+                            "BITSTREAM_MALFORMED",
+                            format!("expected 00 00 after the data of bank {bank}, found {end:04X}"),
+                        ));
                     }
                     if cram {
                         cram_width = cram_width.max(width);
@@ -165,12 +182,20 @@ pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
                 }
                 5 => r.crc = 0xFFFF,
                 6 => break,
-                other => return Err(at("BITSTREAM_UNKNOWN_COMMAND", format!("unknown command {command:02X} with payload {other:X}"))),
+                other => {
+                    return Err(at(
+                        "BITSTREAM_UNKNOWN_COMMAND",
+                        format!("unknown command {command:02X} with payload {other:X}"),
+                    ))
+                }
             },
             0x1 => bank = payload,
             0x2 => {
                 if r.crc != 0 {
-                    return Err(at("BITSTREAM_CRC_MISMATCH", format!("CRC check failed: stored {payload:04X} does not match the data")));
+                    return Err(at(
+                        "BITSTREAM_CRC_MISMATCH",
+                        format!("CRC check failed: stored {payload:04X} does not match the data"),
+                    ));
                 }
                 crc_checks += 1;
             }
@@ -186,11 +211,14 @@ pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
             _ => return Err(at("BITSTREAM_UNKNOWN_COMMAND", format!("unknown command {command:02X}"))),
         }
     }
-    let die = DIES
-        .iter()
-        .find(|(_, w, _, h)| *w == cram_width && *h == cram_height)
-        .map(|(die, ..)| *die)
-        .ok_or_else(|| r.err("BITSTREAM_SIZE_MISMATCH", format!("the CRAM is {cram_width}×{cram_height} bits, which matches no iCE40 die")))?;
+    let die = DIES.iter().find(|(_, w, _, h)| *w == cram_width && *h == cram_height).map(|(die, ..)| *die).ok_or_else(
+        || {
+            r.err(
+                "BITSTREAM_SIZE_MISMATCH",
+                format!("the CRAM is {cram_width}×{cram_height} bits, which matches no iCE40 die"),
+            )
+        },
+    )?;
     Ok(Bitstream { comments, die, crc_checks, trailing_bytes: bytes.len() - r.pos })
 }
 
@@ -203,7 +231,11 @@ fn check_geometry(cram: bool, width: u32, height: u32) -> Result<(), String> {
         BRAM_WIDTHS.contains(&width) && height == BRAM_CHUNK_HEIGHT
     };
     let kind = if cram { "CRAM" } else { "BRAM" };
-    if known { Ok(()) } else { Err(format!("a {kind} bank of {width}×{height} bits matches no iCE40 die")) }
+    if known {
+        Ok(())
+    } else {
+        Err(format!("a {kind} bank of {width}×{height} bits matches no iCE40 die"))
+    }
 }
 
 /// The zero-terminated strings of a leading `FF 00 … 00 FF` block, lossily decoded.

@@ -60,7 +60,10 @@ pub(crate) fn check_constraints(
         if io.pullup_resistor.is_some() && !PULLUP_RESISTOR_DEVICES.contains(&device.name) {
             findings.push(Finding::error(
                 "PULLUP_RESISTOR_NOT_SUPPORTED",
-                format!("-pullup_resistor needs an iCE40 UltraPlus part (up5k, up3k); {} has fixed pull-ups", device.name),
+                format!(
+                    "-pullup_resistor needs an iCE40 UltraPlus part (up5k, up3k); {} has fixed pull-ups",
+                    device.name
+                ),
                 at(io),
             ));
         }
@@ -111,7 +114,11 @@ pub(crate) fn check_constraints(
         findings.push(if allow_unconstrained {
             Finding::warning("PORT_UNCONSTRAINED", format!("{message}; nextpnr will place it automatically"), location)
         } else {
-            Finding::error("PORT_UNCONSTRAINED", format!("{message} (allow unconstrained IO to let nextpnr place it)"), location)
+            Finding::error(
+                "PORT_UNCONSTRAINED",
+                format!("{message} (allow unconstrained IO to let nextpnr place it)"),
+                location,
+            )
         });
     }
     let pins: HashMap<&str, &'static Pin> = placed.iter().map(|(port, (_, pin))| (*port, *pin)).collect();

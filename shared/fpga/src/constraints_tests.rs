@@ -13,7 +13,10 @@ const GOOD: &str = "set_io clk J3\nset_io btn A2\nset_io led[0] B5\nset_io led[1
 fn run_on(device_name: &str, package: &str, design: &Design, pcf: &str, allow: bool) -> Vec<(Severity, String)> {
     let d = device(device_name).unwrap();
     let p = d.package(package).unwrap();
-    check_constraints(d, p, design, Some(pcf), allow, Some("top.pcf")).into_iter().map(|f| (f.severity, f.code)).collect()
+    check_constraints(d, p, design, Some(pcf), allow, Some("top.pcf"))
+        .into_iter()
+        .map(|f| (f.severity, f.code))
+        .collect()
 }
 
 fn run(pcf: &str) -> Vec<(Severity, String)> {
@@ -47,7 +50,8 @@ fn pin_names_are_case_sensitive_like_nextpnr() {
 #[test]
 fn two_ports_on_one_pin_is_an_error_at_the_second_line() {
     let d = device("hx8k").unwrap();
-    let findings = check_constraints(d, d.package("ct256").unwrap(), &blink(), Some(&GOOD.replace("A2", "J3")), false, None);
+    let findings =
+        check_constraints(d, d.package("ct256").unwrap(), &blink(), Some(&GOOD.replace("A2", "J3")), false, None);
     assert_eq!(findings.len(), 1);
     assert_eq!(findings[0].code, "PIN_DOUBLE_ASSIGNED");
     assert_eq!((findings[0].location.line, findings[0].location.port.as_deref()), (Some(2), Some("btn")));
@@ -121,6 +125,9 @@ fn a_pad_pll_on_an_ordinary_pin_is_an_error() {
         feedback_path: "SIMPLE".to_owned(),
     };
     let design = Design { io_bits: vec!["clk".to_owned(), "led".to_owned()], plls: vec![pll] };
-    assert_eq!(run_on("hx8k", "ct256", &design, "set_io clk J3\nset_io led B5\n", false), one(Severity::Error, "PLL_PAD_PIN_INVALID"));
+    assert_eq!(
+        run_on("hx8k", "ct256", &design, "set_io clk J3\nset_io led B5\n", false),
+        one(Severity::Error, "PLL_PAD_PIN_INVALID")
+    );
     assert!(run_on("hx8k", "ct256", &design, "set_io clk R9\nset_io led B5\n", false).is_empty());
 }

@@ -31,7 +31,8 @@ pub(crate) fn design_view(module: &Module<'_>) -> Design {
         plls.push(Pll {
             cell: c.name.clone().into_owned(),
             cell_type: c.cell_type.clone().into_owned(),
-            pad_port: net("PACKAGEPIN").and_then(|id| bit_names_by_net.iter().find(|(b, _)| *b == Bit::Net(id)).map(|(_, n)| n.clone())),
+            pad_port: net("PACKAGEPIN")
+                .and_then(|id| bit_names_by_net.iter().find(|(b, _)| *b == Bit::Net(id)).map(|(_, n)| n.clone())),
             reference_net: net("REFERENCECLK").and_then(|id| module.net_name(id)),
             divr: param("DIVR"),
             divf: param("DIVF"),

@@ -173,7 +173,8 @@ impl<'a> Scanner<'a> {
 
     fn hex4(&mut self) -> Scan<u32> {
         let digits = self.bytes().get(self.pos..self.pos + 4).and_then(|d| std::str::from_utf8(d).ok());
-        match digits.and_then(|d| u32::from_str_radix(d, 16).ok().filter(|_| d.bytes().all(|c| c.is_ascii_hexdigit()))) {
+        match digits.and_then(|d| u32::from_str_radix(d, 16).ok().filter(|_| d.bytes().all(|c| c.is_ascii_hexdigit())))
+        {
             Some(v) => {
                 self.pos += 4;
                 Ok(v)

@@ -25,7 +25,24 @@ fn well_formed_documents_are_accepted_and_strings_decoded() {
 
 #[test]
 fn malformed_documents_are_rejected() {
-    for text in ["", "{", "[1,]", "{\"a\"}", "{\"a\":1,}", "01", "1.", "-", "1e", "tru", "\"\\x\"", "\"\\ud800\"", "\"a\u{1}\"", "[1 2]", "{} {}", &"[".repeat(200)] {
+    for text in [
+        "",
+        "{",
+        "[1,]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "01",
+        "1.",
+        "-",
+        "1e",
+        "tru",
+        "\"\\x\"",
+        "\"\\ud800\"",
+        "\"a\u{1}\"",
+        "[1 2]",
+        "{} {}",
+        &"[".repeat(200),
+    ] {
         assert!(!accepts(text), "{text:?}");
     }
 }

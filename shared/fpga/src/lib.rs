@@ -11,10 +11,10 @@ pub mod device;
 mod json_scan;
 pub mod netlist;
 pub mod pack;
-pub mod resources;
 pub mod pcf;
 mod pll;
 mod report;
+pub mod resources;
 
 pub use report::{Finding, Location, Report, Severity, Utilization, Verdict};
 
@@ -55,7 +55,10 @@ pub fn validate(input: &Input<'_>) -> Report {
         let message = format!("unknown iCE40 device '{}'", input.device);
         return Report::new(Vec::new(), vec![Finding::error("DEVICE_UNKNOWN", message, Location::default())]);
     };
-    let package = device.packages.iter().find(|p| p.name == input.package || (input.package.is_empty() && p.name == device.default_package));
+    let package = device
+        .packages
+        .iter()
+        .find(|p| p.name == input.package || (input.package.is_empty() && p.name == device.default_package));
     let Some(package) = package else {
         let message = format!("device {} has no package '{}'", device.name, input.package);
         return Report::new(Vec::new(), vec![Finding::error("PACKAGE_UNSUPPORTED", message, Location::default())]);
@@ -64,11 +67,9 @@ pub fn validate(input: &Input<'_>) -> Report {
     // the pin and PLL checks on the same netlist.
     let mut utilization = Vec::new();
     match netlist::parse(input.netlist, input.top) {
-        Err(e) => findings.push(Finding::error(
-            e.code,
-            e.message,
-            Location { line: e.line, ..at(input.files.netlist) },
-        )),
+        Err(e) => {
+            findings.push(Finding::error(e.code, e.message, Location { line: e.line, ..at(input.files.netlist) }))
+        }
         Ok(module) => {
             let (rows, resource_findings) = resources::check(device, package, &module, input.files.netlist);
             utilization = rows;

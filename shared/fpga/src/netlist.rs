@@ -203,11 +203,13 @@ pub fn parse<'a>(text: &'a str, top: Option<&str>) -> Result<Module<'a>, Netlist
     };
     let mut real = read::document(text, want).map_err(syntax)?;
     let index = match want {
-        Some(want) => real.iter().position(|m| m.name.trim_start_matches('\\') == want).ok_or_else(|| NetlistError {
-            code: "TOP_NOT_FOUND",
-            message: format!("the netlist has no module named `{want}`"),
-            line: None,
-        })?,
+        Some(want) => {
+            real.iter().position(|m| m.name.trim_start_matches('\\') == want).ok_or_else(|| NetlistError {
+                code: "TOP_NOT_FOUND",
+                message: format!("the netlist has no module named `{want}`"),
+                line: None,
+            })?
+        }
         None => {
             let marked: Vec<usize> = (0..real.len()).filter(|i| real[*i].top).collect();
             match (marked.as_slice(), real.len()) {

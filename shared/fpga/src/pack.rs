@@ -116,7 +116,11 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
             continue;
         }
         let dff = g.pin(ci, Role::O).and_then(|o| match g.users(o) {
-            [Use { owner: Owner::Cell(d), role: Role::D, .. }] if g.kinds[*d] == Kind::Ff && g.cell_lc[*d].is_none() => Some(*d),
+            [Use { owner: Owner::Cell(d), role: Role::D, .. }]
+                if g.kinds[*d] == Kind::Ff && g.cell_lc[*d].is_none() =>
+            {
+                Some(*d)
+            }
             _ => None,
         });
         let inputs = [Role::I0, Role::I1, Role::I2, Role::I3].map(|p| g.pin(ci, p));
@@ -179,11 +183,15 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
                 t if t.starts_with("SB_PLL40") && t.ends_with("PAD") => Some("PACKAGEPIN"),
                 _ => None,
             });
-            m.connections(c).iter().filter(move |conn| p.is_some_and(|p| conn.port.starts_with(p))).flat_map(|conn| m.bits(conn))
+            m.connections(c)
+                .iter()
+                .filter(move |conn| p.is_some_and(|p| conn.port.starts_with(p)))
+                .flat_map(|conn| m.bits(conn))
         })
         .filter_map(|b| if let Bit::Net(x) = b { Some(*x) } else { None })
         .collect();
-    let top_ios = m.ports.iter().flat_map(|p| &p.bits).filter(|b| !matches!(b, Bit::Net(x) if pads.contains(x))).count();
+    let top_ios =
+        m.ports.iter().flat_map(|p| &p.bits).filter(|b| !matches!(b, Bit::Net(x) if pads.contains(x))).count();
     *used.entry("SB_IO").or_default() += top_ios as u32;
 
     let existing_gbs = used.get("SB_GB").copied().unwrap_or(0);

@@ -38,7 +38,11 @@ fn compatible(tile: &[TileCell], global: &[bool]) -> bool {
 
 pub(crate) fn legalise(g: &mut Graph, promoted: &[Net], device: &Device) -> u32 {
     let mut global = vec![false; g.nets];
-    for n in promoted.iter().copied().chain((0..g.nets).filter(|n| matches!(g.driver[*n], Some((_, "GLOBAL_BUFFER_OUTPUT"))))) {
+    for n in promoted
+        .iter()
+        .copied()
+        .chain((0..g.nets).filter(|n| matches!(g.driver[*n], Some((_, "GLOBAL_BUFFER_OUTPUT")))))
+    {
         global[n] = true;
     }
     let mut cout_driver: Vec<Option<usize>> = vec![None; g.nets];
@@ -49,7 +53,9 @@ pub(crate) fn legalise(g: &mut Graph, promoted: &[Net], device: &Device) -> u32 
     }
     let prev = |g: &Graph, lc: usize| g.lcs[lc].cin.and_then(|c| cout_driver[c]);
     let next = |g: &Graph, lc: usize| {
-        g.lcs[lc].cout.and_then(|c| g.only_drives(c, LcPort::Cin, false).or_else(|| g.only_drives(c, LcPort::I3, false)))
+        g.lcs[lc]
+            .cout
+            .and_then(|c| g.only_drives(c, LcPort::Cin, false).or_else(|| g.only_drives(c, LcPort::I3, false)))
     };
     let mut chained = vec![false; g.lcs.len()];
     // Visit stamps instead of a fresh set per walk: `stamp[lc] == walk` means seen in this walk.

@@ -104,10 +104,12 @@ impl NetIds {
         // First-seen order (cells by name, ports by name, then top-level ports) sets the
         // dense indices, and ties in global promotion go to the lowest index.
         let cell_bits = m.cells.iter().flat_map(|c| m.connections(c).iter().flat_map(|conn| m.bits(conn)));
-        let numbers = || cell_bits.clone().chain(m.ports.iter().flat_map(|p| &p.bits)).filter_map(|b| match b {
-            Bit::Net(n) => Some(*n),
-            _ => None,
-        });
+        let numbers = || {
+            cell_bits.clone().chain(m.ports.iter().flat_map(|p| &p.bits)).filter_map(|b| match b {
+                Bit::Net(n) => Some(*n),
+                _ => None,
+            })
+        };
         let (count, max) = numbers().fold((0usize, 0u32), |(c, mx), n| (c + 1, mx.max(n)));
         let mut next = 0u32;
         if (max as usize) <= 4 * count + 1024 {
@@ -217,7 +219,12 @@ impl<'a> Graph<'a> {
                                 g.driver[n] = Some((Owner::Cell(ci), conn.port.as_ref()));
                             }
                         } else {
-                            g.add_user(pass, &mut fill, n, Use { owner: Owner::Cell(ci), port: conn.port.as_ref(), role });
+                            g.add_user(
+                                pass,
+                                &mut fill,
+                                n,
+                                Use { owner: Owner::Cell(ci), port: conn.port.as_ref(), role },
+                            );
                         }
                     }
                 }
@@ -228,7 +235,9 @@ impl<'a> Graph<'a> {
                     match p.direction {
                         Direction::Input if pass == 0 => g.driver[n] = g.driver[n].or(Some((Owner::TopPort, "O"))),
                         Direction::Input => {}
-                        _ => g.add_user(pass, &mut fill, n, Use { owner: Owner::TopPort, port: "I", role: Role::Other }),
+                        _ => {
+                            g.add_user(pass, &mut fill, n, Use { owner: Owner::TopPort, port: "I", role: Role::Other })
+                        }
                     }
                 }
             }

@@ -88,7 +88,9 @@ pub fn parse(text: &str, file: Option<&str>) -> (Pcf, Vec<Finding>) {
             None => {}
             Some("set_io") => match parse_set_io(&words, line) {
                 Ok((io, warnings)) => {
-                    findings.extend(warnings.into_iter().map(|w| Finding::warning("PCF_IGNORED_OPTION", w, at(Some(&io.port)))));
+                    findings.extend(
+                        warnings.into_iter().map(|w| Finding::warning("PCF_IGNORED_OPTION", w, at(Some(&io.port)))),
+                    );
                     pcf.ios.push(io);
                 }
                 Err(message) => findings.push(Finding::error("PCF_SYNTAX", message, at(None))),
@@ -125,7 +127,9 @@ fn parse_set_io(words: &[&str], line: u32) -> Result<(SetIo, Vec<String>), Strin
                 pullup = Some(match words.get(i).copied() {
                     Some("yes" | "1") => true,
                     Some("no" | "0") => false,
-                    Some(value) => return Err(format!("invalid value '{value}' for -pullup (expected yes, no, 1 or 0)")),
+                    Some(value) => {
+                        return Err(format!("invalid value '{value}' for -pullup (expected yes, no, 1 or 0)"))
+                    }
                     None => return Err("-pullup needs a value (yes, no, 1 or 0)".to_owned()),
                 });
             }

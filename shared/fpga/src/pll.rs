@@ -77,7 +77,13 @@ pub(crate) fn check_pads(plls: &[Pll], pins: &HashMap<&str, &'static Pin>, file:
                     "{} '{}' reads its input from port '{port}' on pin {}, which is not a PLL input pad",
                     pll.cell_type, pll.cell, pin.name
                 ),
-                Location { file: file.map(str::to_owned), port: Some(port.to_owned()), pin: Some(pin.name.to_owned()), cell: Some(pll.cell.clone()), ..Location::default() },
+                Location {
+                    file: file.map(str::to_owned),
+                    port: Some(port.to_owned()),
+                    pin: Some(pin.name.to_owned()),
+                    cell: Some(pll.cell.clone()),
+                    ..Location::default()
+                },
             ));
         }
     }
@@ -94,30 +100,44 @@ pub(crate) fn check_frequencies(plls: &[Pll], frequencies: &[SetFrequency], file
         if !(f.mhz > 0.0 && f.mhz <= F_OUT_MHZ.1) {
             findings.push(Finding::warning(
                 "PLL_FREQ_OUT_OF_RANGE",
-                format!("set_frequency {} {} MHz is outside what iCE40 clocks reach (above 0, at most {} MHz)", f.net, f.mhz, F_OUT_MHZ.1),
+                format!(
+                    "set_frequency {} {} MHz is outside what iCE40 clocks reach (above 0, at most {} MHz)",
+                    f.net, f.mhz, F_OUT_MHZ.1
+                ),
                 line_at(f.line),
             ));
         }
     }
     for pll in plls {
-        let cell_at = || Location { file: file.map(str::to_owned), cell: Some(pll.cell.clone()), ..Location::default() };
+        let cell_at =
+            || Location { file: file.map(str::to_owned), cell: Some(pll.cell.clone()), ..Location::default() };
         let simple = pll.feedback_path == "SIMPLE";
         if simple && !(1..=6).contains(&pll.divq) {
             findings.push(Finding::error(
                 "PLL_FREQ_OUT_OF_RANGE",
-                format!("PLL '{}' has DIVQ {}; with simple feedback only 1 to 6 keep both VCO and output in range", pll.cell, pll.divq),
+                format!(
+                    "PLL '{}' has DIVQ {}; with simple feedback only 1 to 6 keep both VCO and output in range",
+                    pll.cell, pll.divq
+                ),
                 cell_at(),
             ));
             continue;
         }
-        let Some(f_in) = pll.input_net().and_then(|net| frequencies.iter().rev().find(|f| f.net == net)).map(|f| f.mhz) else {
+        let Some(f_in) = pll.input_net().and_then(|net| frequencies.iter().rev().find(|f| f.net == net)).map(|f| f.mhz)
+        else {
             continue;
         };
         let f_pfd = f_in / (f64::from(pll.divr) + 1.0);
         let multiplied = f_pfd * (f64::from(pll.divf) + 1.0);
         let divider = f64::from(1u32 << pll.divq.min(7));
-        let (f_vco, f_out) = if simple { (multiplied, multiplied / divider) } else { (multiplied * divider, multiplied) };
-        let stages = [("input", f_in, F_IN_MHZ), ("phase detector", f_pfd, F_PFD_MHZ), ("VCO", f_vco, F_VCO_MHZ), ("output", f_out, F_OUT_MHZ)];
+        let (f_vco, f_out) =
+            if simple { (multiplied, multiplied / divider) } else { (multiplied * divider, multiplied) };
+        let stages = [
+            ("input", f_in, F_IN_MHZ),
+            ("phase detector", f_pfd, F_PFD_MHZ),
+            ("VCO", f_vco, F_VCO_MHZ),
+            ("output", f_out, F_OUT_MHZ),
+        ];
         for (stage, mhz, (lo, hi)) in stages {
             if !(lo..=hi).contains(&mhz) {
                 findings.push(Finding::error(

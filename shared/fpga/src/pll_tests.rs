@@ -77,7 +77,10 @@ fn non_simple_feedback_divides_after_the_output() {
 #[test]
 fn a_non_positive_set_frequency_is_a_warning() {
     let f = vec![SetFrequency { line: 1, net: "clk".to_owned(), mhz: -5.0 }];
-    assert_eq!(codes(&check_frequencies(&[], &f, None)), vec![(crate::report::Severity::Warning, "PLL_FREQ_OUT_OF_RANGE")]);
+    assert_eq!(
+        codes(&check_frequencies(&[], &f, None)),
+        vec![(crate::report::Severity::Warning, "PLL_FREQ_OUT_OF_RANGE")]
+    );
 }
 
 #[test]

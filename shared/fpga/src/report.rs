@@ -72,7 +72,8 @@ impl Report {
     /// derives the verdict from them.
     pub fn new(utilization: Vec<Utilization>, mut findings: Vec<Finding>) -> Self {
         findings.sort_by_key(|f| f.severity);
-        let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+        let verdict =
+            if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
         Self { verdict, utilization, findings }
     }
 
@@ -88,7 +89,11 @@ impl Report {
             let width = self.utilization.iter().map(|u| u.resource.len()).max().unwrap_or(8).max(8);
             let _ = writeln!(out, "{:<width$}  {:>6} / {:<6}  use", "resource", "used", "avail");
             for u in &self.utilization {
-                let pct = if u.available == 0 { "n/a".to_owned() } else { format!("{}%", u64::from(u.used) * 100 / u64::from(u.available)) };
+                let pct = if u.available == 0 {
+                    "n/a".to_owned()
+                } else {
+                    format!("{}%", u64::from(u.used) * 100 / u64::from(u.available))
+                };
                 let _ = writeln!(out, "{:<width$}  {:>6} / {:<6}  {pct}", u.resource, u.used, u.available);
             }
             out.push('\n');
@@ -102,7 +107,10 @@ impl Report {
             let l = &f.location;
             let mut place: Vec<String> = Vec::new();
             if let Some(file) = &l.file {
-                place.push(match l.line { Some(n) => format!("{file}:{n}"), None => file.clone() });
+                place.push(match l.line {
+                    Some(n) => format!("{file}:{n}"),
+                    None => file.clone(),
+                });
             } else if let Some(n) = l.line {
                 place.push(format!("line {n}"));
             }
@@ -130,7 +138,11 @@ mod text_tests {
     fn the_text_report_shows_the_table_findings_and_verdict() {
         let r = Report::new(
             vec![Utilization { resource: "ICESTORM_LC".into(), used: 30, available: 384 }],
-            vec![Finding::warning("CELL_TYPE_UNKNOWN", "odd cell", Location { cell: Some("m".into()), ..Location::default() })],
+            vec![Finding::warning(
+                "CELL_TYPE_UNKNOWN",
+                "odd cell",
+                Location { cell: Some("m".into()), ..Location::default() },
+            )],
         );
         let text = r.to_text();
         assert!(text.contains("ICESTORM_LC"), "{text}");

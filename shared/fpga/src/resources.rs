@@ -12,13 +12,22 @@ use crate::report::{Finding, Location, Utilization};
 pub const PACKAGE_PINS: &str = "PACKAGE_PIN";
 
 /// Utilisation rows (nextpnr's resources, then [`PACKAGE_PINS`]) and resource findings.
-pub fn check(device: &Device, package: &Package, module: &Module<'_>, file: Option<&str>) -> (Vec<Utilization>, Vec<Finding>) {
+pub fn check(
+    device: &Device,
+    package: &Package,
+    module: &Module<'_>,
+    file: Option<&str>,
+) -> (Vec<Utilization>, Vec<Finding>) {
     let packed = pack(module, device);
     let at = || Location { file: file.map(str::to_owned), ..Location::default() };
     let mut rows: Vec<Utilization> = device
         .capacities()
         .into_iter()
-        .map(|(r, available)| Utilization { resource: r.to_owned(), used: packed.used.get(r).copied().unwrap_or(0), available })
+        .map(|(r, available)| Utilization {
+            resource: r.to_owned(),
+            used: packed.used.get(r).copied().unwrap_or(0),
+            available,
+        })
         .collect();
     let mut findings = Vec::new();
     for (r, used) in &packed.used {
@@ -104,7 +113,8 @@ mod tests {
     #[test]
     fn more_ports_than_package_pins_is_io_exceeds_package() {
         // nextpnr only notices this at placement; pack-only passes. lp384 qn32 bonds 21 pins.
-        let wide = r#""a":{"direction":"input","bits":[2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26]}"#;
+        let wide =
+            r#""a":{"direction":"input","bits":[2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26]}"#;
         let (rows, findings) = run("lp384", &luts(0, wide));
         assert_eq!(codes(&findings), ["IO_EXCEEDS_PACKAGE"]);
         let pins = rows.iter().find(|u| u.resource == PACKAGE_PINS).unwrap();
@@ -113,7 +123,8 @@ mod tests {
 
     #[test]
     fn an_unknown_cell_type_is_a_warning_naming_the_cell() {
-        let (_, findings) = run("hx8k", r#"{"modules":{"top":{"ports":{},"cells":{"m":{"type":"XC_DSP48","connections":{}}}}}}"#);
+        let (_, findings) =
+            run("hx8k", r#"{"modules":{"top":{"ports":{},"cells":{"m":{"type":"XC_DSP48","connections":{}}}}}}"#);
         assert_eq!(codes(&findings), ["CELL_TYPE_UNKNOWN"]);
         assert_eq!(findings[0].location.cell.as_deref(), Some("m"));
     }

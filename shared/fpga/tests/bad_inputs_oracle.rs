@@ -40,9 +40,8 @@ fn disagreements(oracle: &mut Oracle, case: &Value) -> Vec<String> {
             let found = report.findings.iter().find(|f| f.code == code);
             match found {
                 None => problems.push(format!("{name}: expected {code}, got {codes:?}")),
-                Some(f) if !tool_failed && case.get("stricter").is_none() && f.severity == Severity::Error => {
-                    problems.push(format!("{name}: {code} is an error but {} accepts the input", str_field(tool, "tool")))
-                }
+                Some(f) if !tool_failed && case.get("stricter").is_none() && f.severity == Severity::Error => problems
+                    .push(format!("{name}: {code} is an error but {} accepts the input", str_field(tool, "tool"))),
                 Some(_) => {}
             }
         }
@@ -65,7 +64,8 @@ fn disagreements(oracle: &mut Oracle, case: &Value) -> Vec<String> {
     if let Some(die) = tool["die"].as_str() {
         let mismatch = report.findings.iter().find(|f| f.code == "BITSTREAM_DEVICE_MISMATCH");
         if mismatch.is_some_and(|f| !f.message.contains(&format!("iCE40 {die} die"))) {
-            problems.push(format!("{name}: iceunpack detected the {die} die but we said: {}", mismatch.unwrap().message));
+            problems
+                .push(format!("{name}: iceunpack detected the {die} die but we said: {}", mismatch.unwrap().message));
         }
     }
     problems
@@ -78,13 +78,20 @@ fn every_recorded_bad_input_gets_the_expected_code_and_the_tools_verdict() {
     let cases = recordings["cases"].as_array().expect("cases.json has a cases array");
     assert!(cases.len() >= 30, "only {} cases recorded", cases.len());
     let problems: Vec<String> = cases.iter().flat_map(|case| disagreements(&mut oracle, case)).collect();
-    assert!(problems.is_empty(), "{} of {} cases disagree with the tools:\n{}", problems.len(), cases.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} of {} cases disagree with the tools:\n{}",
+        problems.len(),
+        cases.len(),
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn the_recordings_cover_every_case_the_issue_lists() {
     let recordings = Oracle::load().json("cases.json");
-    let codes: Vec<&str> = recordings["cases"].as_array().unwrap().iter().filter_map(|c| c["expected_code"].as_str()).collect();
+    let codes: Vec<&str> =
+        recordings["cases"].as_array().unwrap().iter().filter_map(|c| c["expected_code"].as_str()).collect();
     for code in [
         "PIN_NOT_IN_PACKAGE",
         "PIN_DOUBLE_ASSIGNED",

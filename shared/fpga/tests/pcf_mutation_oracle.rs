@@ -33,11 +33,20 @@ fn our_verdict_equals_nextpnrs_exit_status_on_every_pcf_mutant() {
             let codes: Vec<_> = report.findings.iter().map(|f| format!("{:?} {}", f.severity, f.code)).collect();
             problems.push(format!(
                 "{design} seed {} {}: nextpnr exit {} ({}) vs our {:?} {codes:?}\n{}",
-                m["seed"], m["edits"], m["oracle"]["exit"], str_field(&m["oracle"], "message"), report.verdict, str_field(m, "pcf")
+                m["seed"],
+                m["edits"],
+                m["oracle"]["exit"],
+                str_field(&m["oracle"], "message"),
+                report.verdict,
+                str_field(m, "pcf")
             ));
         }
     }
     assert!(problems.is_empty(), "{} of {} mutants disagree:\n{}", problems.len(), mutants.len(), problems.join("\n"));
     // Both verdicts must be well represented, or the comparison proves little.
-    assert!(rejected >= mutants.len() / 4 && rejected <= mutants.len() * 3 / 4, "{rejected} of {} rejected", mutants.len());
+    assert!(
+        rejected >= mutants.len() / 4 && rejected <= mutants.len() * 3 / 4,
+        "{rejected} of {} rejected",
+        mutants.len()
+    );
 }

@@ -18,7 +18,12 @@ fn cases() -> Vec<(String, serde_json::Value)> {
         .expect("fixtures/cases exists")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()))
+        .map(|p| {
+            (
+                p.file_stem().unwrap().to_string_lossy().into_owned(),
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap(),
+            )
+        })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
@@ -63,7 +68,11 @@ fn our_utilisation_equals_nextpnr_pack_only_for_every_fixture() {
                 .map(|(k, v)| format!("{k}: nextpnr {v:?}, ours {:?}", ours.get(k)))
                 .chain(ours.keys().filter(|k| !theirs.contains_key(*k)).map(|k| format!("{k}: only ours")))
                 .collect();
-            failures.push(format!("{name}: {}\n    nextpnr log {}\n    ours {breakdown:?}", diff.join("; "), case["nextpnr"]["log"]));
+            failures.push(format!(
+                "{name}: {}\n    nextpnr log {}\n    ours {breakdown:?}",
+                diff.join("; "),
+                case["nextpnr"]["log"]
+            ));
         }
     }
     assert!(failures.is_empty(), "{} of {} fixtures differ:\n{}", failures.len(), cases.len(), failures.join("\n"));

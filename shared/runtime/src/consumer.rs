@@ -130,7 +130,8 @@ impl<H: RecordHandler> Consumer<H> {
 
     async fn one(&self, rec: &Incoming, out: &mut Outbox) -> Result<(), RecordError> {
         let bytes = rec.value.as_ref().map_err(|e| RecordError::Permanent(e.clone()))?;
-        let env = Envelope::<H::Payload>::decode_as(bytes, H::KIND).map_err(|e| RecordError::Permanent(e.to_string()))?;
+        let env =
+            Envelope::<H::Payload>::decode_as(bytes, H::KIND).map_err(|e| RecordError::Permanent(e.to_string()))?;
         let span = info_span!(
             "record",
             function = self.handler.name(),
@@ -198,11 +199,13 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
                         "The record can never succeed and was sent to the dead-letter topic.");
                     out.flush(self.log.as_ref()).await.map_err(|e| fail(format!("publishing failed: {e}")))?;
                     self.dead_letter(&rec, &reason).await.map_err(|e| fail(format!("dead-lettering failed: {e}")))?;
-                    metrics::counter!("openqq_dead_letters_total", "function" => function, "source" => "handler").increment(1);
+                    metrics::counter!("openqq_dead_letters_total", "function" => function, "source" => "handler")
+                        .increment(1);
                     "dead_lettered"
                 }
             };
-            metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => outcome).increment(1);
+            metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => outcome)
+                .increment(1);
         }
         if let Err(e) = out.flush(self.log.as_ref()).await {
             let first = records(&event).into_iter().next();

@@ -86,7 +86,12 @@ pub struct EventSourceMapping {
 
 impl EventSourceMapping {
     /// Joins the function's consumer group on the topic.
-    pub async fn new(source: Arc<dyn LogSource>, log: Arc<dyn EventLog>, handler: Arc<dyn BatchHandler>, cfg: MappingConfig) -> Result<Arc<Self>, PortError> {
+    pub async fn new(
+        source: Arc<dyn LogSource>,
+        log: Arc<dyn EventLog>,
+        handler: Arc<dyn BatchHandler>,
+        cfg: MappingConfig,
+    ) -> Result<Arc<Self>, PortError> {
         let n = source.partitions(&cfg.topic);
         let group = format!("{}{}", cfg.group_prefix, handler.name());
         let lease = source.join(&group, &cfg.topic).await?;
@@ -232,7 +237,9 @@ impl EventSourceMapping {
                     *cursor = Some(recs.last().map_or(from, |r| r.offset + 1));
                     batch.extend(recs);
                 }
-                Err(e) => warn!(function = self.function(), partition = p, error = %e, "Reading a partition failed; it will be read again."),
+                Err(e) => {
+                    warn!(function = self.function(), partition = p, error = %e, "Reading a partition failed; it will be read again.")
+                }
             }
         }
     }
@@ -245,14 +252,17 @@ impl EventSourceMapping {
         let function = self.function().to_owned();
         let started = Instant::now();
         let result = self.handler.handle(to_event(&batch)).await;
-        metrics::histogram!("openqq_batch_duration_seconds", "function" => function.clone()).record(started.elapsed().as_secs_f64());
+        metrics::histogram!("openqq_batch_duration_seconds", "function" => function.clone())
+            .record(started.elapsed().as_secs_f64());
         match result {
             Ok(()) => {
-                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "ok").increment(1);
+                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "ok")
+                    .increment(1);
                 self.commit_batch(&batch).await;
             }
             Err(e) => {
-                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "failed").increment(1);
+                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "failed")
+                    .increment(1);
                 self.fail_batch(&batch, &e.to_string()).await;
             }
         }
@@ -271,7 +281,9 @@ impl EventSourceMapping {
                     st.failures = 0;
                     st.not_before = None;
                 }
-                Err(e) => warn!(function = self.function(), partition = p, error = %e, "Committing an offset failed; the records will be delivered again."),
+                Err(e) => {
+                    warn!(function = self.function(), partition = p, error = %e, "Committing an offset failed; the records will be delivered again.")
+                }
             }
         }
     }
@@ -300,7 +312,9 @@ impl EventSourceMapping {
                 metrics::counter!("openqq_dead_letters_total", "function" => self.function().to_owned(), "source" => "retries_exhausted").increment(batch.len() as u64);
                 self.commit_batch(batch).await;
             }
-            Err(e) => warn!(function = self.function(), error = %e, "Dead-lettering failed; the batch will be retried."),
+            Err(e) => {
+                warn!(function = self.function(), error = %e, "Dead-lettering failed; the batch will be retried.")
+            }
         }
     }
 

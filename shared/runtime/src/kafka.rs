@@ -98,7 +98,8 @@ pub fn records(event: &KafkaEvent) -> Vec<Incoming> {
         let mut list: Vec<&KafkaRecord> = event.records[key].iter().collect();
         list.sort_by_key(|r| r.offset);
         for r in list {
-            let topic = r.topic.clone().unwrap_or_else(|| key.rsplit_once('-').map(|(t, _)| t.to_owned()).unwrap_or_default());
+            let topic =
+                r.topic.clone().unwrap_or_else(|| key.rsplit_once('-').map(|(t, _)| t.to_owned()).unwrap_or_default());
             let value = match &r.value {
                 Some(v) => B64.decode(v).map_err(|e| format!("value is not base64: {e}")),
                 None => Err("record has no value".to_owned()),
@@ -130,7 +131,10 @@ mod tests {
         let recs = records(&ev);
         assert_eq!(recs.len(), 4);
         // Partition lists come out sorted by key, each in offset order.
-        assert_eq!(recs.iter().map(|r| (r.partition, r.offset)).collect::<Vec<_>>(), vec![(0, 15), (0, 16), (1, 3), (1, 4)]);
+        assert_eq!(
+            recs.iter().map(|r| (r.partition, r.offset)).collect::<Vec<_>>(),
+            vec![(0, 15), (0, 16), (1, 3), (1, 4)]
+        );
         assert_eq!(recs[0].topic, "design.submitted");
         assert_eq!(recs[0].header_str("correlation-id"), Some("corr-é"), "negative i8 bytes become UTF-8 again");
         assert!(recs[2].headers.is_empty(), "a record without headers decodes with none");

@@ -115,7 +115,11 @@ pub use with_kafka::settings;
 
 /// Without the `kafka` feature, any Kafka flag is refused.
 #[cfg(not(feature = "kafka"))]
-pub async fn settings(args: &KafkaArgs, _partitions: u32, _topics: Vec<String>) -> anyhow::Result<Option<std::convert::Infallible>> {
+pub async fn settings(
+    args: &KafkaArgs,
+    _partitions: u32,
+    _topics: Vec<String>,
+) -> anyhow::Result<Option<std::convert::Infallible>> {
     anyhow::ensure!(
         !args.selected() && args.security_flags_given().is_empty(),
         "the Kafka flags need an openqq built with the `kafka` feature"
@@ -136,12 +140,20 @@ mod with_kafka {
         if !args.selected() {
             let given = args.security_flags_given();
             if !given.is_empty() {
-                bail!("{} configure the Kafka event log, which needs --kafka-brokers or --msk-cluster-arn", given.join(", "));
+                bail!(
+                    "{} configure the Kafka event log, which needs --kafka-brokers or --msk-cluster-arn",
+                    given.join(", ")
+                );
             }
             return Ok(None);
         }
-        let arn = args.msk_cluster_arn.as_deref().map(str::parse::<ClusterArn>).transpose().context("--msk-cluster-arn")?;
-        let env_region = if args.kafka_auth == AuthArg::MskIam && args.aws_region.is_none() && arn.is_none() { msk::default_region().await } else { None };
+        let arn =
+            args.msk_cluster_arn.as_deref().map(str::parse::<ClusterArn>).transpose().context("--msk-cluster-arn")?;
+        let env_region = if args.kafka_auth == AuthArg::MskIam && args.aws_region.is_none() && arn.is_none() {
+            msk::default_region().await
+        } else {
+            None
+        };
         let security = args.security(arn.as_ref(), env_region)?;
         // A missing CA file or an empty password fails here, before any network call.
         security.validate()?;
@@ -203,7 +215,11 @@ mod with_kafka {
                     KafkaAuth::MskIam { region }
                 }
             };
-            Ok(KafkaSecurity { auth, ca_file: self.kafka_ca_file.clone(), sasl_without_tls: self.kafka_sasl_without_tls })
+            Ok(KafkaSecurity {
+                auth,
+                ca_file: self.kafka_ca_file.clone(),
+                sasl_without_tls: self.kafka_sasl_without_tls,
+            })
         }
     }
 
@@ -238,37 +254,81 @@ mod with_kafka {
         #[test]
         fn each_auth_flag_becomes_its_security_setting() {
             assert_eq!(security(&["--kafka-brokers", "a:1"]).unwrap(), KafkaSecurity::default());
-            let tls = security(&["--kafka-brokers", "a:1", "--kafka-auth", "tls", "--kafka-ca-file", "/ca.pem"]).unwrap();
-            assert_eq!(tls, KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/ca.pem".into()), sasl_without_tls: false });
-            let scram = security(&["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "u", "--kafka-sasl-password", "p"]).unwrap();
-            assert_eq!(scram.auth, KafkaAuth::Scram { mechanism: ScramMechanism::Sha512, username: "u".into(), password: Secret::new("p") });
+            let tls =
+                security(&["--kafka-brokers", "a:1", "--kafka-auth", "tls", "--kafka-ca-file", "/ca.pem"]).unwrap();
+            assert_eq!(
+                tls,
+                KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/ca.pem".into()), sasl_without_tls: false }
+            );
+            let scram = security(&[
+                "--kafka-brokers",
+                "a:1",
+                "--kafka-auth",
+                "scram-sha-512",
+                "--kafka-sasl-username",
+                "u",
+                "--kafka-sasl-password",
+                "p",
+            ])
+            .unwrap();
+            assert_eq!(
+                scram.auth,
+                KafkaAuth::Scram {
+                    mechanism: ScramMechanism::Sha512,
+                    username: "u".into(),
+                    password: Secret::new("p")
+                }
+            );
             let iam = security(&["--msk-cluster-arn", ARN, "--kafka-auth", "msk-iam"]).unwrap();
             assert_eq!(iam.auth, KafkaAuth::MskIam { region: "eu-west-1".into() }, "the ARN's region");
-            let iam = security(&["--kafka-brokers", "a:1", "--kafka-auth", "msk-iam", "--aws-region", "us-east-2"]).unwrap();
+            let iam =
+                security(&["--kafka-brokers", "a:1", "--kafka-auth", "msk-iam", "--aws-region", "us-east-2"]).unwrap();
             assert_eq!(iam.auth, KafkaAuth::MskIam { region: "us-east-2".into() });
             let args = parse(&["--kafka-brokers", "a:1", "--kafka-auth", "msk-iam"]).unwrap();
-            assert_eq!(args.security(None, Some("ap-south-1".into())).unwrap().auth, KafkaAuth::MskIam { region: "ap-south-1".into() }, "the environment's region");
+            assert_eq!(
+                args.security(None, Some("ap-south-1".into())).unwrap().auth,
+                KafkaAuth::MskIam { region: "ap-south-1".into() },
+                "the environment's region"
+            );
         }
 
         #[test]
         fn scram_without_a_username_or_password_is_refused_naming_the_flag() {
-            refused(&["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-256", "--kafka-sasl-password", "p"], "needs a username: set --kafka-sasl-username");
-            refused(&["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "u"], "needs a password: set OPENQQ_KAFKA_SASL_PASSWORD");
+            refused(
+                &["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-256", "--kafka-sasl-password", "p"],
+                "needs a username: set --kafka-sasl-username",
+            );
+            refused(
+                &["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "u"],
+                "needs a password: set OPENQQ_KAFKA_SASL_PASSWORD",
+            );
         }
 
         #[test]
         fn contradictory_flags_are_refused() {
-            refused(&["--kafka-brokers", "a:1", "--kafka-sasl-username", "u"], "are for --kafka-auth scram-sha-256 or scram-sha-512, not plaintext");
+            refused(
+                &["--kafka-brokers", "a:1", "--kafka-sasl-username", "u"],
+                "are for --kafka-auth scram-sha-256 or scram-sha-512, not plaintext",
+            );
             refused(&["--kafka-brokers", "a:1", "--kafka-auth", "msk-iam"], "none is known: set --aws-region");
-            refused(&["--kafka-brokers", "a:1", "--kafka-auth", "tls", "--aws-region", "eu-west-1"], "--aws-region is for --kafka-auth msk-iam");
-            refused(&["--msk-cluster-arn", ARN, "--kafka-auth", "msk-iam", "--aws-region", "us-east-1"], "is not the region of --msk-cluster-arn (eu-west-1)");
+            refused(
+                &["--kafka-brokers", "a:1", "--kafka-auth", "tls", "--aws-region", "eu-west-1"],
+                "--aws-region is for --kafka-auth msk-iam",
+            );
+            refused(
+                &["--msk-cluster-arn", ARN, "--kafka-auth", "msk-iam", "--aws-region", "us-east-1"],
+                "is not the region of --msk-cluster-arn (eu-west-1)",
+            );
             let both = parse(&["--kafka-brokers", "a:1", "--msk-cluster-arn", ARN]).err().expect("conflict");
             assert_eq!(both.kind(), clap::error::ErrorKind::ArgumentConflict);
         }
 
         #[test]
         fn an_unknown_auth_is_refused_with_the_choices() {
-            let err = parse(&["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-1"]).err().expect("unknown auth").to_string();
+            let err = parse(&["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-1"])
+                .err()
+                .expect("unknown auth")
+                .to_string();
             assert!(err.contains("scram-sha-1") && err.contains("scram-sha-512") && err.contains("msk-iam"), "{err}");
         }
 
@@ -295,7 +355,17 @@ mod with_kafka {
             assert!(password.is_hide_env_values_set(), "--help must not print the password from the environment");
             let help = password.get_long_help().or(password.get_help()).unwrap().to_string();
             assert!(help.contains("`ps`"), "the help says why the environment variable is better: {help}");
-            let scram = security(&["--kafka-brokers", "a:1", "--kafka-auth", "scram-sha-512", "--kafka-sasl-username", "u", "--kafka-sasl-password", "hunter2"]).unwrap();
+            let scram = security(&[
+                "--kafka-brokers",
+                "a:1",
+                "--kafka-auth",
+                "scram-sha-512",
+                "--kafka-sasl-username",
+                "u",
+                "--kafka-sasl-password",
+                "hunter2",
+            ])
+            .unwrap();
             assert!(!format!("{scram:?}").contains("hunter2"));
         }
     }

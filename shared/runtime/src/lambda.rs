@@ -45,17 +45,22 @@ struct FunctionEnv {
 /// watch` on one machine, not for a fleet.
 pub async fn backends_from_env() -> Result<(openqq_adapters::Backends, openqq_core::Topics), Error> {
     use clap::Parser;
-    let env = FunctionEnv::try_parse_from(std::iter::empty::<String>()).map_err(|e| format!("the function's environment: {e}"))?;
+    let env = FunctionEnv::try_parse_from(std::iter::empty::<String>())
+        .map_err(|e| format!("the function's environment: {e}"))?;
     let topics = openqq_core::Topics::new(env.topic_prefix);
     // Bad Kafka settings stop the cold start before the data dir is touched.
     let kafka = crate::kafka_flags::settings(&env.kafka, env.partitions, topics.all()).await?;
-    let backends = openqq_adapters::Backends::embedded(&env.data_dir, env.partitions, openqq_adapters::Durability::Process)?;
+    let backends =
+        openqq_adapters::Backends::embedded(&env.data_dir, env.partitions, openqq_adapters::Durability::Process)?;
     let backends = on_kafka(backends, kafka).await?;
     Ok((backends, topics))
 }
 
 #[cfg(feature = "kafka")]
-async fn on_kafka(backends: openqq_adapters::Backends, settings: Option<openqq_adapters::KafkaSettings>) -> Result<openqq_adapters::Backends, Error> {
+async fn on_kafka(
+    backends: openqq_adapters::Backends,
+    settings: Option<openqq_adapters::KafkaSettings>,
+) -> Result<openqq_adapters::Backends, Error> {
     Ok(match settings {
         Some(settings) => backends.with_kafka(settings).await?,
         None => backends,
@@ -63,7 +68,10 @@ async fn on_kafka(backends: openqq_adapters::Backends, settings: Option<openqq_a
 }
 
 #[cfg(not(feature = "kafka"))]
-async fn on_kafka(backends: openqq_adapters::Backends, settings: Option<std::convert::Infallible>) -> Result<openqq_adapters::Backends, Error> {
+async fn on_kafka(
+    backends: openqq_adapters::Backends,
+    settings: Option<std::convert::Infallible>,
+) -> Result<openqq_adapters::Backends, Error> {
     match settings {
         Some(never) => match never {},
         None => Ok(backends),

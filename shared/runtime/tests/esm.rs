@@ -36,7 +36,13 @@ impl BatchHandler for Script {
                 let n = f.entry(v.clone()).or_default();
                 if *n < *times {
                     *n += 1;
-                    return Err(BatchError { function: "scripted".into(), topic: r.topic.clone(), partition: r.partition, offset: r.offset, reason: "scripted failure".into() });
+                    return Err(BatchError {
+                        function: "scripted".into(),
+                        topic: r.topic.clone(),
+                        partition: r.partition,
+                        offset: r.offset,
+                        reason: "scripted failure".into(),
+                    });
                 }
             }
         }
@@ -70,7 +76,11 @@ async fn until(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-async fn start(log: Arc<EmbeddedEventLog>, handler: Arc<Script>, cfg: MappingConfig) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+async fn start(
+    log: Arc<EmbeddedEventLog>,
+    handler: Arc<Script>,
+    cfg: MappingConfig,
+) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let esm = EventSourceMapping::new(log.clone(), log, handler, cfg).await.unwrap();
     let (tx, rx) = watch::channel(false);
     (tx, tokio::spawn(esm.run(rx)))
@@ -113,15 +123,26 @@ async fn a_failing_partition_waits_and_retries_while_the_others_go_on() {
     let (stop, task) = start(log.clone(), h.clone(), cfg).await;
     until("the first failure", Duration::from_secs(5), || !h.failures.lock().unwrap().is_empty()).await;
     log.publish("in", vec![rec(good, 0)]).await.unwrap();
-    until("the healthy partition", Duration::from_secs(5), || h.seen.lock().unwrap().iter().any(|(k, _)| k == good)).await;
+    until("the healthy partition", Duration::from_secs(5), || h.seen.lock().unwrap().iter().any(|(k, _)| k == good))
+        .await;
     assert!(!h.seen.lock().unwrap().iter().any(|(k, _)| k == bad), "the failing partition has not moved on yet");
-    assert_eq!(log.committed("scripted", "in", partition_for(bad, 4)).await.unwrap(), 0, "nothing committed for the failing partition");
-    until("the retried records", Duration::from_secs(10), || h.seen.lock().unwrap().iter().filter(|(k, _)| k == bad).count() == 2).await;
+    assert_eq!(
+        log.committed("scripted", "in", partition_for(bad, 4)).await.unwrap(),
+        0,
+        "nothing committed for the failing partition"
+    );
+    until("the retried records", Duration::from_secs(10), || {
+        h.seen.lock().unwrap().iter().filter(|(k, _)| k == bad).count() == 2
+    })
+    .await;
     stop.send(true).unwrap();
     task.await.unwrap();
     let bad_seen: Vec<_> = h.seen.lock().unwrap().iter().filter(|(k, _)| k == bad).map(|(_, v)| v.clone()).collect();
     assert_eq!(bad_seen, vec![b"a:0".to_vec(), b"a:1".to_vec()], "retried in order, once each");
-    assert!(log.read("dlq", 0, 0, 10).await.unwrap().is_empty() && log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0));
+    assert!(
+        log.read("dlq", 0, 0, 10).await.unwrap().is_empty()
+            && log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +153,10 @@ async fn a_batch_that_never_succeeds_goes_to_the_dead_letter_topic_and_the_parti
     let h = Arc::new(Script { poison: vec![(b"a:0".to_vec(), u32::MAX)], ..Script::default() });
     let (stop, task) = start(log.clone(), h.clone(), config(0)).await;
     let p = partition_for("a", 4);
-    until("the dead letter", Duration::from_secs(10), || *h.failures.lock().unwrap().get(&b"a:0".to_vec()).unwrap_or(&0) >= 3).await;
+    until("the dead letter", Duration::from_secs(10), || {
+        *h.failures.lock().unwrap().get(&b"a:0".to_vec()).unwrap_or(&0) >= 3
+    })
+    .await;
     until("the commit", Duration::from_secs(5), || {
         futures_lite_block(log.committed("scripted", "in", p)).unwrap() == 1
     })
@@ -141,7 +165,11 @@ async fn a_batch_that_never_succeeds_goes_to_the_dead_letter_topic_and_the_parti
     until("the next record", Duration::from_secs(5), || h.seen.lock().unwrap().len() == 1).await;
     stop.send(true).unwrap();
     task.await.unwrap();
-    assert_eq!(*h.failures.lock().unwrap().get(&b"a:0".to_vec()).unwrap(), 3, "one attempt and max_retries = 2 retries");
+    assert_eq!(
+        *h.failures.lock().unwrap().get(&b"a:0".to_vec()).unwrap(),
+        3,
+        "one attempt and max_retries = 2 retries"
+    );
     let dlq = log.read("dlq", p, 0, 10).await.unwrap();
     assert_eq!(dlq.len(), 1);
     let letter: serde_json::Value = serde_json::from_slice(&dlq[0].value).unwrap();

@@ -27,7 +27,14 @@ pub fn max_in_any_window(decisions: &[Decision], window: Duration) -> usize {
 
 /// Several tasks call the limiter for one tenant for `run_for`, steadily or in bursts; returns
 /// every decision.
-pub async fn hammer(limiter: Arc<dyn RateLimiter>, tenant: &TenantId, quota: Quota, clients: usize, run_for: Duration, bursty: bool) -> Vec<Decision> {
+pub async fn hammer(
+    limiter: Arc<dyn RateLimiter>,
+    tenant: &TenantId,
+    quota: Quota,
+    clients: usize,
+    run_for: Duration,
+    bursty: bool,
+) -> Vec<Decision> {
     let mut tasks = Vec::new();
     for c in 0..clients {
         let limiter = limiter.clone();
@@ -78,7 +85,10 @@ pub async fn never_more_than_the_limit_in_any_window(limiter: Arc<dyn RateLimite
     let w = quota.window.as_micros() as u64;
     for t in rejections {
         let in_window = admitted.partition_point(|a| *a <= t) - admitted.partition_point(|a| *a + w <= t);
-        assert_eq!(in_window, 20, "a request at {t} µs was rejected with only {in_window} admissions in its window (bursty={bursty})");
+        assert_eq!(
+            in_window, 20,
+            "a request at {t} µs was rejected with only {in_window} admissions in its window (bursty={bursty})"
+        );
     }
 }
 
@@ -100,7 +110,10 @@ pub async fn the_first_entry_expires_one_window_after_admission(limiter: Arc<dyn
     assert!(!rejected.allowed, "the fourth request in the window is rejected");
     assert_eq!(rejected.remaining, 0);
     let expires_at = first + 300_000;
-    assert!(rejected.reset.as_micros() as u64 <= expires_at - rejected.now_micros + 1000, "reset points at the first entry's expiry");
+    assert!(
+        rejected.reset.as_micros() as u64 <= expires_at - rejected.now_micros + 1000,
+        "reset points at the first entry's expiry"
+    );
     // Just before the first entry expires: still full.
     let sleep_until = |t: u64, now: u64| Duration::from_micros(t.saturating_sub(now));
     tokio::time::sleep(sleep_until(expires_at - 60_000, rejected.now_micros)).await;

@@ -7,10 +7,19 @@ use openqq_core::{EventLog, LogSource, Record};
 use std::time::{Duration, Instant};
 
 fn record(key: &str, n: u32) -> Record {
-    Record { key: key.into(), value: format!("{key}:{n}").into_bytes(), headers: vec![("n".into(), n.to_be_bytes().to_vec())] }
+    Record {
+        key: key.into(),
+        value: format!("{key}:{n}").into_bytes(),
+        headers: vec![("n".into(), n.to_be_bytes().to_vec())],
+    }
 }
 
-async fn read_all<L: LogSource + ?Sized>(log: &L, topic: &str, partition: u32, from: u64) -> Vec<openqq_core::LogRecord> {
+async fn read_all<L: LogSource + ?Sized>(
+    log: &L,
+    topic: &str,
+    partition: u32,
+    from: u64,
+) -> Vec<openqq_core::LogRecord> {
     let mut out = Vec::new();
     let mut next = from;
     loop {
@@ -95,19 +104,32 @@ pub async fn a_waiting_consumer_is_woken_by_an_append<L: EventLog + LogSource + 
 /// Forty tenants published to `topic` (which has `partitions` partitions and nothing else in
 /// it) land exactly on [`partition_for`]'s partition: a Kafka producer's partitioner must agree
 /// with the embedded log's, or a tenant would move when the log does. Checks the tenants spread.
-pub async fn tenants_land_on_the_murmur2_partition<L: EventLog + LogSource + ?Sized>(log: &L, topic: &str, partitions: u32) {
+pub async fn tenants_land_on_the_murmur2_partition<L: EventLog + LogSource + ?Sized>(
+    log: &L,
+    topic: &str,
+    partitions: u32,
+) {
     assert_eq!(log.partitions(topic), partitions, "the partition count comes from the cluster");
     let tenants: Vec<String> = (0..40).map(|i| format!("tenant-{i}")).collect();
-    let records = tenants.iter().map(|t| Record { key: t.clone(), value: t.clone().into_bytes(), headers: vec![] }).collect();
+    let records =
+        tenants.iter().map(|t| Record { key: t.clone(), value: t.clone().into_bytes(), headers: vec![] }).collect();
     log.publish(topic, records).await.expect("publish succeeds");
     let mut seen = 0;
     for p in 0..partitions {
         for r in log.read(topic, p, 0, 100).await.expect("read succeeds") {
-            assert_eq!(r.partition, partition_for(&r.key, partitions), "{} is on partition {p}, as murmur2 computes", r.key);
+            assert_eq!(
+                r.partition,
+                partition_for(&r.key, partitions),
+                "{} is on partition {p}, as murmur2 computes",
+                r.key
+            );
             seen += 1;
         }
     }
     assert_eq!(seen, 40);
     let used: std::collections::HashSet<u32> = tenants.iter().map(|t| partition_for(t, partitions)).collect();
-    assert!(used.len() > partitions as usize / 2, "the tenants spread over the partitions, so the check means something");
+    assert!(
+        used.len() > partitions as usize / 2,
+        "the tenants spread over the partitions, so the check means something"
+    );
 }

@@ -3,7 +3,9 @@
 
 use super::unique;
 use chrono::Utc;
-use openqq_core::{Applied, Change, CorrelationId, DesignId, DesignStatus, DesignStore, EventKind, TenantId, TimelineEntry, Verdict};
+use openqq_core::{
+    Applied, Change, CorrelationId, DesignId, DesignStatus, DesignStore, EventKind, TenantId, TimelineEntry, Verdict,
+};
 use serde_json::value::RawValue;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
@@ -66,16 +68,25 @@ pub async fn status_moves_forward_only_at_the_current_revision<S: DesignStore + 
     store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 2), &submitted("x")).await.unwrap();
     // Revision 1 finishing late must not move revision 2's status.
     store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap();
-    store.apply(&t, &d, &entry(EventKind::ResultsReady, 1), &Change::ResultsReady { verdict: Verdict::Fail }).await.unwrap();
+    store
+        .apply(&t, &d, &entry(EventKind::ResultsReady, 1), &Change::ResultsReady { verdict: Verdict::Fail })
+        .await
+        .unwrap();
     let v = store.get(&t, &d).await.unwrap().unwrap();
     assert_eq!((v.revision, v.status, v.verdict), (2, DesignStatus::Submitted, None));
     store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap();
     assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Validating);
-    store.apply(&t, &d, &entry(EventKind::ResultsReady, 2), &Change::ResultsReady { verdict: Verdict::Pass }).await.unwrap();
+    store
+        .apply(&t, &d, &entry(EventKind::ResultsReady, 2), &Change::ResultsReady { verdict: Verdict::Pass })
+        .await
+        .unwrap();
     let v = store.get(&t, &d).await.unwrap().unwrap();
     assert_eq!((v.status, v.verdict), (DesignStatus::Ready, Some(Verdict::Pass)));
     // A replayed validation.started of revision 2 is a duplicate and cannot move ready back.
-    assert_eq!(store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap(), Applied::Duplicate);
+    assert_eq!(
+        store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap(),
+        Applied::Duplicate
+    );
     assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Ready);
 }
 
@@ -98,7 +109,15 @@ pub async fn a_tenant_never_sees_another_tenants_design<S: DesignStore + ?Sized>
     let (t, d) = ids();
     let other = TenantId::parse(unique("other")).unwrap();
     store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted("secret")).await.unwrap();
-    store.apply(&t, &d, &entry(EventKind::ValidationFinished, 1), &Change::ValidationFinished { verdict: Verdict::Pass, report: report("pass") }).await.unwrap();
+    store
+        .apply(
+            &t,
+            &d,
+            &entry(EventKind::ValidationFinished, 1),
+            &Change::ValidationFinished { verdict: Verdict::Pass, report: report("pass") },
+        )
+        .await
+        .unwrap();
     assert!(store.get(&other, &d).await.unwrap().is_none());
     assert!(store.timeline(&other, &d).await.unwrap().is_none());
     assert!(store.report(&other, &d, None).await.unwrap().is_none());
@@ -130,6 +149,7 @@ pub async fn listing_pages_through_every_design_newest_first<S: DesignStore + ?S
 
 pub async fn events_for_an_unknown_design_are_refused<S: DesignStore + ?Sized>(store: &S) {
     let (t, d) = ids();
-    let err = store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap_err();
+    let err =
+        store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap_err();
     assert!(!err.is_retriable(), "an event for a design that was never submitted cannot succeed later");
 }

@@ -39,7 +39,12 @@ pub(crate) fn unavailable(what: &str, e: rusqlite::Error) -> PortError {
     // Busy/locked/IO errors are worth retrying; constraint or misuse errors are not.
     let retriable = matches!(
         e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked | rusqlite::ErrorCode::SystemIoFailure | rusqlite::ErrorCode::DiskFull)
+        Some(
+            rusqlite::ErrorCode::DatabaseBusy
+                | rusqlite::ErrorCode::DatabaseLocked
+                | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull
+        )
     );
     PortError::Backend { message: format!("sqlite: {what}: {e}"), retriable }
 }

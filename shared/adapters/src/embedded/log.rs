@@ -6,6 +6,7 @@
 //! producers (WAL mode).
 
 use super::db::{open, unavailable, Db, Durability};
+use crate::append_signal::AppendSignal;
 use async_trait::async_trait;
 use openqq_core::partition::partition_for;
 use openqq_core::ports::PortResult;
@@ -15,7 +16,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use crate::append_signal::AppendSignal;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -30,7 +30,6 @@ CREATE TABLE IF NOT EXISTS offsets (
     grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next INTEGER NOT NULL,
     PRIMARY KEY (grp, topic, partition)) WITHOUT ROWID;
 ";
-
 
 pub struct EmbeddedEventLog {
     writer: Db,
@@ -183,10 +182,14 @@ impl LogSource for EmbeddedEventLog {
         let (group, topic) = (group.to_owned(), topic.to_owned());
         self.reader
             .call(move |conn| {
-                conn.query_row("SELECT next FROM offsets WHERE grp=?1 AND topic=?2 AND partition=?3", params![group, topic, partition], |r| r.get::<_, i64>(0))
-                    .optional()
-                    .map(|v| v.unwrap_or(0) as u64)
-                    .map_err(|e| unavailable("read offset", e))
+                conn.query_row(
+                    "SELECT next FROM offsets WHERE grp=?1 AND topic=?2 AND partition=?3",
+                    params![group, topic, partition],
+                    |r| r.get::<_, i64>(0),
+                )
+                .optional()
+                .map(|v| v.unwrap_or(0) as u64)
+                .map_err(|e| unavailable("read offset", e))
             })
             .await
     }

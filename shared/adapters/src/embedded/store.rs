@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::PortResult;
 use openqq_core::{
-    Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId, TimelineEntry,
-    Verdict,
+    Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId,
+    TimelineEntry, Verdict,
 };
 use openqq_core::{CorrelationId, EventKind};
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
@@ -51,7 +51,13 @@ impl EmbeddedDesignStore {
     }
 }
 
-fn apply_tx(tx: &Transaction<'_>, tenant: &str, design: &str, entry: &TimelineEntry, change: &Change) -> PortResult<Applied> {
+fn apply_tx(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    design: &str,
+    entry: &TimelineEntry,
+    change: &Change,
+) -> PortResult<Applied> {
     let kind = entry.kind.as_str();
     // Duplicate first: a re-read of an applied revision must be recognised as such even after
     // newer revisions were applied (a crash can lose the events it was about to publish).
@@ -68,7 +74,9 @@ fn apply_tx(tx: &Transaction<'_>, tenant: &str, design: &str, entry: &TimelineEn
     let now = Utc::now().to_rfc3339();
     let current: Option<(u64, String)> = tx
         .prepare_cached("SELECT revision, status FROM designs WHERE tenant=?1 AND design_id=?2")
-        .and_then(|mut s| s.query_row(params![tenant, design], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))).optional())
+        .and_then(|mut s| {
+            s.query_row(params![tenant, design], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))).optional()
+        })
         .map_err(|e| unavailable("read design", e))?;
     match (change, &current) {
         (Change::Submitted { name }, None) => {
@@ -89,7 +97,8 @@ fn apply_tx(tx: &Transaction<'_>, tenant: &str, design: &str, entry: &TimelineEn
                     .and_then(|mut s| s.execute(params![tenant, design, entry.revision as i64, verdict.as_str(), report.get()]))
                     .map_err(|e| unavailable("insert report", e))?;
             }
-            let from = DesignStatus::parse(status).ok_or_else(|| PortError::Invalid(format!("stored status {status:?}")))?;
+            let from =
+                DesignStatus::parse(status).ok_or_else(|| PortError::Invalid(format!("stored status {status:?}")))?;
             if let Some(to) = change.status().filter(|to| *rev == entry.revision && from.may_become(*to)) {
                 let verdict = match change {
                     Change::ResultsReady { verdict } => Some(verdict.as_str()),
@@ -137,14 +146,22 @@ fn design_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DesignView> {
 
 #[async_trait]
 impl DesignStore for EmbeddedDesignStore {
-    async fn apply(&self, tenant: &TenantId, design: &DesignId, entry: &TimelineEntry, change: &Change) -> PortResult<Applied> {
+    async fn apply(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied> {
         let (tenant, design, entry, change) = (tenant.to_string(), design.to_string(), entry.clone(), change.clone());
         self.writer
             .call(move |conn| {
                 // IMMEDIATE takes the write lock before the revision check, so the check and its
                 // write are atomic even when several processes share the file (`openqq up`s on
                 // one Kafka cluster); a deferred transaction would fail its upgrade instead.
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| unavailable("begin", e))?;
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| unavailable("begin", e))?;
                 let outcome = apply_tx(&tx, &tenant, &design, &entry, &change)?;
                 if outcome == Applied::Applied {
                     tx.commit().map_err(|e| unavailable("commit", e))?;
@@ -191,7 +208,12 @@ impl DesignStore for EmbeddedDesignStore {
             .await
     }
 
-    async fn report(&self, tenant: &TenantId, design: &DesignId, revision: Option<u64>) -> PortResult<Option<StoredReport>> {
+    async fn report(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        revision: Option<u64>,
+    ) -> PortResult<Option<StoredReport>> {
         let (tenant, design) = (tenant.to_string(), design.to_string());
         self.reader
             .call(move |conn| {

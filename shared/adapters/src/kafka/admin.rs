@@ -8,7 +8,11 @@ use openqq_core::PortError;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::error::RDKafkaErrorCode;
 
-pub(super) async fn create_topics(settings: &KafkaSettings, context: &KafkaContext, topics: &[String]) -> PortResult<()> {
+pub(super) async fn create_topics(
+    settings: &KafkaSettings,
+    context: &KafkaContext,
+    topics: &[String],
+) -> PortResult<()> {
     if topics.is_empty() {
         return Ok(()); // librdkafka refuses an empty CreateTopics
     }
@@ -32,8 +36,15 @@ pub(super) async fn create_topics(settings: &KafkaSettings, context: &KafkaConte
     })?;
     for result in results {
         match result {
-            Ok(topic) => tracing::info!(topic, partitions = settings.partitions, replication = settings.replication, "Created a Kafka topic."),
-            Err((topic, RDKafkaErrorCode::TopicAlreadyExists)) => tracing::debug!(topic, "The Kafka topic already exists."),
+            Ok(topic) => tracing::info!(
+                topic,
+                partitions = settings.partitions,
+                replication = settings.replication,
+                "Created a Kafka topic."
+            ),
+            Err((topic, RDKafkaErrorCode::TopicAlreadyExists)) => {
+                tracing::debug!(topic, "The Kafka topic already exists.")
+            }
             Err((topic, code)) => {
                 return Err(PortError::Invalid(format!(
                     "creating the Kafka topic {topic:?} ({} partitions, replication {}) failed: {code}",

@@ -61,7 +61,8 @@ impl Membership {
 
     /// Stops new batches on the revoked partitions, then waits for the ones in flight.
     fn revoked(&self, tpl: &TopicPartitionList) {
-        let revoked: Vec<(String, u32)> = tpl.elements().iter().map(|e| (e.topic().to_owned(), e.partition() as u32)).collect();
+        let revoked: Vec<(String, u32)> =
+            tpl.elements().iter().map(|e| (e.topic().to_owned(), e.partition() as u32)).collect();
         let deadline = Instant::now() + self.drain;
         let mut st = self.state.lock().unwrap();
         for key in &revoked {
@@ -139,7 +140,11 @@ pub(super) struct GroupLease {
 
 impl GroupLease {
     /// Subscribes `member` to `topic` and polls it until [`Lease::leave`].
-    pub(super) fn subscribe(member: Arc<Member>, membership: Arc<Membership>, topic: &str) -> rdkafka::error::KafkaResult<Self> {
+    pub(super) fn subscribe(
+        member: Arc<Member>,
+        membership: Arc<Membership>,
+        topic: &str,
+    ) -> rdkafka::error::KafkaResult<Self> {
         member.subscribe(&[topic])?;
         membership.polled.store(true, Ordering::SeqCst);
         let stop = Arc::new(AtomicBool::new(false));

@@ -78,7 +78,10 @@ impl IamTokens {
     fn current(&self) -> Result<Token, String> {
         let token = self.current.lock().unwrap().clone();
         if token.expires_ms <= now_ms() {
-            return Err(format!("the MSK IAM token for {} expired and could not be renewed (see the earlier warnings)", self.region));
+            return Err(format!(
+                "the MSK IAM token for {} expired and could not be renewed (see the earlier warnings)",
+                self.region
+            ));
         }
         Ok(token)
     }
@@ -118,9 +121,13 @@ async fn sign(region: &Region, credentials: &SharedCredentialsProvider) -> PortR
                 _ => PortError::Unavailable(message),
             }
         })?;
-    let (value, expires_ms) = generate_auth_token_from_credentials_provider(region.clone(), SharedCredentialsProvider::new(credentials))
-        .await
-        .map_err(|e| PortError::Backend { message: format!("signing an MSK IAM token failed: {}", chain(&e)), retriable: false })?;
+    let (value, expires_ms) =
+        generate_auth_token_from_credentials_provider(region.clone(), SharedCredentialsProvider::new(credentials))
+            .await
+            .map_err(|e| PortError::Backend {
+                message: format!("signing an MSK IAM token failed: {}", chain(&e)),
+                retriable: false,
+            })?;
     Ok(Token { value, expires_ms })
 }
 
@@ -144,9 +151,9 @@ impl KafkaContext {
     pub(super) async fn for_security(security: &KafkaSecurity) -> PortResult<Self> {
         let KafkaAuth::MskIam { region } = &security.auth else { return Ok(Self::default()) };
         let config = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.clone())).load().await;
-        let credentials = config
-            .credentials_provider()
-            .ok_or_else(|| PortError::Invalid("MSK IAM auth needs AWS credentials and no credentials provider is configured".into()))?;
+        let credentials = config.credentials_provider().ok_or_else(|| {
+            PortError::Invalid("MSK IAM auth needs AWS credentials and no credentials provider is configured".into())
+        })?;
         Ok(Self { iam: Some(IamTokens::start(region, credentials).await?), ..Self::default() })
     }
 
@@ -164,7 +171,8 @@ impl KafkaContext {
     pub(super) fn seed<C: ClientContext>(&self, client: &Client<C>) -> PortResult<()> {
         let Some(iam) = &self.iam else { return Ok(()) };
         let token = iam.current().map_err(PortError::Unavailable)?;
-        let value = CString::new(token.value).map_err(|_| PortError::Invalid("the MSK IAM token has a NUL byte".into()))?;
+        let value =
+            CString::new(token.value).map_err(|_| PortError::Invalid("the MSK IAM token has a NUL byte".into()))?;
         let principal = CString::default();
         let mut errstr = [0 as std::ffi::c_char; 512];
         // SAFETY: the client pointer is live for the borrow of `client`; the strings are
@@ -199,7 +207,9 @@ impl KafkaContext {
         for _ in 0..8 {
             match consumer.poll(Duration::ZERO) {
                 None => return,
-                Some(Err(e)) => tracing::debug!(error = %e, "A Kafka client reported an error while serving its token refresh."),
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "A Kafka client reported an error while serving its token refresh.")
+                }
                 Some(Ok(_)) => {}
             }
         }
@@ -217,7 +227,8 @@ impl ClientContext for KafkaContext {
     }
 
     fn generate_oauth_token(&self, _config: Option<&str>) -> Result<OAuthToken, Box<dyn Error>> {
-        let iam = self.iam.as_ref().ok_or("librdkafka asked for an OAUTHBEARER token, which only MSK IAM auth provides")?;
+        let iam =
+            self.iam.as_ref().ok_or("librdkafka asked for an OAUTHBEARER token, which only MSK IAM auth provides")?;
         let token = iam.current()?;
         iam.handed_out.fetch_add(1, Ordering::Relaxed);
         // `lifetime_ms` is when the token expires (ms since the epoch), which is what the
@@ -245,12 +256,17 @@ mod tests {
     }
 
     async fn iam_context(region: &str) -> KafkaContext {
-        KafkaContext { iam: Some(IamTokens::start(region, static_credentials()).await.unwrap()), ..KafkaContext::default() }
+        KafkaContext {
+            iam: Some(IamTokens::start(region, static_credentials()).await.unwrap()),
+            ..KafkaContext::default()
+        }
     }
 
     fn oauthbearer_config() -> ClientConfig {
         let mut c = ClientConfig::new();
-        c.set("bootstrap.servers", "127.0.0.1:1").set("security.protocol", "sasl_ssl").set("sasl.mechanism", "OAUTHBEARER");
+        c.set("bootstrap.servers", "127.0.0.1:1")
+            .set("security.protocol", "sasl_ssl")
+            .set("sasl.mechanism", "OAUTHBEARER");
         c
     }
 
@@ -260,22 +276,37 @@ mod tests {
         let context = iam_context("eu-central-1").await;
         let token = context.generate_oauth_token(None).unwrap();
 
-        let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&token.token).expect("the token is unpadded base64url");
+        let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&token.token)
+            .expect("the token is unpadded base64url");
         let url = url::Url::parse(std::str::from_utf8(&decoded).unwrap()).unwrap();
-        assert_eq!((url.scheme(), url.host_str(), url.path()), ("https", Some("kafka.eu-central-1.amazonaws.com"), "/"));
+        assert_eq!(
+            (url.scheme(), url.host_str(), url.path()),
+            ("https", Some("kafka.eu-central-1.amazonaws.com"), "/")
+        );
         let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
         assert_eq!(query["Action"], "kafka-cluster:Connect");
         assert_eq!(query["X-Amz-Algorithm"], "AWS4-HMAC-SHA256");
         let scope: Vec<&str> = query["X-Amz-Credential"].split('/').collect();
-        assert_eq!((scope[0], scope[2], scope[3], scope[4]), ("AKIDEXAMPLE", "eu-central-1", "kafka-cluster", "aws4_request"), "{scope:?}");
+        assert_eq!(
+            (scope[0], scope[2], scope[3], scope[4]),
+            ("AKIDEXAMPLE", "eu-central-1", "kafka-cluster", "aws4_request"),
+            "{scope:?}"
+        );
         assert_eq!(query["X-Amz-SignedHeaders"], "host");
         assert_eq!(query["X-Amz-Signature"].len(), 64);
-        assert!(!std::str::from_utf8(&decoded).unwrap().contains(SECRET_KEY), "the secret key signs the URL but is not in it");
+        assert!(
+            !std::str::from_utf8(&decoded).unwrap().contains(SECRET_KEY),
+            "the secret key signs the URL but is not in it"
+        );
 
         // The lifetime handed to librdkafka is the signature's expiry, in ms since the epoch.
         let expires_s: i64 = query["X-Amz-Expires"].parse().unwrap();
         assert_eq!(expires_s, 900);
-        let signed_at = chrono::NaiveDateTime::parse_from_str(&query["X-Amz-Date"], "%Y%m%dT%H%M%SZ").unwrap().and_utc().timestamp_millis();
+        let signed_at = chrono::NaiveDateTime::parse_from_str(&query["X-Amz-Date"], "%Y%m%dT%H%M%SZ")
+            .unwrap()
+            .and_utc()
+            .timestamp_millis();
         assert_eq!(token.lifetime_ms, signed_at + expires_s * 1000);
         assert!(signed_at >= before - 1000 && signed_at <= now_ms(), "signed now: {signed_at} vs {before}");
     }
@@ -304,10 +335,16 @@ mod tests {
 
     #[tokio::test]
     async fn without_aws_credentials_msk_iam_fails_at_start_with_a_clear_message() {
-        let err = IamTokens::start("eu-west-1", SharedCredentialsProvider::new(NoCredentials)).await.err().expect("no token without credentials");
+        let err = IamTokens::start("eu-west-1", SharedCredentialsProvider::new(NoCredentials))
+            .await
+            .err()
+            .expect("no token without credentials");
         assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
         let message = err.to_string();
-        assert!(message.contains("needs AWS credentials") && message.contains("no credentials in this test"), "{message}");
+        assert!(
+            message.contains("needs AWS credentials") && message.contains("no credentials in this test"),
+            "{message}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -316,7 +353,8 @@ mod tests {
         let iam = context.iam.clone().unwrap();
 
         // Seeding sets the token directly: librdkafka accepts it (it is unexpired and well-formed).
-        let admin: rdkafka::admin::AdminClient<KafkaContext> = oauthbearer_config().create_with_context(context.clone()).unwrap();
+        let admin: rdkafka::admin::AdminClient<KafkaContext> =
+            oauthbearer_config().create_with_context(context.clone()).unwrap();
         context.seed(admin.inner()).unwrap();
 
         // A consumer asks through the refresh event, which a poll serves.
@@ -328,7 +366,8 @@ mod tests {
 
         // The producer's polling thread serves it by itself.
         let before = iam.handed_out.load(Ordering::Relaxed);
-        let _producer: FutureProducer<KafkaContext> = oauthbearer_config().create_with_context(context.clone()).unwrap();
+        let _producer: FutureProducer<KafkaContext> =
+            oauthbearer_config().create_with_context(context.clone()).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while iam.handed_out.load(Ordering::Relaxed) == before && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -30,19 +30,19 @@ pub use security::{KafkaAuth, KafkaSecurity, ScramMechanism, Secret};
 /// The `rdkafka` this adapter is built with, for tests that start its mock cluster.
 pub use rdkafka;
 
+use crate::append_signal::AppendSignal;
 use async_trait::async_trait;
 use openqq_core::ports::{PortResult, MAX_RECORD_BYTES};
 use openqq_core::{EventLog, PortError, Record};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::Producer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::Producer;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use crate::append_signal::AppendSignal;
 
 /// How to reach Kafka and how the platform's topics are laid out.
 #[derive(Debug, Clone)]
@@ -91,7 +91,10 @@ impl KafkaSettings {
     pub fn validate(&self) -> PortResult<()> {
         let brokers: Vec<&str> = self.brokers.split(',').map(str::trim).collect();
         if brokers.iter().any(|b| b.is_empty()) {
-            return Err(PortError::Invalid(format!("the Kafka broker list {:?} has an empty entry; give HOST:PORT[,HOST:PORT…]", self.brokers)));
+            return Err(PortError::Invalid(format!(
+                "the Kafka broker list {:?} has an empty entry; give HOST:PORT[,HOST:PORT…]",
+                self.brokers
+            )));
         }
         for b in &brokers {
             let port = b.rsplit_once(':').and_then(|(host, port)| (!host.is_empty()).then_some(port));
@@ -106,10 +109,16 @@ impl KafkaSettings {
             return Err(PortError::Invalid("the Kafka replication factor must be at least 1".into()));
         }
         if self.session_timeout < Duration::from_secs(1) {
-            return Err(PortError::Invalid(format!("the Kafka session timeout {:?} is shorter than a second", self.session_timeout)));
+            return Err(PortError::Invalid(format!(
+                "the Kafka session timeout {:?} is shorter than a second",
+                self.session_timeout
+            )));
         }
         if self.timeout < Duration::from_millis(100) {
-            return Err(PortError::Invalid(format!("the Kafka timeout {:?} is too short to get an acknowledgement", self.timeout)));
+            return Err(PortError::Invalid(format!(
+                "the Kafka timeout {:?} is too short to get an acknowledgement",
+                self.timeout
+            )));
         }
         self.security.validate()
     }
@@ -205,7 +214,10 @@ impl KafkaEventLog {
     pub async fn connect(settings: KafkaSettings) -> PortResult<Self> {
         settings.validate()?;
         let context = KafkaContext::for_security(&settings.security).await?;
-        let producer: FutureProducer<KafkaContext> = settings.producer_config().create_with_context(context.clone()).map_err(|e| invalid_config("producer", e))?;
+        let producer: FutureProducer<KafkaContext> = settings
+            .producer_config()
+            .create_with_context(context.clone())
+            .map_err(|e| invalid_config("producer", e))?;
         context.seed(producer.client())?;
         let meta = settings.consumer("openqq-metadata", &context).map_err(|e| invalid_config("consumer", e))?;
         context.seed(meta.client())?;
@@ -220,13 +232,19 @@ impl KafkaEventLog {
             appended: AppendSignal::default(),
         };
         if log.settings.create_topics {
-            admin::create_topics(&log.settings, &log.context, &log.settings.topics).await.map_err(|e| log.context.explain(e))?;
+            admin::create_topics(&log.settings, &log.context, &log.settings.topics)
+                .await
+                .map_err(|e| log.context.explain(e))?;
         }
         for topic in log.settings.topics.clone() {
             let n = log.fetch_partitions(&topic).map_err(|e| log.context.explain(e))?;
             if log.settings.create_topics && n != log.settings.partitions {
-                tracing::warn!(topic, partitions = n, configured = log.settings.partitions,
-                    "The topic already existed with another partition count; tenants map to partitions by its count.");
+                tracing::warn!(
+                    topic,
+                    partitions = n,
+                    configured = log.settings.partitions,
+                    "The topic already existed with another partition count; tenants map to partitions by its count."
+                );
             }
         }
         Ok(log)
@@ -256,7 +274,11 @@ impl EventLog for KafkaEventLog {
         let deadline = self.settings.timeout + Duration::from_secs(1);
         match tokio::time::timeout(deadline, self.enqueue_and_wait(topic, &records)).await {
             Ok(outcome) => outcome?,
-            Err(_) => return Err(PortError::Unavailable(format!("Kafka did not acknowledge the publish within {deadline:?}"))),
+            Err(_) => {
+                return Err(PortError::Unavailable(format!(
+                    "Kafka did not acknowledge the publish within {deadline:?}"
+                )))
+            }
         }
         self.appended.appended(topic);
         Ok(())
@@ -318,9 +340,11 @@ async fn await_all(pending: Vec<DeliveryFuture>) -> PortResult<()> {
 /// leader changes, unknown topic while it is being created) is worth retrying.
 fn produce_error(e: KafkaError) -> PortError {
     match e.rdkafka_error_code() {
-        Some(RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidMessageSize | RDKafkaErrorCode::InvalidRecord) => {
-            PortError::Invalid(format!("Kafka refused the record: {e}"))
-        }
+        Some(
+            RDKafkaErrorCode::MessageSizeTooLarge
+            | RDKafkaErrorCode::InvalidMessageSize
+            | RDKafkaErrorCode::InvalidRecord,
+        ) => PortError::Invalid(format!("Kafka refused the record: {e}")),
         Some(RDKafkaErrorCode::TopicAuthorizationFailed | RDKafkaErrorCode::ClusterAuthorizationFailed) => {
             PortError::Backend { message: format!("Kafka refused the publish: {e}"), retriable: false }
         }

@@ -40,7 +40,11 @@ impl FromStr for ClusterArn {
     type Err = PortError;
 
     fn from_str(arn: &str) -> PortResult<Self> {
-        let malformed = || PortError::Invalid(format!("{arn:?} is not an MSK cluster ARN (arn:aws:kafka:REGION:ACCOUNT:cluster/NAME/ID)"));
+        let malformed = || {
+            PortError::Invalid(format!(
+                "{arn:?} is not an MSK cluster ARN (arn:aws:kafka:REGION:ACCOUNT:cluster/NAME/ID)"
+            ))
+        };
         let parts: Vec<&str> = arn.splitn(6, ':').collect();
         let [prefix, partition, service, region, account, resource] = parts[..] else { return Err(malformed()) };
         let resource: Vec<&str> = resource.split('/').collect();
@@ -63,7 +67,8 @@ impl FromStr for ClusterArn {
 /// The bootstrap brokers of `arn` for `auth`'s listener, looked up with the AWS credentials of
 /// the environment.
 pub async fn bootstrap_brokers(arn: &ClusterArn, auth: &KafkaAuth) -> PortResult<String> {
-    let config = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(arn.region().to_owned())).load().await;
+    let config =
+        aws_config::defaults(BehaviorVersion::latest()).region(Region::new(arn.region().to_owned())).load().await;
     bootstrap_brokers_with(&aws_sdk_kafka::Client::new(&config), arn, auth).await
 }
 
@@ -74,11 +79,18 @@ pub async fn default_region() -> Option<String> {
 
 /// [`bootstrap_brokers`] through a given client (tests hand it one that replays recorded
 /// responses).
-pub(crate) async fn bootstrap_brokers_with(client: &aws_sdk_kafka::Client, arn: &ClusterArn, auth: &KafkaAuth) -> PortResult<String> {
+pub(crate) async fn bootstrap_brokers_with(
+    client: &aws_sdk_kafka::Client,
+    arn: &ClusterArn,
+    auth: &KafkaAuth,
+) -> PortResult<String> {
     if let KafkaAuth::Scram { mechanism: ScramMechanism::Sha256, .. } = auth {
-        return Err(PortError::Invalid("MSK's SASL/SCRAM listener takes SCRAM-SHA-512 only; choose scram-sha-512".into()));
+        return Err(PortError::Invalid(
+            "MSK's SASL/SCRAM listener takes SCRAM-SHA-512 only; choose scram-sha-512".into(),
+        ));
     }
-    let out = client.get_bootstrap_brokers().cluster_arn(arn.as_str()).send().await.map_err(|e| lookup_error(arn, e))?;
+    let out =
+        client.get_bootstrap_brokers().cluster_arn(arn.as_str()).send().await.map_err(|e| lookup_error(arn, e))?;
     pick(&out, arn, auth)
 }
 
@@ -108,7 +120,11 @@ fn pick(out: &GetBootstrapBrokersOutput, arn: &ClusterArn, auth: &KafkaAuth) -> 
     if let Some(brokers) = present(all[index].2) {
         return Ok(brokers.to_owned());
     }
-    let open: Vec<String> = all.iter().filter(|l| present(l.2).is_some()).map(|(listener, auth, _)| format!("{listener} ({auth})")).collect();
+    let open: Vec<String> = all
+        .iter()
+        .filter(|l| present(l.2).is_some())
+        .map(|(listener, auth, _)| format!("{listener} ({auth})"))
+        .collect();
     let open = if open.is_empty() { "none".to_owned() } else { open.join(", ") };
     Err(PortError::Invalid(format!(
         "the MSK cluster {arn} has no {} listener, which {} auth needs; its listeners: {open}. Choose the auth of one of them, or turn that listener on for the cluster",
@@ -128,7 +144,10 @@ where
     let message = format!("looking up the bootstrap brokers of the MSK cluster {arn} failed: {detail}");
     match &e {
         SdkError::ServiceError(service) => match service.err().code() {
-            Some("NotFoundException") => PortError::Invalid(format!("there is no MSK cluster {arn} in {} (or it is not visible to these AWS credentials): {detail}", arn.region())),
+            Some("NotFoundException") => PortError::Invalid(format!(
+                "there is no MSK cluster {arn} in {} (or it is not visible to these AWS credentials): {detail}",
+                arn.region()
+            )),
             Some("TooManyRequestsException" | "ThrottlingException") => PortError::Throttled { retry_after: None },
             Some("InternalServerErrorException" | "ServiceUnavailableException") => PortError::Unavailable(message),
             _ => PortError::Backend { message, retriable: false },
@@ -154,7 +173,8 @@ mod tests {
 
     const ARN: &str = "arn:aws:kafka:eu-west-1:123456789012:cluster/openqq/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-2";
     /// `ARN` as a path segment: `:` and `/` percent-encoded.
-    const ENCODED_ARN: &str = "arn%3Aaws%3Akafka%3Aeu-west-1%3A123456789012%3Acluster%2Fopenqq%2F0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-2";
+    const ENCODED_ARN: &str =
+        "arn%3Aaws%3Akafka%3Aeu-west-1%3A123456789012%3Acluster%2Fopenqq%2F0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-2";
 
     fn every_listener() -> &'static str {
         r#"{
@@ -183,7 +203,13 @@ mod tests {
         let config = aws_sdk_kafka::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("eu-west-1"))
-            .credentials_provider(SharedCredentialsProvider::new(Credentials::new("AKIDEXAMPLE", "secret", None, None, "test")))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "AKIDEXAMPLE",
+                "secret",
+                None,
+                None,
+                "test",
+            )))
             .http_client(replay.clone())
             .build();
         aws_sdk_kafka::Client::from_conf(config)
@@ -196,7 +222,12 @@ mod tests {
     #[tokio::test]
     async fn each_auth_gets_the_brokers_of_its_own_listener() {
         let arn: ClusterArn = ARN.parse().unwrap();
-        for (auth, port) in [(KafkaAuth::Plaintext, 9092), (KafkaAuth::Tls, 9094), (scram(), 9096), (KafkaAuth::MskIam { region: "eu-west-1".into() }, 9098)] {
+        for (auth, port) in [
+            (KafkaAuth::Plaintext, 9092),
+            (KafkaAuth::Tls, 9094),
+            (scram(), 9096),
+            (KafkaAuth::MskIam { region: "eu-west-1".into() }, 9098),
+        ] {
             let replay = recorded(200, every_listener(), &[]);
             let brokers = bootstrap_brokers_with(&client(&replay), &arn, &auth).await.unwrap();
             let ports: Vec<&str> = brokers.split(',').map(|b| b.rsplit(':').next().unwrap()).collect();
@@ -216,7 +247,9 @@ mod tests {
         let arn: ClusterArn = ARN.parse().unwrap();
         let tls_only = r#"{"bootstrapBrokerStringTls": "b-1.openqq.abc.c2.kafka.eu-west-1.amazonaws.com:9094"}"#;
         let replay = recorded(200, tls_only, &[]);
-        let err = bootstrap_brokers_with(&client(&replay), &arn, &KafkaAuth::MskIam { region: "eu-west-1".into() }).await.unwrap_err();
+        let err = bootstrap_brokers_with(&client(&replay), &arn, &KafkaAuth::MskIam { region: "eu-west-1".into() })
+            .await
+            .unwrap_err();
         assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
         let message = err.to_string();
         assert!(message.contains("has no IAM listener, which msk-iam auth needs"), "{message}");
@@ -239,7 +272,8 @@ mod tests {
     #[tokio::test]
     async fn scram_sha_256_is_refused_before_asking_msk_which_takes_sha_512_only() {
         let replay = StaticReplayClient::new(vec![]);
-        let sha256 = KafkaAuth::Scram { mechanism: ScramMechanism::Sha256, username: "u".into(), password: Secret::new("p") };
+        let sha256 =
+            KafkaAuth::Scram { mechanism: ScramMechanism::Sha256, username: "u".into(), password: Secret::new("p") };
         let err = bootstrap_brokers_with(&client(&replay), &ARN.parse().unwrap(), &sha256).await.unwrap_err();
         assert!(err.to_string().contains("SCRAM-SHA-512 only"), "{err}");
         assert_eq!(replay.actual_requests().count(), 0);

@@ -111,7 +111,9 @@ impl KafkaSecurity {
                     return Err(invalid(format!("SASL/{name} needs a username; give the Kafka SASL username")));
                 }
                 if password.expose().is_empty() {
-                    return Err(invalid(format!("SASL/{name} needs a password; give the Kafka SASL password for user {username:?}")));
+                    return Err(invalid(format!(
+                        "SASL/{name} needs a password; give the Kafka SASL password for user {username:?}"
+                    )));
                 }
             }
             KafkaAuth::MskIam { region } => check_region(region)?,
@@ -203,7 +205,11 @@ mod tests {
     }
 
     fn scram(mechanism: ScramMechanism, username: &str, password: &str) -> KafkaSecurity {
-        KafkaSecurity { auth: KafkaAuth::Scram { mechanism, username: username.into(), password: Secret::new(password) }, ca_file: None, sasl_without_tls: false }
+        KafkaSecurity {
+            auth: KafkaAuth::Scram { mechanism, username: username.into(), password: Secret::new(password) },
+            ca_file: None,
+            sasl_without_tls: false,
+        }
     }
 
     fn expect_invalid(security: &KafkaSecurity, needle: &str) {
@@ -215,12 +221,22 @@ mod tests {
 
     #[test]
     fn each_auth_maps_to_its_librdkafka_protocol_and_mechanism() {
-        let map = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>();
+        let map = |pairs: &[(&str, &str)]| {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>()
+        };
         assert_eq!(props(&KafkaSecurity::default()), map(&[("security.protocol", "plaintext")]));
-        assert_eq!(props(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None, sasl_without_tls: false }), map(&[("security.protocol", "ssl")]));
+        assert_eq!(
+            props(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None, sasl_without_tls: false }),
+            map(&[("security.protocol", "ssl")])
+        );
         assert_eq!(
             props(&scram(ScramMechanism::Sha512, "alice", "pw")),
-            map(&[("security.protocol", "sasl_ssl"), ("sasl.mechanism", "SCRAM-SHA-512"), ("sasl.username", "alice"), ("sasl.password", "pw")])
+            map(&[
+                ("security.protocol", "sasl_ssl"),
+                ("sasl.mechanism", "SCRAM-SHA-512"),
+                ("sasl.username", "alice"),
+                ("sasl.password", "pw")
+            ])
         );
         assert_eq!(props(&scram(ScramMechanism::Sha256, "a", "b"))["sasl.mechanism"], "SCRAM-SHA-256");
         let local = KafkaSecurity { sasl_without_tls: true, ..scram(ScramMechanism::Sha512, "a", "b") };
@@ -229,10 +245,15 @@ mod tests {
         let tls = KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None, sasl_without_tls: true };
         assert!(tls.validate().unwrap_err().to_string().contains("for SCRAM auth"));
         assert_eq!(
-            props(&KafkaSecurity { auth: KafkaAuth::MskIam { region: "eu-west-1".into() }, ca_file: None, sasl_without_tls: false }),
+            props(&KafkaSecurity {
+                auth: KafkaAuth::MskIam { region: "eu-west-1".into() },
+                ca_file: None,
+                sasl_without_tls: false
+            }),
             map(&[("security.protocol", "sasl_ssl"), ("sasl.mechanism", "OAUTHBEARER")])
         );
-        let with_ca = KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/etc/kafka/ca.pem".into()), sasl_without_tls: false };
+        let with_ca =
+            KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some("/etc/kafka/ca.pem".into()), sasl_without_tls: false };
         assert_eq!(props(&with_ca)["ssl.ca.location"], "/etc/kafka/ca.pem");
     }
 
@@ -246,7 +267,11 @@ mod tests {
             KafkaSecurity { auth: KafkaAuth::Tls, ca_file: None, sasl_without_tls: false },
             scram(ScramMechanism::Sha256, "a", "b"),
             scram(ScramMechanism::Sha512, "a", "b"),
-            KafkaSecurity { auth: KafkaAuth::MskIam { region: "eu-west-1".into() }, ca_file: None, sasl_without_tls: false },
+            KafkaSecurity {
+                auth: KafkaAuth::MskIam { region: "eu-west-1".into() },
+                ca_file: None,
+                sasl_without_tls: false,
+            },
         ] {
             let mut c = ClientConfig::new();
             c.set("bootstrap.servers", "127.0.0.1:1");
@@ -265,7 +290,11 @@ mod tests {
 
     #[test]
     fn msk_iam_without_a_valid_region_is_refused() {
-        let iam = |r: &str| KafkaSecurity { auth: KafkaAuth::MskIam { region: r.into() }, ca_file: None, sasl_without_tls: false };
+        let iam = |r: &str| KafkaSecurity {
+            auth: KafkaAuth::MskIam { region: r.into() },
+            ca_file: None,
+            sasl_without_tls: false,
+        };
         expect_invalid(&iam(""), "none is set");
         for bad in ["eu-west", "EU-WEST-1", "euwest1", "eu-west-1a", "e-west-1", "eu--1"] {
             expect_invalid(&iam(bad), "is not an AWS region name");
@@ -279,19 +308,39 @@ mod tests {
     fn a_ca_file_must_exist_and_needs_tls() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing-ca.pem");
-        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(missing), sasl_without_tls: false }, "cannot be read");
-        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(dir.path().to_owned()), sasl_without_tls: false }, "is not a file");
+        expect_invalid(
+            &KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(missing), sasl_without_tls: false },
+            "cannot be read",
+        );
+        expect_invalid(
+            &KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(dir.path().to_owned()), sasl_without_tls: false },
+            "is not a file",
+        );
         let ca = dir.path().join("ca.pem");
         std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
-        assert!(KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(ca.clone()), sasl_without_tls: false }.validate().is_ok());
-        expect_invalid(&KafkaSecurity { auth: KafkaAuth::Plaintext, ca_file: Some(ca.clone()), sasl_without_tls: false }, "does not use TLS");
-        expect_invalid(&KafkaSecurity { sasl_without_tls: true, ca_file: Some(ca), ..scram(ScramMechanism::Sha512, "alice", "pw") }, "does not use TLS");
+        assert!(KafkaSecurity { auth: KafkaAuth::Tls, ca_file: Some(ca.clone()), sasl_without_tls: false }
+            .validate()
+            .is_ok());
+        expect_invalid(
+            &KafkaSecurity { auth: KafkaAuth::Plaintext, ca_file: Some(ca.clone()), sasl_without_tls: false },
+            "does not use TLS",
+        );
+        expect_invalid(
+            &KafkaSecurity {
+                sasl_without_tls: true,
+                ca_file: Some(ca),
+                ..scram(ScramMechanism::Sha512, "alice", "pw")
+            },
+            "does not use TLS",
+        );
     }
 
     #[test]
     fn a_password_never_appears_in_debug_output() {
         let security = scram(ScramMechanism::Sha256, "alice", "hunter2-very-secret");
-        for shown in [format!("{security:?}"), format!("{security:#?}"), format!("{:?}", Secret::new("hunter2-very-secret"))] {
+        for shown in
+            [format!("{security:?}"), format!("{security:#?}"), format!("{:?}", Secret::new("hunter2-very-secret"))]
+        {
             assert!(!shown.contains("hunter2"), "{shown}");
             assert!(shown.contains("redacted"), "{shown}");
         }

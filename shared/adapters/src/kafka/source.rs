@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use openqq_core::ports::PortResult;
 use openqq_core::{Lease, LogRecord, LogSource, PortError};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::producer::Producer;
 use rdkafka::message::{Headers, Message};
+use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,11 +64,20 @@ impl KafkaEventLog {
                 Err(e) => e.to_string(),
             };
             if Instant::now() >= deadline {
-                return Err(PortError::Unavailable(format!("cannot read the partitions of Kafka topic {topic:?} from {}: {last_error}", self.settings.brokers)));
+                return Err(PortError::Unavailable(format!(
+                    "cannot read the partitions of Kafka topic {topic:?} from {}: {last_error}",
+                    self.settings.brokers
+                )));
             }
             if self.settings.create_topics && !created {
                 created = true;
-                blocking(|| futures_executor::block_on(super::admin::create_topics(&self.settings, &self.context, &[topic.to_owned()])))?;
+                blocking(|| {
+                    futures_executor::block_on(super::admin::create_topics(
+                        &self.settings,
+                        &self.context,
+                        &[topic.to_owned()],
+                    ))
+                })?;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -79,7 +88,8 @@ impl KafkaEventLog {
         if let Some(r) = readers.get(&(topic.to_owned(), partition)) {
             return Ok(r.clone());
         }
-        let consumer = self.settings.consumer("openqq-reader", &self.context).map_err(|e| unavailable("creating a reader", e))?;
+        let consumer =
+            self.settings.consumer("openqq-reader", &self.context).map_err(|e| unavailable("creating a reader", e))?;
         self.context.seed(consumer.client())?;
         let r = Arc::new(std::sync::Mutex::new(Reader { consumer, next: None }));
         readers.insert((topic.to_owned(), partition), r.clone());
@@ -99,7 +109,11 @@ impl KafkaEventLog {
         }
         let membership = Arc::new(Membership::new(self.settings.timeout));
         let context = GroupContext { membership: membership.clone(), auth: self.context.clone() };
-        let consumer: super::group::Member = self.settings.member_config(group).create_with_context(context).map_err(|e| unavailable("creating a group member", e))?;
+        let consumer: super::group::Member = self
+            .settings
+            .member_config(group)
+            .create_with_context(context)
+            .map_err(|e| unavailable("creating a group member", e))?;
         self.context.seed(consumer.client())?;
         let m = GroupMember { consumer: Arc::new(consumer), membership };
         groups.insert(group.to_owned(), m.clone());
@@ -109,14 +123,16 @@ impl KafkaEventLog {
     fn watermarks(&self, topic: &str, partition: u32) -> PortResult<(u64, u64)> {
         // The metadata consumer is never polled for records: serve its token refresh first.
         self.context.serve_refresh(&self.meta);
-        let (lo, hi) = blocking(|| self.meta.fetch_watermarks(topic, partition as i32, self.settings.timeout)).map_err(|e| unavailable("fetching watermarks", e))?;
+        let (lo, hi) = blocking(|| self.meta.fetch_watermarks(topic, partition as i32, self.settings.timeout))
+            .map_err(|e| unavailable("fetching watermarks", e))?;
         Ok((lo.max(0) as u64, hi.max(0) as u64))
     }
 }
 
 fn partition_list(topic: &str, partition: u32, offset: Offset) -> PortResult<TopicPartitionList> {
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, partition as i32, offset).map_err(|e| unavailable("building a partition list", e))?;
+    tpl.add_partition_offset(topic, partition as i32, offset)
+        .map_err(|e| unavailable("building a partition list", e))?;
     Ok(tpl)
 }
 
@@ -147,7 +163,9 @@ impl LogSource for KafkaEventLog {
         blocking(move || {
             let mut r = reader.lock().unwrap();
             if r.next != Some(from) {
-                r.consumer.assign(&partition_list(topic, partition, Offset::Offset(from as i64))?).map_err(|e| unavailable("assigning a partition", e))?;
+                r.consumer
+                    .assign(&partition_list(topic, partition, Offset::Offset(from as i64))?)
+                    .map_err(|e| unavailable("assigning a partition", e))?;
                 r.next = Some(from);
             }
             let want = max.min((end - from) as usize);
@@ -190,7 +208,9 @@ impl LogSource for KafkaEventLog {
             }
             if out.is_empty() {
                 r.next = None;
-                return Err(PortError::Unavailable(format!("no record of {topic}/{partition} from offset {from} arrived within {timeout:?}")));
+                return Err(PortError::Unavailable(format!(
+                    "no record of {topic}/{partition} from offset {from} arrived within {timeout:?}"
+                )));
             }
             Ok(out)
         })
@@ -203,7 +223,8 @@ impl LogSource for KafkaEventLog {
     async fn committed(&self, group: &str, topic: &str, partition: u32) -> PortResult<u64> {
         let member = self.group(group)?.consumer;
         let tpl = partition_list(topic, partition, Offset::Invalid)?;
-        let got = blocking(|| member.committed_offsets(tpl, self.settings.timeout)).map_err(|e| unavailable("fetching a committed offset", e))?;
+        let got = blocking(|| member.committed_offsets(tpl, self.settings.timeout))
+            .map_err(|e| unavailable("fetching a committed offset", e))?;
         let offset = got.find_partition(topic, partition as i32).map(|e| e.offset()).unwrap_or(Offset::Invalid);
         match offset {
             Offset::Offset(n) if n >= 0 => Ok(n as u64),
@@ -229,7 +250,8 @@ impl LogSource for KafkaEventLog {
     /// partitions (all of them while it is the only member), shortly after.
     async fn join(&self, group: &str, topic: &str) -> PortResult<Arc<dyn Lease>> {
         let m = self.group(group)?;
-        let lease = GroupLease::subscribe(m.consumer, m.membership, topic).map_err(|e| unavailable("joining the consumer group", e))?;
+        let lease = GroupLease::subscribe(m.consumer, m.membership, topic)
+            .map_err(|e| unavailable("joining the consumer group", e))?;
         Ok(Arc::new(lease))
     }
 }

@@ -37,7 +37,9 @@ impl Oracle {
         let dir = &self.dir;
         self.texts
             .entry(rel.to_owned())
-            .or_insert_with(|| std::fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}")))
+            .or_insert_with(|| {
+                std::fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
+            })
             .clone()
     }
 
