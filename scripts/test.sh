@@ -63,6 +63,9 @@ python3 shared/fpga/fixtures/generate.py --check
 bash shared/fpga/fixtures/bad/generate.sh "$oracle"
 export FPGA_ORACLE_DIR=$oracle
 
+step "Checking formatting (rustfmt.toml)"
+cargo fmt --all --check
+
 step "Building"
 cargo build --locked --workspace --all-targets
 
