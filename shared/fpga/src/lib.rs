@@ -16,7 +16,10 @@ mod pll;
 mod report;
 pub mod resources;
 
-pub use report::{Finding, Location, Report, Severity, Utilization, Verdict};
+pub use report::{
+    Finding, Location, Report, Severity, Truncation, Utilization, Verdict, MAX_CAPPED_REPORT_JSON_BYTES,
+    MAX_REPORT_FINDINGS,
+};
 
 /// One validation request: what a tenant submitted, as text and bytes.
 #[derive(Debug, Clone, Default)]
