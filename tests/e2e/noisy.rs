@@ -1,0 +1,157 @@
+//! Noisy neighbours: each attack runs while victim tenants on the attacker's partition submit
+//! designs. Every victim must reach `ready` within a small multiple of its latency without the
+//! attack, measured first on the same server, and the attacker's own designs must reach a final
+//! state (`ready` or `failed`): nothing the attacker does may wedge a partition.
+
+use openqq_e2e::noisy::{all_final, allowed_under_attack, wide_port_design, worst_latency, Arena};
+use openqq_e2e::Client;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+
+const VICTIMS: usize = 3;
+const ROUNDS: usize = 3;
+const WITHIN: Duration = Duration::from_secs(60);
+
+/// Measures the victims without and then with `attack` running, and checks the bound.
+async fn victims_keep_their_latency<F, Fut>(arena: &Arena, attack: F) -> Vec<String>
+where
+    F: FnOnce(Client, Arc<AtomicBool>) -> Fut,
+    Fut: std::future::Future<Output = Vec<String>> + Send + 'static,
+{
+    let baseline = worst_latency(&arena.victims, ROUNDS, WITHIN).await.expect("victims reach ready without an attack");
+    let stop = Arc::new(AtomicBool::new(false));
+    let attacker = tokio::spawn(attack(arena.attacker.clone(), stop.clone()));
+    // Let the attack build up before the victims start.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let under_attack = worst_latency(&arena.victims, ROUNDS, WITHIN).await;
+    stop.store(true, Ordering::SeqCst);
+    let attacker_designs = attacker.await.expect("the attack task ends");
+    let under_attack = under_attack.expect("victims reach ready during the attack");
+    eprintln!("victims: {baseline:?} without the attack, {under_attack:?} with it");
+    assert!(
+        under_attack <= allowed_under_attack(baseline),
+        "victims took {under_attack:?} under attack against {baseline:?} without"
+    );
+    attacker_designs
+}
+
+/// Submits `design` every `every` until stopped (at most `max` times); returns the accepted ids.
+async fn submit_until_stopped(
+    c: Client,
+    stop: Arc<AtomicBool>,
+    design: serde_json::Value,
+    every: Duration,
+    max: usize,
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    for _ in 0..max {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        if let Ok((202, body)) = c.post("/v1/designs", &design).await {
+            ids.push(body["design_id"].as_str().unwrap().to_owned());
+        }
+        tokio::time::sleep(every).await;
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_with_a_finding_per_bit_of_a_20000_bit_port_wedges_no_victim() {
+    let arena = Arena::start(VICTIMS, &[]);
+    let design = wide_port_design("wide", 20_000);
+    let ids = victims_keep_their_latency(&arena, move |c, stop| {
+        submit_until_stopped(c, stop, design, Duration::from_millis(250), 200)
+    })
+    .await;
+    assert!(!ids.is_empty(), "the attacker's designs were accepted");
+    all_final(&arena.attacker, &ids, WITHIN).await.expect("the attacker's designs reach a final state");
+    let (status, report) = arena.attacker.get(&format!("/v1/designs/{}/report", ids[0])).await.unwrap();
+    assert_eq!(status, 200, "the capped report is readable: {report}");
+    assert_eq!(report["verdict"], "fail");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_a_huge_report_over_and_over_slows_no_victim() {
+    let arena = Arena::start(VICTIMS, &[]);
+    let (status, body) = arena.attacker.post("/v1/designs", &wide_port_design("wide", 20_000)).await.unwrap();
+    assert_eq!(status, 202, "{body}");
+    let id = body["design_id"].as_str().unwrap().to_owned();
+    all_final(&arena.attacker, std::slice::from_ref(&id), WITHIN).await.unwrap();
+    victims_keep_their_latency(&arena, move |c, stop| async move {
+        let readers: Vec<_> = (0..8)
+            .map(|_| {
+                let (c, stop, id) = (c.clone(), stop.clone(), id.clone());
+                tokio::spawn(async move {
+                    let deadline = Instant::now() + WITHIN;
+                    while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+                        let _ = c.get(&format!("/v1/designs/{id}/report")).await;
+                    }
+                })
+            })
+            .collect();
+        for r in readers {
+            let _ = r.await;
+        }
+        Vec::new()
+    })
+    .await;
+}
+
+/// Opens `n` connections that send a POST's headers and then its body at one byte a second.
+async fn slow_posts(url: &str, token: &str, n: usize, stop: Arc<AtomicBool>) {
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut conns = Vec::new();
+    for _ in 0..n {
+        if let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await {
+            let head = format!(
+                "POST /v1/designs HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
+                 content-type: application/json\r\ncontent-length: 100000\r\n\r\n{{"
+            );
+            if s.write_all(head.as_bytes()).await.is_ok() {
+                conns.push(s);
+            }
+        }
+    }
+    let deadline = Instant::now() + WITHIN;
+    while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+        for s in conns.iter_mut() {
+            let _ = s.write_all(b" ").await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_hundred_forty_slow_request_bodies_slow_no_victim() {
+    let arena = Arena::start(VICTIMS, &[]);
+    let (url, token) = (arena.server.url.clone(), arena.attacker.token.clone());
+    victims_keep_their_latency(&arena, move |_, stop| async move {
+        slow_posts(&url, &token, 140, stop).await;
+        Vec::new()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_many_live_streams_slows_no_victim_and_is_refused_past_the_cap() {
+    let arena = Arena::start(VICTIMS, &[]);
+    let c = arena.attacker.clone();
+    let mut statuses = Vec::new();
+    let mut open = Vec::new();
+    for _ in 0..50 {
+        let resp = c.http.get(format!("{}/v1/stream", c.base)).bearer_auth(&c.token).send().await.unwrap();
+        statuses.push(resp.status().as_u16());
+        open.push(resp);
+    }
+    assert!(statuses.contains(&200), "some streams open: {statuses:?}");
+    assert!(statuses.contains(&429), "streams past the per-tenant cap are refused: {statuses:?}");
+    victims_keep_their_latency(&arena, |_, _| async { Vec::new() }).await;
+    // A victim's own stream still opens while the attacker holds its streams.
+    let v = &arena.victims[0];
+    let resp = v.http.get(format!("{}/v1/stream", v.base)).bearer_auth(&v.token).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    drop(open);
+}
