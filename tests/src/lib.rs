@@ -5,6 +5,7 @@
 //! `OPENQQ_BIN`; build it first (`cargo build --bin openqq`), as the test script does.
 
 pub mod ack_dropper;
+pub mod noisy;
 pub mod ordering;
 pub mod tansu;
 pub mod throughput;
