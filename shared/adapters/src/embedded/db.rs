@@ -1,10 +1,10 @@
-//! Shared SQLite plumbing: opening a database in WAL mode and running blocking calls off the
-//! async runtime.
+//! Shared SQLite plumbing: opening a database in WAL mode, pools of reader connections, and
+//! running blocking calls from async code.
 
 use openqq_core::PortError;
 use rusqlite::Connection;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// How hard a commit works to survive a crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,8 +27,9 @@ pub(crate) fn open(path: &Path, durability: Durability, schema: &str) -> Result<
     };
     conn.execute_batch(&format!(
         // page_size only takes effect on a new file (before WAL is enabled): 16 KiB pages keep
-        // large values (netlists) on short overflow chains. Reads go through a memory map.
-        "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; \
+        // large values (netlists) on short overflow chains. auto_vacuum too (before WAL writes the
+        // header) so the log's retention can give space back. Reads go through a memory map.
+        "PRAGMA page_size=16384; PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; \
          PRAGMA foreign_keys=ON; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-65536; {schema}"
     ))
     .map_err(|e| unavailable("initialise schema", e))?;
@@ -49,13 +50,59 @@ pub(crate) fn unavailable(what: &str, e: rusqlite::Error) -> PortError {
     PortError::Backend { message: format!("sqlite: {what}: {e}"), retriable }
 }
 
-/// A connection used from async code.
+/// One connection, or a small pool of them, used from async code. A call takes a free
+/// connection for its duration, so a pool of N serves N calls at once; a writer is a pool of one,
+/// which also serialises writes in this process. With no connection free, a call waits for one.
 #[derive(Clone)]
-pub(crate) struct Db(Arc<Mutex<Connection>>);
+pub(crate) struct Db(Arc<Pool>);
+
+struct Pool {
+    free: Mutex<Vec<Connection>>,
+    returned: Condvar,
+}
+
+/// Gives its connection back to the pool when the call ends, even if the call panicked.
+struct Lent<'a> {
+    pool: &'a Pool,
+    conn: Option<Connection>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.pool.free.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(conn);
+            self.pool.returned.notify_one();
+        }
+    }
+}
+
+impl Pool {
+    fn lend(&self) -> Lent<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        loop {
+            if let Some(conn) = free.pop() {
+                return Lent { pool: self, conn: Some(conn) };
+            }
+            free = self.returned.wait(free).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+}
 
 impl Db {
     pub fn new(conn: Connection) -> Self {
-        Self(Arc::new(Mutex::new(conn)))
+        Self::pool(vec![conn])
+    }
+
+    /// A pool of `conns` (at least one).
+    pub fn pool(conns: Vec<Connection>) -> Self {
+        assert!(!conns.is_empty(), "a pool needs a connection");
+        Self(Arc::new(Pool { free: Mutex::new(conns), returned: Condvar::new() }))
+    }
+
+    /// Runs `f` on a free connection from synchronous code (start-up), blocking the thread.
+    pub fn call_sync<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T, PortError>) -> Result<T, PortError> {
+        let mut lent = self.0.lend();
+        f(lent.conn.as_mut().expect("a lent connection is present until dropped"))
     }
 
     pub async fn call<T, F>(&self, f: F) -> Result<T, PortError>
@@ -69,12 +116,76 @@ impl Db {
         // `block_in_place` lets the runtime move this worker's other tasks meanwhile; a
         // current-thread runtime (unit tests) cannot, and simply runs the call.
         let run = || {
-            let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            f(&mut guard)
+            let mut lent = self.0.lend();
+            f(lent.conn.as_mut().expect("a lent connection is present until dropped"))
         };
         match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
             _ => run(),
         }
+    }
+}
+
+/// Reader connections for a pool: one per core, at least two (so one slow read never queues
+/// the rest) and at most eight (each connection has its own page cache and memory map).
+pub(crate) fn default_readers() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8)
+}
+
+/// Opens `n` reader connections on `path` (the schema exists already: the writer made it).
+/// Readers keep a smaller page cache than the writer: their reads go through the memory map.
+pub(crate) fn open_readers(path: &Path, durability: Durability, n: usize) -> Result<Vec<Connection>, PortError> {
+    (0..n.max(1)).map(|_| open(path, durability, "PRAGMA cache_size=-8192;")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    fn memory_pool(n: usize) -> Db {
+        Db::pool((0..n).map(|_| Connection::open_in_memory().unwrap()).collect())
+    }
+
+    /// Runs four calls that each hold their connection for 200 ms; returns how many were in a
+    /// call at once at most.
+    async fn most_at_once(db: Db) -> usize {
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let calls = (0..4).map(|_| {
+            let (db, now, most) = (db.clone(), now.clone(), most.clone());
+            tokio::spawn(async move {
+                db.call(move |_| {
+                    let inside = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(inside, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(200));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    Ok(())
+                })
+                .await
+            })
+        });
+        for call in calls.collect::<Vec<_>>() {
+            call.await.unwrap().unwrap();
+        }
+        most.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_pool_of_readers_serves_calls_at_once_and_a_single_connection_one_at_a_time() {
+        assert!(most_at_once(memory_pool(3)).await >= 2, "a pool of three serves calls side by side");
+        assert_eq!(most_at_once(memory_pool(1)).await, 1, "one connection serves one call at a time");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_that_panics_gives_its_connection_back() {
+        let db = memory_pool(1);
+        let panicked = {
+            let db = db.clone();
+            tokio::spawn(async move { db.call(|_| -> Result<(), PortError> { panic!("boom") }).await }).await
+        };
+        assert!(panicked.is_err());
+        let answer = tokio::time::timeout(Duration::from_secs(5), db.call(|c| Ok(c.is_autocommit()))).await;
+        assert!(answer.expect("the connection came back").unwrap());
     }
 }

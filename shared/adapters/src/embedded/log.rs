@@ -4,8 +4,15 @@
 //! its offset is the partition's next offset, assigned inside the publishing transaction. One
 //! writer connection appends; a second connection serves reads, so consumers never block
 //! producers (WAL mode).
+//!
+//! Retention ([`Retention`], in `retention.rs`) deletes old records that every consumer group
+//! has committed, in small batches in the background, and gives the space back to the file
+//! system. Deleting never moves offsets: the next offset of each partition is kept in `starts`
+//! once its records are gone, and a read from a deleted range answers the next records kept.
 
 use super::db::{open, unavailable, Db, Durability};
+use super::retention::Compactor;
+pub use super::retention::{Compacted, Retention};
 use crate::append_signal::AppendSignal;
 use async_trait::async_trait;
 use openqq_core::partition::partition_for;
@@ -18,6 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const SCHEMA: &str = "
+-- Per connection: after a checkpoint, the WAL file is truncated back to 64 MiB.
+PRAGMA journal_size_limit=67108864;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- A rowid table: values can be large (a netlist), and WITHOUT ROWID tables keep whole rows in
 -- the index b-tree, which makes every seek walk large payloads.
@@ -29,6 +38,10 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE TABLE IF NOT EXISTS offsets (
     grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next INTEGER NOT NULL,
     PRIMARY KEY (grp, topic, partition)) WITHOUT ROWID;
+-- The first offset still kept in each partition retention has trimmed; offsets never go back below it.
+CREATE TABLE IF NOT EXISTS starts (
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, first INTEGER NOT NULL,
+    PRIMARY KEY (topic, partition)) WITHOUT ROWID;
 ";
 
 pub struct EmbeddedEventLog {
@@ -36,9 +49,21 @@ pub struct EmbeddedEventLog {
     reader: Db,
     partitions: u32,
     /// Next offset per (topic, partition); the writer's source of truth while the process runs.
-    ends: Arc<Mutex<HashMap<(String, u32), u64>>>,
+    ends: Ends,
     /// Wakes consumers waiting on a topic.
     appended: AppendSignal,
+    /// The background retention task, stopped when the log is dropped.
+    retention: Option<tokio::task::AbortHandle>,
+}
+
+pub(super) type Ends = Arc<Mutex<HashMap<(String, u32), u64>>>;
+
+impl Drop for EmbeddedEventLog {
+    fn drop(&mut self) {
+        if let Some(task) = self.retention.take() {
+            task.abort();
+        }
+    }
 }
 
 impl EmbeddedEventLog {
@@ -81,6 +106,18 @@ impl EmbeddedEventLog {
                 let (t, p, max) = row.map_err(|e| unavailable("scan ends", e))?;
                 ends.insert((t, p), max as u64 + 1);
             }
+            // A partition retention emptied still has its next offset here.
+            let mut stmt = writer
+                .prepare("SELECT topic, partition, first FROM starts")
+                .map_err(|e| unavailable("scan starts", e))?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?, r.get::<_, i64>(2)?)))
+                .map_err(|e| unavailable("scan starts", e))?;
+            for row in rows {
+                let (t, p, first) = row.map_err(|e| unavailable("scan starts", e))?;
+                let end = ends.entry((t, p)).or_insert(0);
+                *end = (*end).max(first as u64);
+            }
         }
         let reader = open(&path, durability, "")?;
         Ok(Self {
@@ -89,7 +126,41 @@ impl EmbeddedEventLog {
             partitions,
             ends: Arc::new(Mutex::new(ends)),
             appended: AppendSignal::default(),
+            retention: None,
         })
+    }
+
+    /// Opens the log as [`open`](Self::open) does and starts deleting records as `retention`
+    /// says, every `retention.every`, on the current tokio runtime.
+    pub fn open_with_retention(
+        dir: &Path,
+        partitions: u32,
+        durability: Durability,
+        retention: Retention,
+    ) -> PortResult<Self> {
+        retention.check()?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| PortError::Invalid("log retention runs on a tokio runtime; none is running".into()))?;
+        let mut log = Self::open(dir, partitions, durability)?;
+        let compactor = log.compactor();
+        if !compactor.reclaims_space()? {
+            tracing::warn!(
+                path = %dir.join("log.db").display(),
+                "The log file predates incremental vacuum: retention frees pages for new records but the file will not shrink (VACUUM it offline to change that)."
+            );
+        }
+        log.retention = Some(runtime.spawn(compactor.run(retention)).abort_handle());
+        Ok(log)
+    }
+
+    /// One retention pass as of `now_ms` (milliseconds since the epoch); the background task
+    /// runs these, tests call it directly.
+    pub async fn compact(&self, retention: &Retention, now_ms: i64) -> PortResult<Compacted> {
+        self.compactor().pass(retention, now_ms).await
+    }
+
+    fn compactor(&self) -> Compactor {
+        Compactor { writer: self.writer.clone(), ends: self.ends.clone() }
     }
 }
 

@@ -4,10 +4,11 @@ mod db;
 mod limiter;
 mod log;
 mod notifier;
+mod retention;
 mod store;
 
 pub use db::Durability;
 pub use limiter::InProcessRateLimiter;
-pub use log::EmbeddedEventLog;
+pub use log::{Compacted, EmbeddedEventLog, Retention};
 pub use notifier::BroadcastNotifier;
 pub use store::EmbeddedDesignStore;
