@@ -11,7 +11,8 @@
 //! Either way a dead Redis costs one timeout, not one per request: after a retriable failure
 //! the primary is skipped for `retry_after`, then tried again by the next request. Permanent
 //! primary errors (a script bug, a denied command) are passed through, never hidden by the
-//! policy. Nothing here panics.
+//! policy. Weighted checks (bytes per window) follow the same policy, at the same share. Nothing
+//! here panics.
 
 use crate::InProcessRateLimiter;
 use async_trait::async_trait;
@@ -127,12 +128,16 @@ impl FallbackRateLimiter {
     }
 
     /// The decision (or rejection) while the primary cannot answer.
-    async fn without_primary(&self, tenant: &TenantId, quota: Quota, cause: &str) -> PortResult<Decision> {
+    async fn without_primary(&self, tenant: &TenantId, quota: Quota, cost: Cost, cause: &str) -> PortResult<Decision> {
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
         metrics::counter!(FALLBACKS_METRIC, "policy" => self.policy.label()).increment(1);
         match self.policy {
             RedisDownPolicy::FailOpen { instances } => {
-                self.local.check(tenant, Quota { limit: share(quota.limit, instances), ..quota }).await
+                let share = Quota { limit: share(quota.limit, instances), ..quota };
+                match cost {
+                    Cost::Request => self.local.check(tenant, share).await,
+                    Cost::Weighted(cost) => self.local.check_weighted(tenant, share, cost).await,
+                }
             }
             RedisDownPolicy::FailClosed => Err(PortError::Unavailable(format!(
                 "rate limiter unavailable, failing closed (retry after {} s): {cause}",
@@ -140,6 +145,35 @@ impl FallbackRateLimiter {
             ))),
         }
     }
+
+    /// One decision by the primary, or by the policy while the primary cannot answer.
+    async fn decide(&self, tenant: &TenantId, quota: Quota, cost: Cost) -> PortResult<Decision> {
+        if self.primary_believed_down() {
+            return self.without_primary(tenant, quota, cost, "the primary failed recently").await;
+        }
+        let answer = match cost {
+            Cost::Request => self.primary.check(tenant, quota).await,
+            Cost::Weighted(cost) => self.primary.check_weighted(tenant, quota, cost).await,
+        };
+        match answer {
+            Ok(decision) => {
+                self.down_until_us.store(0, Ordering::Relaxed);
+                Ok(decision)
+            }
+            Err(e) if e.is_retriable() => {
+                self.mark_down(&e);
+                self.without_primary(tenant, quota, cost, &e.to_string()).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What a decision counts: one request, or units against a weighted quota.
+#[derive(Debug, Clone, Copy)]
+enum Cost {
+    Request,
+    Weighted(u32),
 }
 
 /// One instance's share of a fleet-wide limit: `limit ÷ instances`, but never 0 for a non-zero
@@ -155,20 +189,11 @@ pub fn share(limit: u32, instances: NonZeroU32) -> u32 {
 #[async_trait]
 impl RateLimiter for FallbackRateLimiter {
     async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision> {
-        if self.primary_believed_down() {
-            return self.without_primary(tenant, quota, "the primary failed recently").await;
-        }
-        match self.primary.check(tenant, quota).await {
-            Ok(decision) => {
-                self.down_until_us.store(0, Ordering::Relaxed);
-                Ok(decision)
-            }
-            Err(e) if e.is_retriable() => {
-                self.mark_down(&e);
-                self.without_primary(tenant, quota, &e.to_string()).await
-            }
-            Err(e) => Err(e),
-        }
+        self.decide(tenant, quota, Cost::Request).await
+    }
+
+    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision> {
+        self.decide(tenant, quota, Cost::Weighted(cost)).await
     }
 }
 
@@ -186,6 +211,10 @@ mod tests {
 
     #[async_trait]
     impl RateLimiter for Switchable {
+        async fn check_weighted(&self, tenant: &TenantId, quota: Quota, _: u32) -> PortResult<Decision> {
+            self.check(tenant, quota).await
+        }
+
         async fn check(&self, _: &TenantId, quota: Quota) -> PortResult<Decision> {
             self.calls.fetch_add(1, Ordering::Relaxed);
             if self.up.load(Ordering::Relaxed) {
@@ -236,6 +265,19 @@ mod tests {
         assert_eq!(admitted, 2, "8 ÷ 4 instances");
         assert_eq!(limiter.fallbacks(), 10);
         assert_eq!(p.calls.load(Ordering::Relaxed), 1, "a failed primary is skipped, not asked on every request");
+    }
+
+    #[tokio::test]
+    async fn failing_open_weighs_in_process_against_the_instance_share() {
+        let p = primary(false, false);
+        let limiter =
+            FallbackRateLimiter::new(p.clone(), RedisDownPolicy::FailOpen { instances: NonZeroU32::new(4).unwrap() });
+        let quota = Quota { limit: 1000, window: Duration::from_secs(60) };
+        assert!(limiter.check_weighted(&tenant(), quota, 200).await.unwrap().allowed);
+        let d = limiter.check_weighted(&tenant(), quota, 100).await.unwrap();
+        assert!(!d.allowed && d.limit == 250, "1000 ÷ 4 instances, 200 already used: {d:?}");
+        assert!(limiter.check(&tenant(), Quota { limit: 1, ..quota }).await.unwrap().allowed, "requests apart");
+        assert_eq!(limiter.fallbacks(), 3);
     }
 
     #[tokio::test]

@@ -7,7 +7,11 @@
 //! Every API instance therefore shares one clock and one log per tenant, and two instances can
 //! never both take the last slot.
 //!
-//! The script is sent by hash (EVALSHA). Only a `NOSCRIPT` answer (a restarted or flushed
+//! Weighted checks (bytes per window) run a second script ([`WEIGHTED_SCRIPT`],
+//! `redis_limiter_weighted.lua`) over a second log per tenant whose members carry their cost,
+//! with the running total in a key beside it; both keys share the tenant's hash tag.
+//!
+//! Scripts are sent by hash (EVALSHA). Only a `NOSCRIPT` answer (a restarted or flushed
 //! Redis, a failover to a replica that never saw it) makes us send it in full, once. A timeout is
 //! never retried: the script may have run, and running it again would count the request twice.
 //! Every failure to reach Redis is [`PortError::Unavailable`], which the
@@ -26,6 +30,9 @@ use std::time::Duration;
 /// `redis-benchmark` and tests can derive broken variants from it.
 pub const SCRIPT: &str = include_str!("redis_limiter.lua");
 
+/// The weighted decision script (see [`RateLimiter::check_weighted`]).
+pub const WEIGHTED_SCRIPT: &str = include_str!("redis_limiter_weighted.lua");
+
 /// How long a lost connection is retried before each wait gives up; calls in between fail fast
 /// with `Unavailable` once their own timeout passes.
 const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(500);
@@ -38,6 +45,8 @@ pub struct RedisRateLimiter {
     script: &'static str,
     /// SHA1 of `script`, what EVALSHA sends on every decision.
     sha: String,
+    /// SHA1 of [`WEIGHTED_SCRIPT`], for weighted decisions.
+    weighted_sha: String,
     /// Upper bound on one decision, reload and reconnect wait included. Short on purpose: the
     /// limiter sits in front of every request, and the fallback policy needs to act quickly.
     timeout: Duration,
@@ -69,7 +78,8 @@ impl RedisRateLimiter {
             .map_err(|_| PortError::Unavailable(format!("redis did not answer within {timeout:?}")))?
             .map_err(|e| classify(&e))?;
         let sha = redis::Script::new(script).get_hash().to_owned();
-        Ok(Self { conn, script, sha, timeout, reloads: AtomicU64::new(0) })
+        let weighted_sha = redis::Script::new(WEIGHTED_SCRIPT).get_hash().to_owned();
+        Ok(Self { conn, script, sha, weighted_sha, timeout, reloads: AtomicU64::new(0) })
     }
 
     /// The key of a tenant's sliding log. The braces are a cluster hash tag, so any key added
@@ -78,31 +88,45 @@ impl RedisRateLimiter {
         format!("rl:{{{tenant}}}")
     }
 
-    /// How many times the script was sent in full after a `NOSCRIPT` answer.
+    /// The keys of a tenant's weighted log and of the running total of its costs; same hash tag.
+    pub fn weighted_keys(tenant: &TenantId) -> [String; 2] {
+        [format!("rlw:{{{tenant}}}"), format!("rlw:{{{tenant}}}:sum")]
+    }
+
+    /// How many times a script was sent in full after a `NOSCRIPT` answer.
     pub fn script_reloads(&self) -> u64 {
         self.reloads.load(Ordering::Relaxed)
     }
 
     /// One round trip: EVALSHA, and only on `NOSCRIPT` one EVAL with the full body (which also
     /// caches it again). Any other failure, a timeout above all, is returned as it is.
-    async fn decide(&self, key: &str, limit: u32, window_us: u64) -> Result<Reply, RedisError> {
+    async fn eval(&self, script: &str, sha: &str, keys: &[String], args: &[u64]) -> Result<Reply, RedisError> {
         let mut conn = self.conn.clone();
-        let by_hash =
-            redis::cmd("EVALSHA").arg(&self.sha).arg(1).arg(key).arg(limit).arg(window_us).query_async(&mut conn).await;
-        match by_hash {
+        let mut by_hash = redis::cmd("EVALSHA");
+        by_hash.arg(sha).arg(keys.len()).arg(keys).arg(args);
+        match by_hash.query_async(&mut conn).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 self.reloads.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(sha = %self.sha, "Redis did not know the limiter script; sending it in full.");
-                redis::cmd("EVAL")
-                    .arg(self.script)
-                    .arg(1)
-                    .arg(key)
-                    .arg(limit)
-                    .arg(window_us)
-                    .query_async(&mut conn)
-                    .await
+                tracing::info!(sha, "Redis did not know a limiter script; sending it in full.");
+                redis::cmd("EVAL").arg(script).arg(keys.len()).arg(keys).arg(args).query_async(&mut conn).await
             }
             other => other,
+        }
+    }
+
+    /// Runs one decision within the timeout and classifies what went wrong.
+    async fn decide(
+        &self,
+        script: &str,
+        sha: &str,
+        keys: &[String],
+        args: &[u64],
+        quota: Quota,
+    ) -> PortResult<Decision> {
+        match tokio::time::timeout(self.timeout, self.eval(script, sha, keys, args)).await {
+            Ok(Ok(reply)) => Ok(decision(quota, reply)),
+            Ok(Err(e)) => Err(classify(&e)),
+            Err(_) => Err(PortError::Unavailable(format!("redis limiter did not answer within {:?}", self.timeout))),
         }
     }
 }
@@ -144,14 +168,19 @@ fn classify(e: &RedisError) -> PortError {
 #[async_trait]
 impl RateLimiter for RedisRateLimiter {
     async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision> {
-        let window_us = (quota.window.as_micros().max(1)).min(i64::MAX as u128) as u64;
-        let key = Self::key(tenant);
-        match tokio::time::timeout(self.timeout, self.decide(&key, quota.limit, window_us)).await {
-            Ok(Ok(reply)) => Ok(decision(quota, reply)),
-            Ok(Err(e)) => Err(classify(&e)),
-            Err(_) => Err(PortError::Unavailable(format!("redis limiter did not answer within {:?}", self.timeout))),
-        }
+        let keys = [Self::key(tenant)];
+        self.decide(self.script, &self.sha, &keys, &[u64::from(quota.limit), window_us(quota)], quota).await
     }
+
+    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision> {
+        let keys = Self::weighted_keys(tenant);
+        let args = [u64::from(quota.limit), window_us(quota), u64::from(cost)];
+        self.decide(WEIGHTED_SCRIPT, &self.weighted_sha, &keys, &args, quota).await
+    }
+}
+
+fn window_us(quota: Quota) -> u64 {
+    (quota.window.as_micros().max(1)).min(i64::MAX as u128) as u64
 }
 
 #[cfg(test)]
@@ -160,7 +189,9 @@ mod tests {
 
     #[test]
     fn keys_are_hash_tagged_by_tenant() {
-        assert_eq!(RedisRateLimiter::key(&TenantId::parse("acme-1").unwrap()), "rl:{acme-1}");
+        let tenant = TenantId::parse("acme-1").unwrap();
+        assert_eq!(RedisRateLimiter::key(&tenant), "rl:{acme-1}");
+        assert_eq!(RedisRateLimiter::weighted_keys(&tenant), ["rlw:{acme-1}", "rlw:{acme-1}:sum"]);
     }
 
     #[test]
@@ -185,6 +216,9 @@ mod tests {
         let code: Vec<&str> = SCRIPT.lines().filter(|l| !l.trim_start().starts_with("--")).collect();
         assert!(!code.iter().any(|l| l.contains("tostring(")), "tostring prints %.14g and makes members collide");
         assert!(SCRIPT.contains("redis.call('TIME')"), "the server clock decides");
+        let code: Vec<&str> = WEIGHTED_SCRIPT.lines().filter(|l| !l.trim_start().starts_with("--")).collect();
+        assert!(!code.iter().any(|l| l.contains("tostring(")));
+        assert!(WEIGHTED_SCRIPT.contains("redis.call('TIME')"));
     }
 
     #[test]

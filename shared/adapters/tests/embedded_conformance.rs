@@ -64,6 +64,11 @@ impl RateLimiter for FixedWindow {
         }
         Ok(Decision { allowed, limit: q.limit, remaining: q.limit - s.1, reset: Duration::ZERO, now_micros: now })
     }
+
+    /// Weighs nothing: every cost is one admission of a fixed window.
+    async fn check_weighted(&self, t: &TenantId, q: Quota, _: u32) -> openqq_core::ports::PortResult<Decision> {
+        self.check(t, q).await
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,4 +79,29 @@ async fn the_exactness_check_catches_a_fixed_window_limiter() {
     let decisions = conformance::limiter::hammer(bad, &tenant, quota, 3, Duration::from_millis(1200), false).await;
     let max = conformance::limiter::max_in_any_window(&decisions, quota.window);
     assert!(max > 20, "a fixed window lets more than the limit through across an edge (saw {max})");
+}
+
+/// A weighted limiter that forgets costs: each admission counts as one unit.
+struct CountsNotCosts(InProcessRateLimiter);
+
+#[async_trait::async_trait]
+impl RateLimiter for CountsNotCosts {
+    async fn check(&self, t: &TenantId, q: Quota) -> openqq_core::ports::PortResult<Decision> {
+        self.0.check(t, q).await
+    }
+
+    async fn check_weighted(&self, t: &TenantId, q: Quota, _: u32) -> openqq_core::ports::PortResult<Decision> {
+        self.0.check_weighted(t, q, 1).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weighted_exactness_check_catches_a_limiter_that_counts_requests_instead_of_costs() {
+    let bad: Arc<dyn RateLimiter> = Arc::new(CountsNotCosts(InProcessRateLimiter::new()));
+    let tenant = TenantId::parse("t").unwrap();
+    let quota = Quota { limit: 2000, window: Duration::from_millis(100) };
+    let decisions =
+        conformance::limiter::hammer_weighted(bad, &tenant, quota, 400, 3, Duration::from_millis(600)).await;
+    let max = conformance::limiter::max_weight_in_any_window(&decisions, quota.window);
+    assert!(max > 2000, "counting requests lets far more than the limit's worth through (saw {max})");
 }

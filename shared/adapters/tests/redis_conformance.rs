@@ -9,7 +9,7 @@
 
 use openqq_adapters::conformance::{
     self,
-    limiter::{hammer, max_in_any_window},
+    limiter::{hammer, hammer_weighted, max_in_any_window, max_weight_in_any_window},
     unique,
 };
 use openqq_adapters::fallback_limiter::{FallbackRateLimiter, RedisDownPolicy, FALLBACKS_METRIC};
@@ -232,6 +232,62 @@ async fn an_idle_tenant_vanishes_one_window_after_its_last_admission() {
     tokio::time::sleep(Duration::from_millis(250)).await;
     let exists: i64 = redis::cmd("EXISTS").arg(&key).query_async(&mut conn).await.unwrap();
     assert_eq!(exists, 0, "nothing is left of an idle tenant");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_never_admit_more_than_the_byte_limit_in_any_window() {
+    let _serial = SERIAL.lock().await;
+    let (_server, url) = shared_redis();
+    let (a, b) = (limiter(&url).await, limiter(&url).await);
+    let t = tenant("bytes");
+    let quota = Quota { limit: 50_000, window: Duration::from_millis(100) };
+    let run = |l: Arc<RedisRateLimiter>, t: TenantId| {
+        tokio::spawn(async move { hammer_weighted(l, &t, quota, 10_000, 3, Duration::from_millis(1000)).await })
+    };
+    let (ra, rb) = (run(a, t.clone()), run(b, t.clone()));
+    let mut decisions = ra.await.unwrap();
+    decisions.extend(rb.await.unwrap());
+    let max = max_weight_in_any_window(&decisions, quota.window);
+    assert!(max <= 50_000, "at most 50 000 bytes admitted in any 100 ms window, saw {max}");
+    assert!(decisions.iter().any(|(d, _)| !d.allowed), "the load exceeded the limit");
+    let admitted: u64 = decisions.iter().filter(|(d, _)| d.allowed).map(|(_, c)| u64::from(*c)).sum();
+    assert!(admitted >= 5 * 50_000, "not starved: {admitted} bytes admitted over about 10 windows");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_tenants_byte_log_and_total_vanish_one_window_after_its_last_admission() {
+    let (_server, url) = shared_redis();
+    let limiter = limiter(&url).await;
+    let t = tenant("idle-bytes");
+    let quota = Quota { limit: 1000, window: Duration::from_millis(200) };
+    assert!(limiter.check_weighted(&t, quota, 600).await.unwrap().allowed);
+    let mut conn = raw(&url).await;
+    let [log, sum] = RedisRateLimiter::weighted_keys(&t);
+    for key in [&log, &sum] {
+        let ttl: i64 = redis::cmd("PTTL").arg(key).query_async(&mut conn).await.unwrap();
+        assert!((1..=200).contains(&ttl), "{key} expires one window after the admission, PTTL was {ttl}");
+    }
+    let total: u64 = redis::cmd("GET").arg(&sum).query_async(&mut conn).await.unwrap();
+    assert_eq!(total, 600);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let exists: i64 = redis::cmd("EXISTS").arg(&log).arg(&sum).query_async(&mut conn).await.unwrap();
+    assert_eq!(exists, 0, "nothing is left of an idle tenant");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_byte_total_is_rebuilt_from_the_log() {
+    let (_server, url) = shared_redis();
+    let limiter = limiter(&url).await;
+    let t = tenant("evicted");
+    let quota = Quota { limit: 1000, window: Duration::from_secs(60) };
+    assert!(limiter.check_weighted(&t, quota, 300).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&t, quota, 400).await.unwrap().allowed);
+    // An eviction (maxmemory) or a careless DEL takes the total but leaves the log.
+    let [_, sum] = RedisRateLimiter::weighted_keys(&t);
+    let _: () = redis::cmd("DEL").arg(&sum).query_async(&mut raw(&url).await).await.unwrap();
+    let d = limiter.check_weighted(&t, quota, 400).await.unwrap();
+    assert!(!d.allowed && d.remaining == 300, "700 are still counted: {d:?}");
+    assert!(limiter.check_weighted(&t, quota, 300).await.unwrap().allowed);
 }
 
 // ---------------------------------------------------------------------------------------------

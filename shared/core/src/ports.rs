@@ -231,6 +231,17 @@ pub struct Decision {
 pub trait RateLimiter: Send + Sync {
     /// Checks and, if allowed, records one request of `tenant`. Rejections are not recorded.
     async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision>;
+
+    /// Checks and, if allowed, records `cost` units (request-body bytes, say) of `tenant`, with
+    /// `quota.limit` counted in those units: admitted only if the units admitted in the window
+    /// plus `cost` stay within the limit, so a cost over the limit is never admitted and a cost
+    /// of 0 always is. The weighted log is kept apart from [`check`](Self::check)'s, so requests
+    /// and units are limited independently. Rejections are not recorded.
+    ///
+    /// In the decision, `remaining` is the units still free in the window; `reset` is, for an
+    /// admission, the time until the oldest entry expires and, for a rejection, the time until
+    /// enough units expire for `cost` to fit (the whole window when it never can).
+    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision>;
 }
 
 // ---------------------------------------------------------------------------------------------

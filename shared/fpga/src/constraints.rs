@@ -6,8 +6,9 @@
 //! two ports on one pad fail at placement in nextpnr and are `PIN_DOUBLE_ASSIGNED` here.
 //! PLL frequency checks (stricter than nextpnr, which checks none) live in [`crate::pll`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use crate::design_view::{BitName, Names};
 use crate::device::{Device, Package, Pin};
 use crate::pcf::{self, SetIo};
 use crate::pll::{self, Pll};
@@ -15,9 +16,11 @@ use crate::report::{Finding, Location};
 
 /// What the constraint checks need to know about a design.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Design {
+pub(crate) struct Design<'a> {
+    /// The names `io_bits` and the PLLs' nets refer to.
+    pub names: Names<'a>,
     /// Every top-level port bit, named as nextpnr names its IO cell (`clk`, `led[0]`).
-    pub io_bits: Vec<String>,
+    pub io_bits: Vec<BitName>,
     /// Every `SB_PLL40_*` cell.
     pub plls: Vec<Pll>,
 }
@@ -30,7 +33,7 @@ const PULLUP_RESISTOR_DEVICES: &[&str] = &["up5k", "up3k"];
 pub(crate) fn check_constraints(
     device: &Device,
     package: &Package,
-    design: &Design,
+    design: &Design<'_>,
     pcf_text: Option<&str>,
     allow_unconstrained: bool,
     file: Option<&str>,
@@ -50,12 +53,15 @@ pub(crate) fn check_constraints(
         pin: Some(io.pin.clone()),
         ..Location::default()
     };
-    let ports: HashMap<&str, ()> = design.io_bits.iter().map(|p| (p.as_str(), ())).collect();
+    let ports: HashSet<BitName> = design.io_bits.iter().copied().collect();
+    // The port bits a set_io line names (a name can be both a one-bit port and a bus bit).
+    let bits_of = |io: &SetIo| design.names.lookup(&io.port).filter(|b| ports.contains(b)).collect::<Vec<_>>();
     let mut placed: HashMap<&str, (&SetIo, &'static Pin)> = HashMap::new();
     let mut pads: HashMap<(u8, u8, u8), &SetIo> = HashMap::new();
     // Ports with a rejected constraint already have an error; calling them unconstrained too
     // would only repeat it.
-    let mut mentioned: HashMap<&str, ()> = HashMap::new();
+    let mut mentioned: HashSet<BitName> = HashSet::new();
+    let mut pins: HashMap<BitName, (&str, &'static Pin)> = HashMap::new();
     for io in &parsed.ios {
         if io.pullup_resistor.is_some() && !PULLUP_RESISTOR_DEVICES.contains(&device.name) {
             findings.push(Finding::error(
@@ -67,7 +73,8 @@ pub(crate) fn check_constraints(
                 at(io),
             ));
         }
-        if !ports.contains_key(io.port.as_str()) {
+        let bits = bits_of(io);
+        if bits.is_empty() {
             if !io.nowarn {
                 findings.push(Finding::warning(
                     "CONSTRAINT_UNKNOWN_PORT",
@@ -77,7 +84,7 @@ pub(crate) fn check_constraints(
             }
             continue;
         }
-        mentioned.insert(&io.port, ());
+        mentioned.extend(bits.iter().copied());
         let Some(pin) = package.pins.iter().find(|p| p.name == io.pin) else {
             findings.push(Finding::error(
                 "PIN_NOT_IN_PACKAGE",
@@ -107,8 +114,10 @@ pub(crate) fn check_constraints(
         }
         placed.insert(&io.port, (io, pin));
         pads.insert((pin.x, pin.y, pin.z), io);
+        pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
     }
-    for port in design.io_bits.iter().filter(|p| !mentioned.contains_key(p.as_str())) {
+    for bit in design.io_bits.iter().filter(|b| !mentioned.contains(b)) {
+        let port = design.names.display(*bit);
         let location = Location { file: file.map(str::to_owned), port: Some(port.clone()), ..Location::default() };
         let message = format!("port '{port}' has no set_io constraint");
         findings.push(if allow_unconstrained {
@@ -121,9 +130,8 @@ pub(crate) fn check_constraints(
             )
         });
     }
-    let pins: HashMap<&str, &'static Pin> = placed.iter().map(|(port, (_, pin))| (*port, *pin)).collect();
     findings.extend(pll::check_pads(&design.plls, &pins, file));
-    findings.extend(pll::check_frequencies(&design.plls, &parsed.frequencies, file));
+    findings.extend(pll::check_frequencies(&design.plls, &design.names, &parsed.frequencies, file));
     findings
 }
 

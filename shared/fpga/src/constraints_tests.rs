@@ -4,13 +4,13 @@ use super::*;
 use crate::device::device;
 use crate::report::Severity;
 
-fn blink() -> Design {
-    Design { io_bits: ["clk", "btn", "led[0]", "led[1]"].map(str::to_owned).to_vec(), plls: Vec::new() }
+fn blink() -> Design<'static> {
+    Design::with_ports(&["clk", "btn", "led[0]", "led[1]"])
 }
 
 const GOOD: &str = "set_io clk J3\nset_io btn A2\nset_io led[0] B5\nset_io led[1] B4\n";
 
-fn run_on(device_name: &str, package: &str, design: &Design, pcf: &str, allow: bool) -> Vec<(Severity, String)> {
+fn run_on(device_name: &str, package: &str, design: &Design<'_>, pcf: &str, allow: bool) -> Vec<(Severity, String)> {
     let d = device(device_name).unwrap();
     let p = d.package(package).unwrap();
     check_constraints(d, p, design, Some(pcf), allow, Some("top.pcf"))
@@ -94,7 +94,7 @@ fn pullup_resistor_is_rejected_outside_ultraplus_even_for_unknown_ports() {
 
 #[test]
 fn pullup_resistor_is_accepted_on_up5k() {
-    let design = Design { io_bits: vec!["clk".to_owned(), "btn".to_owned()], plls: Vec::new() };
+    let design = Design::with_ports(&["clk", "btn"]);
     let pcf = "set_io clk 35\nset_io -pullup yes -pullup_resistor 3P3K btn 10\n";
     assert!(run_on("up5k", "sg48", &design, pcf, false).is_empty());
 }
@@ -113,10 +113,11 @@ fn no_pcf_at_all_is_a_warning_like_nextpnr() {
 
 #[test]
 fn a_pad_pll_on_an_ordinary_pin_is_an_error() {
+    let mut design = Design::with_ports(&["clk", "led"]);
     let pll = Pll {
         cell: "pll".to_owned(),
         cell_type: "SB_PLL40_PAD".to_owned(),
-        pad_port: Some("clk".to_owned()),
+        pad_port: design.names.lookup("clk").next(),
         reference_net: None,
         divr: 0,
         divf: 63,
@@ -124,10 +125,35 @@ fn a_pad_pll_on_an_ordinary_pin_is_an_error() {
         filter_range: 1,
         feedback_path: "SIMPLE".to_owned(),
     };
-    let design = Design { io_bits: vec!["clk".to_owned(), "led".to_owned()], plls: vec![pll] };
+    design.plls.push(pll);
     assert_eq!(
         run_on("hx8k", "ct256", &design, "set_io clk J3\nset_io led B5\n", false),
         one(Severity::Error, "PLL_PAD_PIN_INVALID")
     );
     assert!(run_on("hx8k", "ct256", &design, "set_io clk R9\nset_io led B5\n", false).is_empty());
+}
+
+#[test]
+fn bus_bits_are_matched_by_name_as_nextpnr_spells_them() {
+    let bus = Design::with_ports(&["a[1]", "a[2]"]);
+    assert!(run_on("hx8k", "ct256", &bus, "set_io a[1] J3\nset_io a[2] A2\n", false).is_empty());
+    assert_eq!(
+        run_on("hx8k", "ct256", &bus, "set_io a[01] J3\nset_io a[2] A2\n", false),
+        vec![
+            (Severity::Warning, "CONSTRAINT_UNKNOWN_PORT".to_owned()),
+            (Severity::Error, "PORT_UNCONSTRAINED".to_owned())
+        ],
+        "nextpnr spells indices without leading zeros"
+    );
+}
+
+#[test]
+fn findings_quote_a_long_port_name_shortened() {
+    let name: &'static str = Box::leak("p".repeat(100_000).into_boxed_str());
+    let design = Design::with_ports(&[name]);
+    let d = device("hx8k").unwrap();
+    let findings = check_constraints(d, d.package("ct256").unwrap(), &design, Some(""), false, None);
+    assert_eq!(findings.len(), 1);
+    assert!(findings[0].message.len() < 300, "{}", findings[0].message.len());
+    assert!(findings[0].location.port.as_ref().unwrap().ends_with('…'));
 }

@@ -88,7 +88,7 @@ pub struct Module<'a> {
     connections: Vec<Connection<'a>>,
     /// Every connection's bits, back to back.
     bits: Vec<Bit>,
-    /// The `netnames` object as JSON text, read only to name a PLL's reference net.
+    /// The `netnames` object as JSON text, read (once) only to name PLLs' reference nets.
     netnames: &'a str,
 }
 
@@ -158,23 +158,22 @@ impl<'a> Module<'a> {
         ok.ok().and(found)
     }
 
-    /// The name of a net as nextpnr names it (from `netnames`), if the netlist names it.
-    pub fn net_name(&self, net: u32) -> Option<String> {
-        let mut found = None;
+    /// Reads `netnames` once, calling `visit` with each entry's name, bits, offset and `upto`.
+    /// Entries that are not well formed end the walk (the netlist is otherwise valid: this
+    /// text was checked while parsing).
+    pub fn each_net_name(&self, mut visit: impl FnMut(Cow<'a, str>, &[Bit], i64, bool)) {
         let mut s = Scanner::new(self.netnames);
         if self.netnames.is_empty() || s.null() {
-            return None;
+            return;
         }
+        let mut bits = Vec::new();
         let _ = s.object(|s, name| {
-            let (mut bits, mut offset, mut upto) = (Vec::new(), 0, false);
+            let (mut offset, mut upto) = (0, false);
+            bits.clear();
             read::port_fields(s, &mut bits, &mut offset, &mut upto, &mut |_, s| s.skip().map(drop))?;
-            if found.is_none() {
-                let named = bit_names(&name, &bits, offset, upto);
-                found = named.into_iter().find(|(b, _)| *b == Bit::Net(net)).map(|(_, n)| n);
-            }
+            visit(name, &bits, offset, upto);
             Ok(())
         });
-        found
     }
 }
 

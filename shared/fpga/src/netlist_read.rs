@@ -220,8 +220,9 @@ fn cell<'a>(s: &mut Scanner<'a>, name: Cow<'a, str>, m: &mut Module<'a>, outputs
     };
     let own = &mut m.connections[first..];
     own.sort_by(|a, b| a.port.cmp(&b.port));
+    outputs.sort_unstable();
     for c in own.iter_mut() {
-        c.output = outputs.contains(&c.port);
+        c.output = outputs.binary_search(&c.port).is_ok();
     }
     let connections = first as u32..m.connections.len() as u32;
     m.cells.push(Cell { name, cell_type, parameters, connections });

@@ -5,7 +5,7 @@
 //! ([`chains`]). Every logic cell is an [`Lc`]; nets are dense indices. The rules were read off
 //! nextpnr's behaviour on the recorded fixtures (`fixtures/cases`), which the oracle test checks.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::device::Device;
 use crate::netlist::{Bit, Module};
@@ -220,7 +220,13 @@ fn dff_of(g: &Graph, ci: usize) -> Dff {
 fn pack_carries(g: &mut Graph) -> Vec<usize> {
     let mut carry_only = Vec::new();
     let existing = g.lcs.len();
-    let mut exhausted = vec![false; existing];
+    // Carries only ever become Cin/I1/I2 users, so which LC takes a net on I3 is fixed here.
+    let i3_of = g.first_lc_on(LcPort::I3);
+    // Candidate LCs by the nets on their I1 and I2; an LC leaves when a carry takes it.
+    let mut by_operands: HashMap<(Option<Net>, Option<Net>), BTreeSet<usize>> = HashMap::new();
+    for (lc, l) in g.lcs.iter().enumerate().filter(|(_, l)| l.lut) {
+        by_operands.entry((l.inputs[1], l.inputs[2])).or_default().insert(lc);
+    }
     for ci in 0..g.kinds.len() {
         if g.kinds[ci] != Kind::Carry {
             continue;
@@ -229,40 +235,19 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
         // A constant carry-in stays on nextpnr's GND/VCC net (only `I*` ports are cut from GND).
         let ci_const = matches!(g.module.bit(&g.module.cells[ci], "CI"), Some(Bit::Zero | Bit::One));
         let (i0, i1) = (g.pin(ci, Role::I0), g.pin(ci, Role::I1));
-        let ci_lc = cin.and_then(|x| g.only_drives(x, LcPort::I3, false)).filter(|l| *l < existing);
-        // The LCs (built before this step, not yet given a carry) whose `port` is on `net`,
-        // and those of them with the other operand input free. Sorted, without repeats.
-        let matches = |net: Option<Net>, port: LcPort, other: usize| -> (Vec<usize>, Vec<usize>) {
-            let (mut own, mut dup) = (Vec::new(), Vec::new());
-            for u in net.map_or(&[][..], |x| g.users(x)) {
-                if let Some((lc, lp)) = g.lc_port(u) {
-                    if lp == port && lc < existing && !exhausted[lc] {
-                        own.push(lc);
-                        if g.lcs[lc].inputs[other].is_none() {
-                            dup.push(lc);
-                        }
-                    }
-                }
-            }
-            (own, dup)
+        let ci_lc = cin.and_then(|x| i3_of[x]).filter(|l| *l < existing);
+        // The LCs (built before this step, not yet given a carry) with I1 on `i0` and I2 on
+        // `i1`; an absent operand asks for a free input. nextpnr intersects the users of both
+        // nets; the index answers the same without walking a net's users once per carry.
+        let both = match (i0, i1) {
+            (None, None) => None,
+            operands => by_operands.get(&operands),
         };
-        let (mut m0, dup1) = matches(i0, LcPort::I1, 2);
-        let (mut m1, dup0) = matches(i1, LcPort::I2, 1);
-        if i1.is_none() {
-            m1.extend(dup1);
-        }
-        if i0.is_none() {
-            m0.extend(dup0);
-        }
-        m1.sort_unstable();
-        m0.sort_unstable();
-        m0.dedup();
-        let both: Vec<usize> = m0.into_iter().filter(|l| m1.binary_search(l).is_ok()).collect();
         // The LC whose I3 takes the carry-in, if it has the operands; else, with a constant
         // carry-in, the one LC that has them (several is ambiguous, so nextpnr adds an LC).
         let lc = match ci_lc {
-            Some(l) if both.contains(&l) => l,
-            _ => match both.first().filter(|_| ci_const && both.len() == 1) {
+            Some(l) if both.is_some_and(|b| b.contains(&l)) => l,
+            _ => match both.filter(|b| ci_const && b.len() == 1).and_then(|b| b.first()) {
                 Some(l) => *l,
                 None => {
                     g.lcs.push(Lc { inputs: [None, i0, i1, None], ..Lc::default() });
@@ -272,7 +257,10 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
             },
         };
         if lc < existing {
-            exhausted[lc] = true;
+            let l = &g.lcs[lc];
+            if let Some(set) = by_operands.get_mut(&(l.inputs[1], l.inputs[2])) {
+                set.remove(&lc);
+            }
         }
         let cout = g.pin(ci, Role::Co);
         let l = &mut g.lcs[lc];

@@ -51,12 +51,9 @@ pub(crate) fn legalise(g: &mut Graph, promoted: &[Net], device: &Device) -> u32 
             cout_driver[c] = Some(i);
         }
     }
+    let lc_on = LcOn { cin: g.first_lc_on(LcPort::Cin), i3: g.first_lc_on(LcPort::I3) };
     let prev = |g: &Graph, lc: usize| g.lcs[lc].cin.and_then(|c| cout_driver[c]);
-    let next = |g: &Graph, lc: usize| {
-        g.lcs[lc]
-            .cout
-            .and_then(|c| g.only_drives(c, LcPort::Cin, false).or_else(|| g.only_drives(c, LcPort::I3, false)))
-    };
+    let next = |g: &Graph, lc: usize| g.lcs[lc].cout.and_then(|c| lc_on.cin[c].or(lc_on.i3[c]));
     let mut chained = vec![false; g.lcs.len()];
     // Visit stamps instead of a fresh set per walk: `stamp[lc] == walk` means seen in this walk.
     let mut stamp = vec![usize::MAX; g.lcs.len()];
@@ -94,11 +91,18 @@ pub(crate) fn legalise(g: &mut Graph, promoted: &[Net], device: &Device) -> u32 
         }
     }
     let max_len = (device.height as usize - 2) * 8 - 2;
-    chains.iter().map(|c| split(g, c, max_len, &global)).sum()
+    chains.iter().map(|c| split(g, c, max_len, &global, &lc_on)).sum()
+}
+
+/// [`Graph::first_lc_on`] for the two ports chains follow, computed once per legalisation
+/// (nothing moves between LCs while it runs).
+struct LcOn {
+    cin: Vec<Option<usize>>,
+    i3: Vec<Option<usize>>,
 }
 
 /// nextpnr's `split_carry_chain`, counting the LCs it inserts.
-fn split(g: &mut Graph, chain: &[usize], max_len: usize, global: &[bool]) -> u32 {
+fn split(g: &mut Graph, chain: &[usize], max_len: usize, global: &[bool], lc_on: &LcOn) -> u32 {
     let mut added = 0;
     let mut tile: Vec<TileCell> = Vec::new();
     let mut len = 0usize;
@@ -136,9 +140,10 @@ fn split(g: &mut Graph, chain: &[usize], max_len: usize, global: &[bool]) -> u32
             let at_end = i == chain.len() - 1;
             let users = g.users(cout).len();
             if users > 1 || at_end {
-                let i3 = g.only_drives(cout, LcPort::I3, false);
-                let cin = g.only_drives(cout, LcPort::Cin, false);
-                if users > 2 || i3 != cin || (at_end && g.only_drives(cout, LcPort::I3, true).is_none()) {
+                let (i3, cin) = (lc_on.i3[cout], lc_on.cin[cout]);
+                // Exclusive: the net's only user is an I3.
+                let only_i3 = users == 1 && i3.is_some();
+                if users > 2 || i3 != cin || (at_end && !only_i3) {
                     g.lcs[lc].cout = None;
                     tile.push(FEED);
                     len += 1;

@@ -317,6 +317,13 @@ impl<'a> Graph<'a> {
         Some((lc, mapped))
     }
 
+    /// For every net, what [`Graph::only_drives`] (not exclusive) answers for `port`: one pass
+    /// over all users, so asking about a net with many users does not cost them each time.
+    /// Valid while no cell moves into another LC.
+    pub fn first_lc_on(&self, port: LcPort) -> Vec<Option<usize>> {
+        (0..self.nets).map(|n| self.only_drives(n, port, false)).collect()
+    }
+
     /// nextpnr's `net_only_drives(net, is_lc, port, exclusive)`.
     pub fn only_drives(&self, net: Net, port: LcPort, exclusive: bool) -> Option<usize> {
         let users = self.users(net);

@@ -10,10 +10,11 @@
 
 use std::collections::HashMap;
 
+use crate::design_view::{BitName, Names};
 use crate::device::Pin;
 use crate::netlist::Param;
 use crate::pcf::SetFrequency;
-use crate::report::{Finding, Location};
+use crate::report::{short_name, Finding, Location};
 
 const F_IN_MHZ: (f64, f64) = (10.0, 133.0);
 const F_PFD_MHZ: (f64, f64) = (10.0, 133.0);
@@ -28,9 +29,9 @@ pub(crate) struct Pll {
     /// Cell type (`SB_PLL40_PAD`, `SB_PLL40_2F_CORE`, …).
     pub cell_type: String,
     /// The top-level port bit on `PACKAGEPIN` (PAD variants only).
-    pub pad_port: Option<String>,
-    /// The net on `REFERENCECLK` (CORE variants only), to find its `set_frequency`.
-    pub reference_net: Option<String>,
+    pub pad_port: Option<BitName>,
+    /// The name of the net on `REFERENCECLK` (CORE variants only), to find its `set_frequency`.
+    pub reference_net: Option<BitName>,
     pub divr: u32,
     pub divf: u32,
     pub divq: u32,
@@ -45,8 +46,8 @@ impl Pll {
         self.cell_type.ends_with("_PAD")
     }
 
-    fn input_net(&self) -> Option<&str> {
-        self.pad_port.as_deref().or(self.reference_net.as_deref())
+    fn input_net(&self) -> Option<BitName> {
+        self.pad_port.or(self.reference_net)
     }
 }
 
@@ -64,12 +65,19 @@ pub(crate) fn param_u32(value: &Param<'_>) -> Option<u32> {
 }
 
 /// A PAD PLL whose `PACKAGEPIN` port is constrained to a pin other than a PLL's input pad.
-pub(crate) fn check_pads(plls: &[Pll], pins: &HashMap<&str, &'static Pin>, file: Option<&str>) -> Vec<Finding> {
+/// `pins` maps each placed port bit to its `set_io` port text and pin.
+pub(crate) fn check_pads(
+    plls: &[Pll],
+    pins: &HashMap<BitName, (&str, &'static Pin)>,
+    file: Option<&str>,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     for pll in plls.iter().filter(|p| p.is_pad()) {
-        let Some((port, pin)) = pll.pad_port.as_deref().and_then(|port| pins.get(port).map(|pin| (port, *pin))) else {
+        let Some((port, pin)) = pll.pad_port.and_then(|bit| pins.get(&bit).copied()) else {
             continue;
         };
+        // Many PLLs can read one port: quote its name short, whatever its length.
+        let port = short_name(port);
         if !(pin.pll_pad && pin.z == 1) {
             findings.push(Finding::error(
                 "PLL_PAD_PIN_INVALID",
@@ -79,7 +87,7 @@ pub(crate) fn check_pads(plls: &[Pll], pins: &HashMap<&str, &'static Pin>, file:
                 ),
                 Location {
                     file: file.map(str::to_owned),
-                    port: Some(port.to_owned()),
+                    port: Some(port.into_owned()),
                     pin: Some(pin.name.to_owned()),
                     cell: Some(pll.cell.clone()),
                     ..Location::default()
@@ -93,8 +101,19 @@ pub(crate) fn check_pads(plls: &[Pll], pins: &HashMap<&str, &'static Pin>, file:
 /// Checks `set_frequency` values and, where a PLL's input frequency is known, its VCO, phase
 /// detector and output frequencies. DIVQ outside 1–6 can never give a valid output with
 /// simple feedback (533/275 > 2^0 and 1066/16 < 2^7), so that is checked even without one.
-pub(crate) fn check_frequencies(plls: &[Pll], frequencies: &[SetFrequency], file: Option<&str>) -> Vec<Finding> {
+/// `names` resolves the `set_frequency` nets to the design's bits.
+pub(crate) fn check_frequencies(
+    plls: &[Pll],
+    names: &Names<'_>,
+    frequencies: &[SetFrequency],
+    file: Option<&str>,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
+    // The last set_frequency of a net wins; one lookup per PLL, however many lines there are.
+    let mut mhz_of: HashMap<BitName, f64> = HashMap::new();
+    for f in frequencies {
+        mhz_of.extend(names.lookup(&f.net).map(|bit| (bit, f.mhz)));
+    }
     let line_at = |line: u32| Location { file: file.map(str::to_owned), line: Some(line), ..Location::default() };
     for f in frequencies {
         if !(f.mhz > 0.0 && f.mhz <= F_OUT_MHZ.1) {
@@ -123,8 +142,7 @@ pub(crate) fn check_frequencies(plls: &[Pll], frequencies: &[SetFrequency], file
             ));
             continue;
         }
-        let Some(f_in) = pll.input_net().and_then(|net| frequencies.iter().rev().find(|f| f.net == net)).map(|f| f.mhz)
-        else {
+        let Some(f_in) = pll.input_net().and_then(|net| mhz_of.get(&net).copied()) else {
             continue;
         };
         let f_pfd = f_in / (f64::from(pll.divr) + 1.0);

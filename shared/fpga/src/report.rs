@@ -24,6 +24,9 @@ const MAX_NAME_JSON_BYTES: usize = 128;
 const MAX_UTILIZATION_ROWS: usize = 32;
 /// Distinct codes named in the truncation summary; findings with further codes count in `other_codes`.
 const MAX_SUMMARY_CODES: usize = 64;
+/// Names from the input (ports, nets, cells) are shortened to this many bytes where a finding
+/// quotes them, so that many findings about one long name cost no more than short ones.
+const MAX_QUOTED_NAME_BYTES: usize = 128;
 /// Appended to a clipped text.
 const ELLIPSIS: &str = "…";
 
@@ -249,6 +252,18 @@ fn clip_finding(f: &mut Finding) -> bool {
         clipped |= clip(text, MAX_NAME_JSON_BYTES);
     }
     clipped
+}
+
+/// A name as findings quote it: whole when short, else its first bytes and `…`.
+pub(crate) fn short_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_QUOTED_NAME_BYTES {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut end = MAX_QUOTED_NAME_BYTES - ELLIPSIS.len();
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}{ELLIPSIS}", &name[..end]))
 }
 
 /// Bytes `c` takes inside a JSON string as serde_json writes it (at most; control characters

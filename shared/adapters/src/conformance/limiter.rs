@@ -1,7 +1,9 @@
 //! Limiter conformance: exactness judged by the limiter's own clock. Several concurrent callers
 //! hammer one tenant; no window of length W may ever hold more than N admissions, the admitted
 //! total must be close to what the windows allow, and the first entry must expire exactly one
-//! window after it was admitted.
+//! window after it was admitted. The weighted checks (bytes per window) are held to the same
+//! standard by cost: no window holds more than the limit's worth, every rejection happened when
+//! the cost did not fit, and `reset` names the moment it would have.
 
 use super::unique;
 use openqq_core::{Decision, Quota, RateLimiter, TenantId};
@@ -65,7 +67,11 @@ pub async fn run(limiter: Arc<dyn RateLimiter>) {
     never_more_than_the_limit_in_any_window(limiter.clone(), true).await;
     the_first_entry_expires_one_window_after_admission(limiter.clone()).await;
     tenants_have_separate_windows(limiter.clone()).await;
-    remaining_counts_down_and_reset_stays_within_the_window(limiter).await;
+    remaining_counts_down_and_reset_stays_within_the_window(limiter.clone()).await;
+    weighted_admissions_never_exceed_the_limit_in_any_window(limiter.clone()).await;
+    a_weighted_rejection_is_not_recorded_and_resets_when_enough_has_expired(limiter.clone()).await;
+    a_cost_over_the_limit_is_never_admitted_and_a_zero_cost_always_is(limiter.clone()).await;
+    weighted_and_counted_logs_are_separate(limiter).await;
 }
 
 pub async fn never_more_than_the_limit_in_any_window(limiter: Arc<dyn RateLimiter>, bursty: bool) {
@@ -152,4 +158,133 @@ pub async fn remaining_counts_down_and_reset_stays_within_the_window(limiter: Ar
         remaining.push((d.allowed, d.remaining));
     }
     assert_eq!(remaining, vec![(true, 2), (true, 1), (true, 0), (false, 0)], "remaining counts the admissions left");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weighted checks
+
+/// Like [`hammer`], with weighted checks of varying cost (1 to `max_cost`); every decision with
+/// its cost.
+pub async fn hammer_weighted(
+    limiter: Arc<dyn RateLimiter>,
+    tenant: &TenantId,
+    quota: Quota,
+    max_cost: u32,
+    clients: usize,
+    run_for: Duration,
+) -> Vec<(Decision, u32)> {
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let limiter = limiter.clone();
+        let tenant = tenant.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            let start = Instant::now();
+            let mut i = 0u32;
+            while start.elapsed() < run_for {
+                let cost = 1 + (i.wrapping_mul(37) + c as u32 * 11) % max_cost;
+                out.push((limiter.check_weighted(&tenant, quota, cost).await.expect("limiter answers"), cost));
+                i += 1;
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            out
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all
+}
+
+/// The largest sum of admitted costs in any half-open window `(t - W, t]`. Public so tests can
+/// show it catches a broken limiter.
+pub fn max_weight_in_any_window(decisions: &[(Decision, u32)], window: Duration) -> u64 {
+    let mut admitted: Vec<(u64, u64)> =
+        decisions.iter().filter(|(d, _)| d.allowed).map(|(d, c)| (d.now_micros, u64::from(*c))).collect();
+    admitted.sort_unstable();
+    let w = window.as_micros() as u64;
+    let (mut max, mut sum, mut lo) = (0, 0, 0);
+    for hi in 0..admitted.len() {
+        sum += admitted[hi].1;
+        while admitted[lo].0 + w <= admitted[hi].0 {
+            sum -= admitted[lo].1;
+            lo += 1;
+        }
+        max = max.max(sum);
+    }
+    max
+}
+
+pub async fn weighted_admissions_never_exceed_the_limit_in_any_window(limiter: Arc<dyn RateLimiter>) {
+    let tenant = TenantId::parse(unique("weighed")).unwrap();
+    let quota = Quota { limit: 2000, window: Duration::from_millis(100) };
+    let decisions = hammer_weighted(limiter, &tenant, quota, 400, 3, Duration::from_millis(1200)).await;
+    let max = max_weight_in_any_window(&decisions, quota.window);
+    assert!(max <= 2000, "at most 2000 units admitted in any 100 ms window, saw {max}");
+    // Not starved: every rejection happened while its cost did not fit beside what the window
+    // ending at it already held.
+    let mut admitted: Vec<(u64, u64)> =
+        decisions.iter().filter(|(d, _)| d.allowed).map(|(d, c)| (d.now_micros, u64::from(*c))).collect();
+    admitted.sort_unstable();
+    let w = quota.window.as_micros() as u64;
+    let rejections: Vec<(u64, u32)> =
+        decisions.iter().filter(|(d, _)| !d.allowed).map(|(d, c)| (d.now_micros, *c)).collect();
+    assert!(!rejections.is_empty(), "the load exceeded the limit, so some were rejected");
+    for (t, cost) in rejections {
+        let held: u64 = admitted.iter().filter(|(a, _)| *a <= t && *a + w > t).map(|(_, c)| c).sum();
+        assert!(held + u64::from(cost) > 2000, "a cost of {cost} at {t} µs was rejected with only {held} units held");
+    }
+}
+
+pub async fn a_weighted_rejection_is_not_recorded_and_resets_when_enough_has_expired(limiter: Arc<dyn RateLimiter>) {
+    let tenant = TenantId::parse(unique("resets")).unwrap();
+    let quota = Quota { limit: 100, window: Duration::from_millis(300) };
+    let first = limiter.check_weighted(&tenant, quota, 60).await.unwrap();
+    assert!(first.allowed && first.remaining == 40, "{first:?}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = limiter.check_weighted(&tenant, quota, 30).await.unwrap();
+    assert!(second.allowed && second.remaining == 10, "{second:?}");
+    assert_eq!(
+        second.reset.as_micros() as u64,
+        first.now_micros + 300_000 - second.now_micros,
+        "an admission's reset points at the oldest entry's expiry"
+    );
+    let rejected = limiter.check_weighted(&tenant, quota, 50).await.unwrap();
+    assert!(!rejected.allowed && rejected.remaining == 10 && rejected.limit == 100, "{rejected:?}");
+    assert_eq!(
+        rejected.reset.as_micros() as u64,
+        first.now_micros + 300_000 - rejected.now_micros,
+        "a rejection's reset points at the expiry that frees enough for its cost"
+    );
+    let fits = limiter.check_weighted(&tenant, quota, 10).await.unwrap();
+    assert!(fits.allowed && fits.remaining == 0, "the rejection was not recorded: {fits:?}");
+    let wait = Duration::from_micros(first.now_micros + 305_000 - fits.now_micros);
+    tokio::time::sleep(wait).await;
+    let after = limiter.check_weighted(&tenant, quota, 50).await.unwrap();
+    if after.now_micros < second.now_micros + 300_000 {
+        assert!(after.allowed && after.remaining == 10, "the first entry's 60 units came free: {after:?}");
+    }
+}
+
+pub async fn a_cost_over_the_limit_is_never_admitted_and_a_zero_cost_always_is(limiter: Arc<dyn RateLimiter>) {
+    let tenant = TenantId::parse(unique("costly")).unwrap();
+    let quota = Quota { limit: 100, window: Duration::from_secs(10) };
+    let over = limiter.check_weighted(&tenant, quota, 101).await.unwrap();
+    assert!(!over.allowed && over.remaining == 100 && over.reset == quota.window, "{over:?}");
+    let all = limiter.check_weighted(&tenant, quota, 100).await.unwrap();
+    assert!(all.allowed && all.remaining == 0, "exactly the limit fits: {all:?}");
+    assert!(limiter.check_weighted(&tenant, quota, 0).await.unwrap().allowed, "a zero cost always fits");
+    assert!(!limiter.check_weighted(&tenant, quota, 1).await.unwrap().allowed);
+}
+
+pub async fn weighted_and_counted_logs_are_separate(limiter: Arc<dyn RateLimiter>) {
+    let (a, b) = (TenantId::parse(unique("a")).unwrap(), TenantId::parse(unique("b")).unwrap());
+    let one = Quota { limit: 1, window: Duration::from_secs(10) };
+    let ten = Quota { limit: 10, window: Duration::from_secs(10) };
+    assert!(limiter.check(&a, one).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&a, ten, 10).await.unwrap().allowed, "a request is not a unit");
+    assert!(!limiter.check(&a, one).await.unwrap().allowed, "units are not requests");
+    assert!(!limiter.check_weighted(&a, ten, 1).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&b, ten, 10).await.unwrap().allowed, "one tenant's units do not limit another");
 }

@@ -1,6 +1,9 @@
 //! In-process sliding-window limiter with the semantics of the Redis one: an exact sliding log
 //! per tenant; a request is admitted only if fewer than `limit` admissions happened in the last
 //! `window`; rejections are not recorded; idle tenants are forgotten.
+//!
+//! Weighted checks (bytes per window) keep a second log per tenant whose entries carry their
+//! cost, with a running total, so a decision costs the entries it expires, not the whole window.
 
 use async_trait::async_trait;
 use openqq_core::ports::PortResult;
@@ -22,9 +25,31 @@ pub struct InProcessRateLimiter {
 struct State {
     /// Admission times (µs since `epoch`) per tenant, oldest first.
     logs: HashMap<TenantId, VecDeque<u64>>,
+    /// Weighted admissions per tenant, apart from `logs` (another quota, another unit).
+    weighted: HashMap<TenantId, WeightedLog>,
     decisions: u64,
     /// Longest window seen, so a sweep never drops a log that a longer quota still needs.
     longest_window_us: u64,
+}
+
+/// Admissions with their cost, oldest first, and the sum of their costs.
+#[derive(Default)]
+struct WeightedLog {
+    entries: VecDeque<(u64, u32)>,
+    total: u64,
+}
+
+impl State {
+    /// Counts a decision and, every `SWEEP_EVERY` decisions, forgets idle tenants' logs.
+    fn tick(&mut self, now_us: u64, window_us: u64) {
+        self.decisions += 1;
+        self.longest_window_us = self.longest_window_us.max(window_us);
+        if self.decisions.is_multiple_of(SWEEP_EVERY) {
+            let keep_after = now_us.saturating_sub(self.longest_window_us);
+            self.logs.retain(|_, log| log.back().is_some_and(|t| *t > keep_after));
+            self.weighted.retain(|_, log| log.entries.back().is_some_and(|(t, _)| *t > keep_after));
+        }
+    }
 }
 
 impl Default for InProcessRateLimiter {
@@ -45,12 +70,7 @@ impl InProcessRateLimiter {
         let window_us = quota.window.as_micros().max(1) as u64;
         let mut state = self.state.lock().unwrap();
         let now_us = clock();
-        state.decisions += 1;
-        state.longest_window_us = state.longest_window_us.max(window_us);
-        if state.decisions.is_multiple_of(SWEEP_EVERY) {
-            let keep_after = now_us.saturating_sub(state.longest_window_us);
-            state.logs.retain(|_, log| log.back().is_some_and(|t| *t > keep_after));
-        }
+        state.tick(now_us, window_us);
         let log = state.logs.entry(tenant.clone()).or_default();
         // An entry at time t is inside the window (now - W, now]; at exactly now - W it has expired.
         while log.front().is_some_and(|t| *t + window_us <= now_us) {
@@ -69,12 +89,65 @@ impl InProcessRateLimiter {
             now_micros: now_us,
         }
     }
+
+    /// The weighted decision for `cost` units of `tenant` at the time `clock` reads (see
+    /// [`RateLimiter::check_weighted`]); the clock is read under the lock, as in `decide`.
+    fn decide_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32, clock: impl FnOnce() -> u64) -> Decision {
+        let window_us = quota.window.as_micros().max(1) as u64;
+        let limit = u64::from(quota.limit);
+        let mut state = self.state.lock().unwrap();
+        let now_us = clock();
+        state.tick(now_us, window_us);
+        let log = state.weighted.entry(tenant.clone()).or_default();
+        while let Some(&(t, w)) = log.entries.front() {
+            if t + window_us > now_us {
+                break;
+            }
+            log.total -= u64::from(w);
+            log.entries.pop_front();
+        }
+        let allowed = log.total + u64::from(cost) <= limit;
+        if allowed && cost > 0 {
+            log.entries.push_back((now_us, cost));
+            log.total += u64::from(cost);
+        }
+        let expires = |t: u64| Duration::from_micros(t + window_us - now_us);
+        let reset = if allowed {
+            log.entries.front().map_or(Duration::ZERO, |&(t, _)| expires(t))
+        } else if u64::from(cost) > limit {
+            quota.window
+        } else {
+            // The oldest entries whose expiry frees enough for `cost`.
+            let need = log.total + u64::from(cost) - limit;
+            let mut freed = 0u64;
+            let mut at = quota.window;
+            for &(t, w) in &log.entries {
+                freed += u64::from(w);
+                if freed >= need {
+                    at = expires(t);
+                    break;
+                }
+            }
+            at
+        };
+        Decision {
+            allowed,
+            limit: quota.limit,
+            remaining: u32::try_from(limit.saturating_sub(log.total)).unwrap_or(u32::MAX),
+            reset,
+            now_micros: now_us,
+        }
+    }
 }
 
 #[async_trait]
 impl RateLimiter for InProcessRateLimiter {
     async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision> {
         Ok(self.decide(tenant, quota, || self.epoch.elapsed().as_micros() as u64))
+    }
+
+    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision> {
+        Ok(self.decide_weighted(tenant, quota, cost, || self.epoch.elapsed().as_micros() as u64))
     }
 }
 
@@ -104,5 +177,34 @@ mod tests {
             l.decide(&TenantId::parse(format!("t{i}")).unwrap(), q, || i * 100);
         }
         assert!(l.state.lock().unwrap().logs.len() < 10);
+    }
+
+    #[test]
+    fn a_weighted_entry_frees_its_cost_exactly_one_window_after_it_was_admitted() {
+        let l = InProcessRateLimiter::new();
+        let t = TenantId::parse("t").unwrap();
+        let q = Quota { limit: 100, window: Duration::from_micros(100) };
+        assert!(l.decide_weighted(&t, q, 60, || 1000).allowed);
+        let d = l.decide_weighted(&t, q, 30, || 1050);
+        assert!(d.allowed && d.remaining == 10, "{d:?}");
+        let rejected = l.decide_weighted(&t, q, 50, || 1060);
+        assert!(!rejected.allowed);
+        assert_eq!(rejected.reset, Duration::from_micros(40), "the first entry's expiry frees enough");
+        assert_eq!(l.decide_weighted(&t, q, 71, || 1099).reset, Duration::from_micros(51), "both must expire");
+        assert!(l.decide_weighted(&t, q, 50, || 1100).allowed, "60 freed at 1000 + 100, 30 + 50 fit");
+        assert!(!l.decide_weighted(&t, q, 21, || 1100).allowed);
+        assert!(l.decide_weighted(&t, q, 20, || 1100).allowed, "exactly the limit is admitted");
+    }
+
+    #[test]
+    fn a_cost_over_the_limit_is_never_admitted_and_a_zero_cost_always_is() {
+        let l = InProcessRateLimiter::new();
+        let t = TenantId::parse("t").unwrap();
+        let q = Quota { limit: 10, window: Duration::from_micros(100) };
+        let d = l.decide_weighted(&t, q, 11, || 0);
+        assert!(!d.allowed && d.reset == q.window && d.remaining == 10, "{d:?}");
+        assert!(l.decide_weighted(&t, q, 10, || 1).allowed);
+        assert!(l.decide_weighted(&t, q, 0, || 2).allowed);
+        assert!(l.state.lock().unwrap().weighted[&t].entries.len() == 1, "a zero cost leaves no entry");
     }
 }
