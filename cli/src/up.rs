@@ -153,14 +153,16 @@ async fn serve(args: UpArgs) -> Result<()> {
             Arc::new(Consumer::new(
                 openqq_design_job::DesignJob { store: backends.store.clone() },
                 backends.log.clone(),
+                backends.store.clone(),
                 topics.clone(),
             )),
         ),
         (
             EventKind::ValidationRequested,
             Arc::new(Consumer::new(
-                openqq_validation::Validation { store: backends.store.clone() },
+                openqq_validation::Validation { store: backends.store.clone(), objects: backends.objects.clone() },
                 backends.log.clone(),
+                backends.store.clone(),
                 topics.clone(),
             )),
         ),
@@ -169,6 +171,7 @@ async fn serve(args: UpArgs) -> Result<()> {
             Arc::new(Consumer::new(
                 openqq_results::Results { store: backends.store.clone(), notifier },
                 backends.log.clone(),
+                backends.store.clone(),
                 topics.clone(),
             )),
         ),

@@ -62,7 +62,7 @@ async fn a_multi_partition_aws_event_is_applied_and_an_undecodable_record_is_dea
     let dir = tempfile::tempdir().unwrap();
     let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let topics = Topics::default();
-    let consumer = Consumer::new(DesignJob { store: b.store.clone() }, b.log.clone(), topics.clone());
+    let consumer = Consumer::new(DesignJob { store: b.store.clone() }, b.log.clone(), b.store.clone(), topics.clone());
     consumer.handle(parse_event(event()).unwrap()).await.expect("the batch succeeds");
 
     let acme =
@@ -82,10 +82,11 @@ async fn a_multi_partition_aws_event_is_applied_and_an_undecodable_record_is_dea
         letters.extend(b.source.read(&topics.dead_letter(), p, 0, 10).await.unwrap());
     }
     assert_eq!(letters.len(), 1, "only the undecodable record is dead-lettered");
-    let letter: DeadLetter = serde_json::from_slice(&letters[0].value).unwrap();
+    let letter = DeadLetter::from_record(&letters[0]).unwrap();
     assert_eq!((letter.source_partition, letter.source_offset), (3, 8));
     assert!(letter.reason.contains("not a valid envelope"), "{}", letter.reason);
-    assert_eq!(letter.correlation_id.as_deref(), Some("corr-globex"), "read from the signed-byte headers");
+    assert_eq!(letter.correlation_id(), Some("corr-globex"), "read from the signed-byte headers");
+    assert_eq!(letter.value, b"{\"not\": \"an envelope\"}", "the original bytes, unchanged");
 
     // Re-delivering the same event applies nothing twice.
     consumer.handle(parse_event(event()).unwrap()).await.unwrap();
@@ -125,7 +126,8 @@ async fn a_retriable_store_error_fails_the_whole_batch_and_dead_letters_nothing(
     let dir = tempfile::tempdir().unwrap();
     let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let topics = Topics::default();
-    let consumer = Consumer::new(DesignJob { store: Arc::new(DownStore) }, b.log.clone(), topics.clone());
+    let store: Arc<dyn DesignStore> = Arc::new(DownStore);
+    let consumer = Consumer::new(DesignJob { store: store.clone() }, b.log.clone(), store, topics.clone());
     let err = consumer.handle(parse_event(event()).unwrap()).await.expect_err("the batch fails so it is retried");
     assert_eq!((err.partition, err.offset), (0, 4), "it stops at the first record");
     let letters: u64 = b.source.end_offsets(&topics.dead_letter()).await.unwrap().iter().sum();

@@ -4,14 +4,22 @@
 //!
 //! Every write is conditional on revision, so a re-read batch re-runs the (deterministic)
 //! validator and re-publishes, but applies nothing twice.
+//!
+//! The report that travels in `validation.finished` and is stored is capped
+//! ([`openqq_fpga::Report::capped`]): a netlist asking for tens of thousands of findings cannot
+//! make a record over the log's limit. When anything was cut, the full report goes to the object
+//! store and the capped one points at it as `"full_report": {"digest", "bytes"}`.
 
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
-use openqq_core::{Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, Verdict};
-use openqq_fpga::{FileNames, Finding, Input, Location, Report};
+use openqq_core::{
+    Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, ObjectRef, ObjectStore, TenantId, Verdict,
+};
+use openqq_fpga::{FileNames, Finding, Input, Location, Report, MAX_REPORT_FINDINGS};
 use openqq_runtime::{Outbox, RecordError, RecordHandler};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
 
@@ -19,6 +27,8 @@ pub const NAME: &str = "validation";
 
 pub struct Validation {
     pub store: Arc<dyn DesignStore>,
+    /// Where a full report goes when the stored one is capped.
+    pub objects: Arc<dyn ObjectStore>,
 }
 
 /// Runs the validator on a submitted specification. Pure and CPU-bound.
@@ -70,13 +80,18 @@ impl RecordHandler for Validation {
 
         let spec = env.payload.spec;
         let t0 = std::time::Instant::now();
-        let report = tokio::task::spawn_blocking(move || validate(&spec))
-            .await
-            .map_err(|e| RecordError::Retriable(format!("validator task failed: {e}")))?;
+        let report = tokio::task::spawn_blocking(move || validate(&spec)).await.map_err(|e| {
+            if e.is_panic() {
+                // The validator is deterministic: the same input panics again.
+                let message = openqq_runtime::dead_letter::panic_message(e.into_panic().as_ref());
+                RecordError::Permanent(format!("bug: the validator panicked: {message}"))
+            } else {
+                RecordError::Retriable(format!("validator task failed: {e}"))
+            }
+        })?;
         metrics::histogram!("openqq_validation_duration_seconds").record(t0.elapsed().as_secs_f64());
         let verdict = if report.has_errors() { Verdict::Fail } else { Verdict::Pass };
-        let report =
-            RawValue::from_string(serde_json::to_string(&report).expect("reports serialise")).expect("valid JSON");
+        let report = self.keep(&cause.tenant_id, report).await?;
 
         let finished = Envelope::new(
             EventKind::ValidationFinished,
@@ -88,5 +103,38 @@ impl RecordHandler for Validation {
         self.store.apply(&cause.tenant_id, &cause.design_id, &finished.timeline_entry(), &change).await?;
         out.publish(&finished);
         Ok(())
+    }
+}
+
+/// The report as stored and published: the capped report, and where the full one is when
+/// something was cut.
+#[derive(Serialize)]
+struct Kept<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    full_report: Option<ObjectRef>,
+}
+
+impl Validation {
+    /// Caps `report` to fit any record; when that cut something, stores the full report as an
+    /// object of `tenant` and points at it.
+    async fn keep(&self, tenant: &TenantId, report: Report) -> Result<Box<RawValue>, RecordError> {
+        let full = serde_json::to_vec(&report).expect("reports serialise");
+        let (capped, cut) = report.capped(MAX_REPORT_FINDINGS);
+        let full_report = if cut {
+            match self.objects.put(tenant, full).await {
+                Ok(reference) => Some(reference),
+                Err(e) if e.is_retriable() => return Err(e.into()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "The full report could not be kept; only the capped one is stored.");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let kept = serde_json::to_string(&Kept { report: &capped, full_report }).expect("reports serialise");
+        Ok(RawValue::from_string(kept).expect("valid JSON"))
     }
 }

@@ -2,5 +2,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), openqq_runtime::lambda::Error> {
-    openqq_runtime::lambda::run_consumer(|b| openqq_validation::Validation { store: b.store.clone() }).await
+    openqq_runtime::lambda::run_consumer(|b| openqq_validation::Validation {
+        store: b.store.clone(),
+        objects: b.objects.clone(),
+    })
+    .await
 }

@@ -1,8 +1,10 @@
 //! The set of backends a process runs with, chosen once at start-up.
 
-use crate::embedded::{BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter};
+use crate::embedded::{
+    BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter,
+};
 use openqq_core::ports::PortResult;
-use openqq_core::{DesignStore, EventLog, LogSource, Notifier, RateLimiter};
+use openqq_core::{DesignStore, EventLog, LogSource, Notifier, ObjectStore, RateLimiter};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,6 +14,8 @@ pub struct Backends {
     pub log: Arc<dyn EventLog>,
     pub source: Arc<dyn LogSource>,
     pub store: Arc<dyn DesignStore>,
+    /// Large payloads by tenant and digest: full validation reports.
+    pub objects: Arc<dyn ObjectStore>,
     pub limiter: Arc<dyn RateLimiter>,
     pub notifier: Arc<BroadcastNotifier>,
 }
@@ -26,6 +30,7 @@ impl Backends {
             log: log.clone(),
             source: log,
             store: Arc::new(EmbeddedDesignStore::open(dir, durability)?),
+            objects: Arc::new(EmbeddedObjectStore::open(dir)?),
             limiter: Arc::new(InProcessRateLimiter::new()),
             notifier: Arc::new(BroadcastNotifier::new(1024)),
         })

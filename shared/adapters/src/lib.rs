@@ -2,7 +2,8 @@
 //!
 //! - [`embedded`]: the one-machine defaults. SQLite (bundled, WAL mode) for the partitioned event
 //!   log and the design store, an in-process sliding-window limiter, and an in-process broadcast
-//!   notifier that feeds live streams.
+//!   notifier that feeds live streams, and a directory of content-addressed files for the object
+//!   store (full reports).
 //! - [`redis_limiter`]: the per-tenant sliding-window limiter in Redis (ElastiCache in
 //!   production), one atomic Lua script per decision; [`fallback_limiter`] wraps it with the
 //!   Redis-down policy (fail open to an in-process share of the limit, or fail closed).
@@ -33,7 +34,9 @@ pub mod redis_limiter;
 pub mod webhook;
 
 pub use backends::Backends;
-pub use embedded::{BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter};
+pub use embedded::{
+    BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter,
+};
 pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 #[cfg(feature = "kafka")]
 pub use kafka::{KafkaEventLog, KafkaSettings};

@@ -1,7 +1,7 @@
 //! The embedded adapters against the port conformance suites.
 
 use openqq_adapters::conformance;
-use openqq_adapters::{Durability, EmbeddedDesignStore, EmbeddedEventLog, InProcessRateLimiter};
+use openqq_adapters::{Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter};
 use openqq_core::{Decision, Quota, RateLimiter, TenantId};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,6 +36,13 @@ async fn the_embedded_store_passes_the_design_store_suite() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
     conformance::store::run(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_object_store_passes_the_object_store_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedObjectStore::open(dir.path()).unwrap();
+    conformance::objects::run(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -202,6 +202,9 @@ pub struct DesignView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     pub updated_at: DateTime<Utc>,
+    /// Why the platform gave up on this revision; only with status `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
 }
 
 /// A stored validation report for one revision.

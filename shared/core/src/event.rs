@@ -33,9 +33,14 @@ pub enum EventKind {
     ValidationFinished,
     #[serde(rename = "results.ready")]
     ResultsReady,
+    /// The platform gave up on a revision (one of its records was dead-lettered). A timeline
+    /// entry only: no topic carries it, so it is not in [`EventKind::ALL`].
+    #[serde(rename = "design.failed")]
+    DesignFailed,
 }
 
 impl EventKind {
+    /// Every kind published on a topic (one topic each); see [`Topics::all`].
     pub const ALL: [EventKind; 5] = [
         EventKind::DesignSubmitted,
         EventKind::ValidationRequested,
@@ -51,11 +56,12 @@ impl EventKind {
             EventKind::ValidationStarted => "validation.started",
             EventKind::ValidationFinished => "validation.finished",
             EventKind::ResultsReady => "results.ready",
+            EventKind::DesignFailed => "design.failed",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
+        Self::ALL.into_iter().chain([EventKind::DesignFailed]).find(|k| k.as_str() == s)
     }
 }
 
@@ -265,30 +271,172 @@ pub struct TimelineEntry {
     pub occurred_at: DateTime<Utc>,
 }
 
-/// A record that can never succeed, with the reason, written to the dead-letter topic.
-/// The original bytes are kept (base64) so an operator can replay it after a fix.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Header names of a dead-letter record. Its key and value are the original record's, byte for
+/// byte (so a dead letter is never larger than what it replaces, and replaying it is a copy); what
+/// happened travels in these headers, beside the original headers.
+pub mod dead_letter_headers {
+    /// Every metadata header starts with this; original headers never do.
+    pub const PREFIX: &str = "dead-letter-";
+    pub const REASON: &str = "dead-letter-reason";
+    pub const FUNCTION: &str = "dead-letter-function";
+    pub const SOURCE_TOPIC: &str = "dead-letter-source-topic";
+    pub const SOURCE_PARTITION: &str = "dead-letter-source-partition";
+    pub const SOURCE_OFFSET: &str = "dead-letter-source-offset";
+    /// RFC 3339.
+    pub const AT: &str = "dead-letter-at";
+    /// The original `event-kind` header (the dead letter's own `event-kind` is `dead-letter`).
+    pub const SOURCE_EVENT_KIND: &str = "dead-letter-source-event-kind";
+    /// How many original headers were left out for size ([`super::MAX_DEAD_LETTER_HEADER_BYTES`]).
+    pub const HEADERS_DROPPED: &str = "dead-letter-headers-dropped";
+    /// The `event-kind` header value of every dead letter.
+    pub const KIND: &str = "dead-letter";
+}
+
+/// Longest reason a dead letter (and a failed design) carries, in bytes; longer ones are clipped.
+pub const MAX_DEAD_LETTER_REASON_BYTES: usize = 1024;
+
+/// Most bytes of original headers (names and values) a dead letter keeps; the rest are counted in
+/// `dead-letter-headers-dropped`. Together with the metadata this stays far inside the slack the
+/// Kafka adapter allows above [`crate::ports::MAX_RECORD_BYTES`] for key and headers, so any
+/// record the log accepted can be dead-lettered.
+pub const MAX_DEAD_LETTER_HEADER_BYTES: usize = 16 * 1024;
+
+/// A record that can never succeed, as written to the dead-letter topic: the original key, value
+/// and headers, unchanged, plus why and where it came from. An operator replays it after a fix by
+/// publishing `key`, `value` and `headers` to `source_topic` again.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
     pub source_topic: String,
     pub source_partition: u32,
     pub source_offset: u64,
     /// The function that gave up on the record.
     pub function: String,
+    /// Why, at most [`MAX_DEAD_LETTER_REASON_BYTES`] once written.
     pub reason: String,
-    pub correlation_id: Option<String>,
-    pub key_base64: Option<String>,
-    pub value_base64: Option<String>,
     pub dead_lettered_at: DateTime<Utc>,
+    /// The original key.
+    pub key: String,
+    /// The original value (empty when the trigger delivered none that could be decoded).
+    pub value: Vec<u8>,
+    /// The original headers, `correlation-id` and `event-kind` among them.
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Why a record could not be read back as a dead letter.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DeadLetterError {
+    #[error("the record is not a dead letter (its event-kind header is not `dead-letter`)")]
+    NotADeadLetter,
+    #[error("the dead letter's {0} header is missing or malformed")]
+    Header(&'static str),
 }
 
 impl DeadLetter {
-    pub fn to_record(&self, key: &str) -> crate::ports::Record {
-        let mut headers = vec![(headers::EVENT_KIND.to_owned(), b"dead-letter".to_vec())];
-        if let Some(c) = &self.correlation_id {
-            headers.push((headers::CORRELATION_ID.to_owned(), c.as_bytes().to_vec()));
-        }
-        crate::ports::Record { key: key.to_owned(), value: serde_json::to_vec(self).expect("serialises"), headers }
+    /// The original record's correlation id, if it had one.
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.header(headers::CORRELATION_ID)
     }
+
+    /// The original record's event kind header, if it had one.
+    pub fn event_kind(&self) -> Option<&str> {
+        self.header(headers::EVENT_KIND)
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).and_then(|(_, v)| std::str::from_utf8(v).ok())
+    }
+
+    /// The record to publish on the dead-letter topic: the original key and value, the original
+    /// headers (within [`MAX_DEAD_LETTER_HEADER_BYTES`]; `event-kind` moved to
+    /// `dead-letter-source-event-kind`), the metadata headers, and `event-kind: dead-letter`.
+    pub fn to_record(&self) -> crate::ports::Record {
+        use dead_letter_headers as h;
+        let mut out: Vec<(String, Vec<u8>)> = vec![(headers::EVENT_KIND.to_owned(), h::KIND.as_bytes().to_vec())];
+        let mut budget = MAX_DEAD_LETTER_HEADER_BYTES;
+        let mut dropped = 0usize;
+        for (name, value) in &self.headers {
+            let name = match name.as_str() {
+                headers::EVENT_KIND => h::SOURCE_EVENT_KIND,
+                // Never let an original header pass for metadata.
+                n if n.starts_with(h::PREFIX) => {
+                    dropped += 1;
+                    continue;
+                }
+                n => n,
+            };
+            let size = name.len() + value.len();
+            if size > budget {
+                dropped += 1;
+                continue;
+            }
+            budget -= size;
+            out.push((name.to_owned(), value.clone()));
+        }
+        let mut meta = |name: &str, value: String| out.push((name.to_owned(), value.into_bytes()));
+        meta(h::REASON, clip(&self.reason, MAX_DEAD_LETTER_REASON_BYTES).into_owned());
+        meta(h::FUNCTION, clip(&self.function, 256).into_owned());
+        meta(h::SOURCE_TOPIC, clip(&self.source_topic, 256).into_owned());
+        meta(h::SOURCE_PARTITION, self.source_partition.to_string());
+        meta(h::SOURCE_OFFSET, self.source_offset.to_string());
+        meta(h::AT, self.dead_lettered_at.to_rfc3339());
+        if dropped > 0 {
+            meta(h::HEADERS_DROPPED, dropped.to_string());
+        }
+        crate::ports::Record { key: self.key.clone(), value: self.value.clone(), headers: out }
+    }
+
+    /// Reads a record of the dead-letter topic back (what an operator's replay tool does).
+    pub fn from_record(record: &crate::ports::LogRecord) -> Result<Self, DeadLetterError> {
+        use dead_letter_headers as h;
+        let get = |name: &'static str| {
+            record
+                .headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| std::str::from_utf8(v).ok())
+                .ok_or(DeadLetterError::Header(name))
+        };
+        if get(headers::EVENT_KIND) != Ok(h::KIND) {
+            return Err(DeadLetterError::NotADeadLetter);
+        }
+        let mut original = Vec::new();
+        for (name, value) in &record.headers {
+            match name.as_str() {
+                headers::EVENT_KIND => {}
+                h::SOURCE_EVENT_KIND => original.push((headers::EVENT_KIND.to_owned(), value.clone())),
+                n if n.starts_with(h::PREFIX) => {}
+                _ => original.push((name.clone(), value.clone())),
+            }
+        }
+        Ok(Self {
+            source_topic: get(h::SOURCE_TOPIC)?.to_owned(),
+            source_partition: get(h::SOURCE_PARTITION)?
+                .parse()
+                .map_err(|_| DeadLetterError::Header(h::SOURCE_PARTITION))?,
+            source_offset: get(h::SOURCE_OFFSET)?.parse().map_err(|_| DeadLetterError::Header(h::SOURCE_OFFSET))?,
+            function: get(h::FUNCTION)?.to_owned(),
+            reason: get(h::REASON)?.to_owned(),
+            dead_lettered_at: DateTime::parse_from_rfc3339(get(h::AT)?)
+                .map_err(|_| DeadLetterError::Header(h::AT))?
+                .with_timezone(&Utc),
+            key: record.key.clone(),
+            value: record.value.clone(),
+            headers: original,
+        })
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, ending in `…` when cut.
+pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    const ELLIPSIS: &str = "…";
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max.saturating_sub(ELLIPSIS.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}{ELLIPSIS}", &text[..end]))
 }
 
 #[cfg(test)]
@@ -336,6 +484,75 @@ mod tests {
         assert_eq!(one.event_id, env.event_id);
         let wrong = Envelope::<ResultsReady>::decode_as(&bytes, EventKind::ResultsReady).unwrap_err();
         assert!(matches!(wrong, DecodeError::UnexpectedKind { .. }), "{wrong}");
+    }
+
+    fn letter(value: Vec<u8>, reason: &str) -> DeadLetter {
+        let original = Envelope::new(EventKind::DesignSubmitted, &cause(), "api", ()).to_record();
+        DeadLetter {
+            source_topic: "design.submitted".into(),
+            source_partition: 3,
+            source_offset: 17,
+            function: "design-job".into(),
+            reason: reason.into(),
+            dead_lettered_at: Utc::now(),
+            key: original.key,
+            value,
+            headers: original.headers,
+        }
+    }
+
+    fn stored(rec: crate::ports::Record) -> crate::ports::LogRecord {
+        crate::ports::LogRecord {
+            topic: "dead-letter".into(),
+            partition: 0,
+            offset: 0,
+            timestamp_ms: 0,
+            key: rec.key,
+            value: rec.value,
+            headers: rec.headers,
+        }
+    }
+
+    #[test]
+    fn a_dead_letter_of_a_record_at_the_size_limit_is_no_larger_than_the_record() {
+        let value = vec![b'x'; crate::ports::MAX_RECORD_BYTES];
+        let rec = letter(value.clone(), "boom").to_record();
+        assert_eq!(rec.value, value, "the value is the original bytes, not an inflated copy");
+        assert_eq!(rec.key, "acme");
+        crate::ports::check_record_sizes(std::slice::from_ref(&rec)).expect("the log accepts it");
+        let header_bytes: usize = rec.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+        assert!(header_bytes < 4 * 1024, "metadata stays small ({header_bytes} bytes)");
+    }
+
+    #[test]
+    fn a_dead_letter_reads_back_with_its_original_headers_and_metadata() {
+        let original = letter(b"{\"a\":1}".to_vec(), "the payload is invalid");
+        let rec = original.to_record();
+        let kind = rec.headers.iter().find(|(k, _)| k == headers::EVENT_KIND).map(|(_, v)| v.as_slice());
+        assert_eq!(kind, Some(&b"dead-letter"[..]), "routable as a dead letter before decoding");
+        let back = DeadLetter::from_record(&stored(rec)).unwrap();
+        let mut expected = original.clone();
+        expected.dead_lettered_at = back.dead_lettered_at;
+        assert_eq!(back, expected);
+        assert_eq!(back.correlation_id(), Some("c-1"));
+        assert_eq!(back.event_kind(), Some("design.submitted"), "the original event-kind is kept");
+        let envelope = Envelope::new(EventKind::ResultsReady, &cause(), "t", ()).to_record();
+        assert_eq!(DeadLetter::from_record(&stored(envelope)).unwrap_err(), DeadLetterError::NotADeadLetter);
+    }
+
+    #[test]
+    fn a_long_reason_is_clipped_on_a_character_boundary() {
+        let reason = "é".repeat(5_000);
+        let rec = letter(Vec::new(), &reason).to_record();
+        let back = DeadLetter::from_record(&stored(rec)).unwrap();
+        assert!(back.reason.len() <= MAX_DEAD_LETTER_REASON_BYTES, "{}", back.reason.len());
+        assert!(back.reason.ends_with('…'));
+    }
+
+    #[test]
+    fn design_failed_is_a_timeline_kind_without_a_topic() {
+        assert_eq!(EventKind::parse("design.failed"), Some(EventKind::DesignFailed));
+        assert!(!Topics::default().all().iter().any(|t| t == "design.failed"));
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! - [`partition`]: the stable tenant → partition mapping (Kafka's murmur2, so the embedded log
 //!   and a Kafka cluster agree).
 //! - [`ports`]: the traits adapters implement ([`EventLog`], [`LogSource`], [`DesignStore`],
-//!   [`RateLimiter`], [`Notifier`]) and the one [`PortError`] they return, each variant classified
-//!   retriable or permanent.
+//!   [`RateLimiter`], [`Notifier`], [`ObjectStore`]) and the one [`PortError`] they return, each
+//!   variant classified retriable or permanent.
 
 pub mod design;
 pub mod event;
@@ -21,9 +21,9 @@ pub mod partition;
 pub mod ports;
 
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
-pub use event::{DeadLetter, Envelope, EventKind, TimelineEntry, Topics};
+pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use ids::{CorrelationId, DesignId, IdError, TenantId};
 pub use ports::{
-    Applied, Decision, DesignStore, EventLog, Lease, LogRecord, LogSource, Notification, Notifier, Page, PortError,
-    Quota, RateLimiter, Record, WholeTopic,
+    Applied, Decision, DesignStore, EventLog, Lease, LogRecord, LogSource, Notification, Notifier, ObjectRef,
+    ObjectStore, Page, PortError, Quota, RateLimiter, Record, WholeTopic,
 };

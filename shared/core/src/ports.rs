@@ -264,6 +264,43 @@ pub trait Notifier: Send + Sync {
     async fn notify(&self, notification: &Notification) -> PortResult<()>;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Object store
+
+/// Largest object an object-store adapter accepts, in bytes (a full validation report of the
+/// largest netlist the API accepts fits several times over).
+pub const MAX_OBJECT_BYTES: usize = 64 * 1024 * 1024;
+
+/// Where an object is: its SHA-256 (lower-case hex) and its length. Serialised as
+/// `{"digest": "…", "bytes": n}` wherever a record or a report points at one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ObjectRef {
+    pub digest: String,
+    pub bytes: u64,
+}
+
+impl ObjectRef {
+    /// Whether `digest` has the form of a SHA-256 in lower-case hex (64 characters).
+    pub fn well_formed(digest: &str) -> bool {
+        digest.len() == 64 && digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }
+}
+
+/// Large payloads (full reports, later netlists and bitstreams) by tenant and content digest.
+/// Objects are immutable: storing the same bytes again returns the same reference. A tenant only
+/// ever reads its own objects; another tenant's digest is [`PortError::NotFound`], exactly like
+/// a digest nobody stored.
+#[async_trait]
+pub trait ObjectStore: Send + Sync {
+    /// Stores `bytes` for `tenant` (at most [`MAX_OBJECT_BYTES`], else [`PortError::Invalid`]);
+    /// returns once they are durable.
+    async fn put(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef>;
+    /// The bytes of `tenant`'s object `digest`, checked against the digest (a stored object that
+    /// no longer matches is a permanent [`PortError::Backend`] error). A malformed digest is
+    /// [`PortError::Invalid`].
+    async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

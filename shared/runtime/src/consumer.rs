@@ -5,22 +5,27 @@
 //! partition, in offset order. What a handler publishes goes into an [`Outbox`] that is flushed
 //! once per batch (in order), so a batch of 100 records costs one append per topic, not 100.
 //!
-//! A permanent failure dead-letters that record (with the reason and the original bytes) and the
-//! partition moves on; a retriable failure flushes what came before it and fails the batch, so
-//! the trigger retries it from the last committed offset — everything applied before it in the
-//! batch is applied again as a no-op, because every write is conditional on revision.
+//! A permanent failure gives up on that record and the partition moves on: its revision becomes
+//! `failed` with the reason, and the record goes to the dead-letter topic as it was. Permanent
+//! failures are the handler's own verdict, a panic (a bug: caught per record, so the worker and
+//! the rest of the batch go on), and an event the handler produced that is over the log's record
+//! limit. A retriable failure flushes what came before it and fails the batch, so the trigger
+//! retries it from the last committed offset — everything applied before it in the batch is
+//! applied again as a no-op, because every write is conditional on revision.
 
+use crate::dead_letter::{dead_letter_record, fail_revision, panic_message};
 use crate::kafka::{records, Incoming};
 use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
+use futures_util::FutureExt;
 use openqq_core::event::headers;
-use openqq_core::{DeadLetter, Envelope, EventKind, EventLog, PortError, Record, Topics};
+use openqq_core::{DesignStore, Envelope, EventKind, EventLog, PortError, Topics};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use tracing::{info_span, warn, Instrument};
+use tracing::{error, info_span, warn, Instrument};
+
+pub use crate::outbox::Outbox;
 
 /// How one record failed.
 #[derive(Debug, thiserror::Error)]
@@ -60,46 +65,10 @@ pub trait BatchHandler: Send + Sync {
     /// The function's name, also its consumer group.
     fn name(&self) -> &str;
     async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError>;
-}
-
-/// Events a handler wants published, kept in order until the batch flushes them.
-#[derive(Debug)]
-pub struct Outbox {
-    topics: Topics,
-    records: Vec<(String, Record)>,
-}
-
-impl Outbox {
-    pub fn new(topics: Topics) -> Self {
-        Self { topics, records: Vec::new() }
-    }
-
-    /// Queues `envelope` for its kind's topic.
-    pub fn publish<P: Serialize>(&mut self, envelope: &Envelope<P>) {
-        self.records.push((self.topics.of(envelope.kind), envelope.to_record()));
-    }
-
-    /// The queued records, oldest first.
-    pub fn records(&self) -> &[(String, Record)] {
-        &self.records
-    }
-
-    /// Publishes everything queued, one append per topic with that topic's records in the order
-    /// they were queued, topics in the order they first appear; then empties the outbox. (A
-    /// handler that emits `validation.started` and `validation.finished` per record makes two
-    /// appends a batch, not two a record: each append waits for its acknowledgement.) Order
-    /// across topics is not something consumers can rely on: each topic has its own consumers.
-    pub async fn flush(&mut self, log: &dyn EventLog) -> Result<(), PortError> {
-        let mut by_topic: Vec<(String, Vec<Record>)> = Vec::new();
-        for (topic, record) in std::mem::take(&mut self.records) {
-            match by_topic.iter_mut().find(|(t, _)| *t == topic) {
-                Some((_, run)) => run.push(record),
-                None => by_topic.push((topic, vec![record])),
-            }
-        }
-        for (topic, run) in by_topic {
-            log.publish(&topic, run).await?;
-        }
+    /// The trigger is about to dead-letter `records` for `reason` (their batch failed every
+    /// retry): the function records what that means for them. An error keeps the records
+    /// uncommitted, to be tried again later.
+    async fn dead_lettered(&self, _records: &[Incoming], _reason: &str) -> Result<(), PortError> {
         Ok(())
     }
 }
@@ -116,16 +85,37 @@ pub trait RecordHandler: Send + Sync {
     async fn handle(&self, envelope: Envelope<Self::Payload>, out: &mut Outbox) -> Result<(), RecordError>;
 }
 
-/// Wraps a [`RecordHandler`] into a [`BatchHandler`] with dead-lettering and a batched outbox.
+/// Wraps a [`RecordHandler`] into a [`BatchHandler`] with dead-lettering, failed revisions, panic
+/// isolation and a batched outbox.
 pub struct Consumer<H> {
     handler: H,
     log: Arc<dyn EventLog>,
+    /// Where a revision whose record is dead-lettered becomes `failed`.
+    store: Arc<dyn DesignStore>,
     topics: Topics,
 }
 
+/// Why a record is given up on, for the `source` label of `openqq_dead_letters_total`.
+#[derive(Debug, Clone, Copy)]
+enum GiveUp {
+    Handler,
+    Panic,
+    OversizedOutput,
+}
+
+impl GiveUp {
+    fn label(self) -> &'static str {
+        match self {
+            GiveUp::Handler => "handler",
+            GiveUp::Panic => "panic",
+            GiveUp::OversizedOutput => "oversized_output",
+        }
+    }
+}
+
 impl<H: RecordHandler> Consumer<H> {
-    pub fn new(handler: H, log: Arc<dyn EventLog>, topics: Topics) -> Self {
-        Self { handler, log, topics }
+    pub fn new(handler: H, log: Arc<dyn EventLog>, store: Arc<dyn DesignStore>, topics: Topics) -> Self {
+        Self { handler, log, store, topics }
     }
 
     async fn one(&self, rec: &Incoming, out: &mut Outbox) -> Result<(), RecordError> {
@@ -144,27 +134,41 @@ impl<H: RecordHandler> Consumer<H> {
         self.handler.handle(env, out).instrument(span).await
     }
 
-    async fn dead_letter(&self, rec: &Incoming, reason: &str) -> Result<(), PortError> {
-        self.log.publish(&self.topics.dead_letter(), vec![dead_letter_record(rec, self.handler.name(), reason)]).await
+    /// Handles one record with panics caught: a panic, or an event too large to publish, is a
+    /// permanent failure of this record.
+    async fn guarded(&self, rec: &Incoming, out: &mut Outbox) -> Result<(), (GiveUp, RecordError)> {
+        let queued = out.records().len();
+        let outcome = AssertUnwindSafe(self.one(rec, out)).catch_unwind().await;
+        let refused = out.take_refusal();
+        match outcome {
+            Err(panic) => {
+                out.truncate(queued);
+                let function = self.handler.name();
+                metrics::counter!("openqq_handler_panics_total", "function" => function).increment(1);
+                let reason = format!("bug: the {function} handler panicked: {}", panic_message(panic.as_ref()));
+                error!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset, %reason,
+                    "A handler panicked; the record is dead-lettered and the batch goes on.");
+                Err((GiveUp::Panic, RecordError::Permanent(reason)))
+            }
+            Ok(Ok(())) => match refused {
+                Some(reason) => Err((GiveUp::OversizedOutput, RecordError::Permanent(reason))),
+                None => Ok(()),
+            },
+            Ok(Err(e)) => Err((GiveUp::Handler, e)),
+        }
     }
-}
 
-/// The dead-letter record for `rec`: the reason, where it came from, and its original bytes
-/// (base64) so an operator can replay it after a fix. Keyed like the original.
-pub(crate) fn dead_letter_record(rec: &Incoming, function: &str, reason: &str) -> Record {
-    let letter = DeadLetter {
-        source_topic: rec.topic.clone(),
-        source_partition: rec.partition,
-        source_offset: rec.offset,
-        function: function.to_owned(),
-        reason: reason.to_owned(),
-        correlation_id: rec.header_str(headers::CORRELATION_ID).map(str::to_owned),
-        key_base64: rec.key.as_ref().map(|k| B64.encode(k)),
-        value_base64: rec.value.as_ref().ok().map(|v| B64.encode(v)),
-        dead_lettered_at: chrono::Utc::now(),
-    };
-    let key = rec.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_default();
-    letter.to_record(&key)
+    /// Fails the record's revision, then dead-letters the record.
+    async fn give_up(&self, rec: &Incoming, reason: &str) -> Result<(), String> {
+        fail_revision(self.store.as_ref(), rec, reason)
+            .await
+            .map_err(|e| format!("marking the revision failed did not succeed: {e}"))?;
+        let letter = dead_letter_record(rec, self.handler.name(), reason);
+        self.log
+            .publish(&self.topics.dead_letter(), vec![letter])
+            .await
+            .map_err(|e| format!("dead-lettering failed: {e}"))
+    }
 }
 
 #[async_trait]
@@ -185,21 +189,21 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
                 offset: rec.offset,
                 reason,
             };
-            let outcome = match self.one(&rec, &mut out).await {
+            let outcome = match self.guarded(&rec, &mut out).await {
                 Ok(()) => "applied",
-                Err(RecordError::Retriable(reason)) => {
+                Err((_, RecordError::Retriable(reason))) => {
                     metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => "retried").increment(1);
                     // Keep the progress made so far; the retry re-applies it as no-ops either way.
                     let _ = out.flush(self.log.as_ref()).await;
                     return Err(fail(reason));
                 }
-                Err(RecordError::Permanent(reason)) => {
+                Err((source, RecordError::Permanent(reason))) => {
                     warn!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
                         correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""), %reason,
-                        "The record can never succeed and was sent to the dead-letter topic.");
+                        "The record can never succeed; its revision failed and it was sent to the dead-letter topic.");
                     out.flush(self.log.as_ref()).await.map_err(|e| fail(format!("publishing failed: {e}")))?;
-                    self.dead_letter(&rec, &reason).await.map_err(|e| fail(format!("dead-lettering failed: {e}")))?;
-                    metrics::counter!("openqq_dead_letters_total", "function" => function, "source" => "handler")
+                    self.give_up(&rec, &reason).await.map_err(fail)?;
+                    metrics::counter!("openqq_dead_letters_total", "function" => function, "source" => source.label())
                         .increment(1);
                     "dead_lettered"
                 }
@@ -216,6 +220,13 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
                 offset: first.as_ref().map(|r| r.offset).unwrap_or(0),
                 reason: format!("publishing the batch's events failed: {e}"),
             });
+        }
+        Ok(())
+    }
+
+    async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), PortError> {
+        for rec in records {
+            fail_revision(self.store.as_ref(), rec, reason).await?;
         }
         Ok(())
     }

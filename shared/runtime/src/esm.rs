@@ -9,12 +9,17 @@
 //! oldest claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent`.
 //! Offsets are committed only after the handler succeeded. A failed batch leaves its offsets
 //! where they were: its partitions back off exponentially while the others go on, and are read
-//! again from the committed offset. After `max_retries` retries the batch's records go to the
-//! dead-letter topic with the reason, and the partitions move on.
+//! again from the committed offset. After `max_retries` retries the handler is told (so the
+//! records' revisions become `failed`), the batch's records go to the dead-letter topic with the
+//! reason, and the partitions move on. A handler that panics fails its batch like an error: the
+//! worker goes on and its partitions are released.
 
-use crate::consumer::{dead_letter_record, BatchHandler};
+use crate::consumer::BatchHandler;
+use crate::dead_letter::{dead_letter_record, panic_message};
 use crate::kafka::{to_event, Incoming};
+use futures_util::FutureExt;
 use openqq_core::{EventLog, Lease, LogRecord, LogSource, PortError};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -251,7 +256,15 @@ impl EventSourceMapping {
         }
         let function = self.function().to_owned();
         let started = Instant::now();
-        let result = self.handler.handle(to_event(&batch)).await;
+        // A panic that escapes the handler is a failed batch, not a dead worker holding its
+        // partitions for good.
+        let result = match AssertUnwindSafe(self.handler.handle(to_event(&batch))).catch_unwind().await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(panic) => {
+                metrics::counter!("openqq_handler_panics_total", "function" => function.clone()).increment(1);
+                Err(format!("bug: the {function} handler panicked: {}", panic_message(panic.as_ref())))
+            }
+        };
         metrics::histogram!("openqq_batch_duration_seconds", "function" => function.clone())
             .record(started.elapsed().as_secs_f64());
         match result {
@@ -263,7 +276,7 @@ impl EventSourceMapping {
             Err(e) => {
                 metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "failed")
                     .increment(1);
-                self.fail_batch(&batch, &e.to_string()).await;
+                self.fail_batch(&batch, &e).await;
             }
         }
         self.release(claimed);
@@ -307,7 +320,13 @@ impl EventSourceMapping {
             return;
         }
         error!(function = self.function(), records = batch.len(), %reason, "The batch failed after every retry; its records go to the dead-letter topic.");
-        match self.dead_letter(batch, reason).await {
+        let reason = format!("retries exhausted: {reason}");
+        let incoming: Vec<Incoming> = batch.iter().map(Incoming::from).collect();
+        if let Err(e) = self.handler.dead_lettered(&incoming, &reason).await {
+            warn!(function = self.function(), error = %e, "Failing the batch's revisions did not succeed; the batch will be retried.");
+            return;
+        }
+        match self.dead_letter(&incoming, &reason).await {
             Ok(()) => {
                 metrics::counter!("openqq_dead_letters_total", "function" => self.function().to_owned(), "source" => "retries_exhausted").increment(batch.len() as u64);
                 self.commit_batch(batch).await;
@@ -318,9 +337,8 @@ impl EventSourceMapping {
         }
     }
 
-    async fn dead_letter(&self, batch: &[LogRecord], reason: &str) -> Result<(), PortError> {
-        let reason = format!("retries exhausted: {reason}");
-        let records = batch.iter().map(|r| dead_letter_record(&Incoming::from(r), self.function(), &reason)).collect();
+    async fn dead_letter(&self, batch: &[Incoming], reason: &str) -> Result<(), PortError> {
+        let records = batch.iter().map(|r| dead_letter_record(r, self.function(), reason)).collect();
         self.log.publish(&self.cfg.dead_letter_topic, records).await
     }
 

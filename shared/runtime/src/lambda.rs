@@ -88,5 +88,5 @@ where
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
     let (backends, topics) = backends_from_env().await?;
     let handler = make(&backends);
-    serve(Arc::new(crate::Consumer::new(handler, backends.log, topics))).await
+    serve(Arc::new(crate::Consumer::new(handler, backends.log, backends.store, topics))).await
 }

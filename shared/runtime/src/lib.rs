@@ -4,8 +4,12 @@
 //!   emulator) and reading it back (records keyed `"topic-partition"`, base64 key and value,
 //!   headers as lists of signed bytes, headers possibly absent).
 //! - [`consumer`]: the per-record driver every consumer function uses. It decodes envelopes,
-//!   calls the function's [`consumer::RecordHandler`], dead-letters records that can never
-//!   succeed, and fails the whole batch on a retriable error so it is retried in order.
+//!   calls the function's [`consumer::RecordHandler`] with panics caught, gives up on records
+//!   that can never succeed (see [`dead_letter`]), and fails the whole batch on a retriable error
+//!   so it is retried in order. What handlers publish waits in an [`outbox::Outbox`], flushed
+//!   once per batch; an event over the record limit fails its record, never the batch.
+//! - [`dead_letter`]: giving up on a record — its dead letter (the original bytes, the reason in
+//!   headers) and its revision marked `failed` with the reason.
 //! - [`esm`]: the event-source-mapping emulator that runs a consumer locally as the MSK trigger
 //!   would: batches per partition within a batching window, commit after success, backoff
 //!   while the failed partitions wait, the on-failure destination after the last attempt, and a
@@ -15,10 +19,12 @@
 //! - [`lambda`]: a function's `main` on AWS Lambda, its backends from the environment.
 
 pub mod consumer;
+pub mod dead_letter;
 pub mod esm;
 pub mod kafka;
 pub mod kafka_flags;
 pub mod lambda;
+pub mod outbox;
 
 pub use consumer::{BatchError, BatchHandler, Consumer, Outbox, RecordError, RecordHandler};
 pub use esm::{EventSourceMapping, MappingConfig};

@@ -5,7 +5,7 @@ use aws_lambda_events::event::kafka::KafkaEvent;
 use openqq_adapters::{Durability, EmbeddedEventLog};
 use openqq_core::partition::partition_for;
 use openqq_core::{EventLog, LogSource, Record};
-use openqq_runtime::kafka::records;
+use openqq_runtime::kafka::{records, Incoming};
 use openqq_runtime::{BatchError, BatchHandler, EventSourceMapping, MappingConfig};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,6 +20,10 @@ struct Script {
     batches: Mutex<Vec<usize>>,
     failures: Mutex<HashMap<Vec<u8>, u32>>,
     poison: Vec<(Vec<u8>, u32)>,
+    /// Batches still to panic on.
+    panics: Mutex<u32>,
+    /// What `dead_lettered` was told: (offsets, reason).
+    told: Mutex<Vec<(Vec<u64>, String)>>,
 }
 
 #[async_trait]
@@ -29,6 +33,15 @@ impl BatchHandler for Script {
     }
     async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError> {
         let recs = records(&event);
+        let panic_now = {
+            let mut left = self.panics.lock().unwrap();
+            let panic_now = *left > 0;
+            *left = left.saturating_sub(1);
+            panic_now
+        };
+        if panic_now {
+            panic!("scripted panic");
+        }
         for r in &recs {
             let v = r.value.clone().unwrap();
             if let Some((_, times)) = self.poison.iter().find(|(p, _)| *p == v) {
@@ -51,6 +64,11 @@ impl BatchHandler for Script {
         for r in recs {
             seen.push((String::from_utf8(r.key.unwrap()).unwrap(), r.value.unwrap()));
         }
+        Ok(())
+    }
+
+    async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), openqq_core::PortError> {
+        self.told.lock().unwrap().push((records.iter().map(|r| r.offset).collect(), reason.to_owned()));
         Ok(())
     }
 }
@@ -172,9 +190,32 @@ async fn a_batch_that_never_succeeds_goes_to_the_dead_letter_topic_and_the_parti
     );
     let dlq = log.read("dlq", p, 0, 10).await.unwrap();
     assert_eq!(dlq.len(), 1);
-    let letter: serde_json::Value = serde_json::from_slice(&dlq[0].value).unwrap();
-    assert_eq!(letter["source_offset"], 0);
-    assert!(letter["reason"].as_str().unwrap().contains("scripted failure"));
+    let letter = openqq_core::DeadLetter::from_record(&dlq[0]).unwrap();
+    assert_eq!((letter.source_offset, letter.value.as_slice()), (0, &b"a:0"[..]), "the original bytes");
+    assert!(letter.reason.contains("scripted failure"));
+    let told = h.told.lock().unwrap().clone();
+    assert_eq!(told.len(), 1, "the handler heard of the dead letter once");
+    assert_eq!(told[0].0, vec![0]);
+    assert!(told[0].1.starts_with("retries exhausted") && told[0].1.contains("scripted failure"), "{}", told[0].1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_fails_its_batch_and_releases_its_partitions_without_ending_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 1, Durability::Process).unwrap());
+    log.publish("in", vec![rec("a", 0)]).await.unwrap();
+    let h = Arc::new(Script { panics: Mutex::new(2), ..Script::default() });
+    let mut cfg = config(0);
+    // One worker: if the panic ended it, or left the partition claimed, nothing would follow.
+    cfg.concurrency = 1;
+    cfg.max_retries = 5;
+    let (stop, task) = start(log.clone(), h.clone(), cfg).await;
+    until("the record after two panics", Duration::from_secs(10), || h.seen.lock().unwrap().len() == 1).await;
+    log.publish("in", vec![rec("a", 1)]).await.unwrap();
+    until("the next record", Duration::from_secs(5), || h.seen.lock().unwrap().len() == 2).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert!(log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0), "a panic is retried like an error");
 }
 
 fn futures_lite_block<F: std::future::Future>(f: F) -> F::Output {

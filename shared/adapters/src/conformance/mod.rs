@@ -4,6 +4,7 @@
 
 pub mod limiter;
 pub mod log;
+pub mod objects;
 pub mod store;
 
 /// A name no other run of a suite will use, so suites can share a backend (topics, tenants).

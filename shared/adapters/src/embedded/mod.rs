@@ -4,6 +4,7 @@ mod db;
 mod limiter;
 mod log;
 mod notifier;
+mod objects;
 mod retention;
 mod store;
 
@@ -11,4 +12,5 @@ pub use db::Durability;
 pub use limiter::InProcessRateLimiter;
 pub use log::{Compacted, EmbeddedEventLog, Retention};
 pub use notifier::BroadcastNotifier;
+pub use objects::EmbeddedObjectStore;
 pub use store::EmbeddedDesignStore;

@@ -20,7 +20,7 @@ use std::path::Path;
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS designs (
     tenant TEXT NOT NULL, design_id TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL,
-    status TEXT NOT NULL, verdict TEXT, updated_at TEXT NOT NULL,
+    status TEXT NOT NULL, verdict TEXT, updated_at TEXT NOT NULL, failure_reason TEXT,
     PRIMARY KEY (tenant, design_id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS timeline (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, design_id TEXT NOT NULL,
@@ -46,6 +46,7 @@ impl EmbeddedDesignStore {
     pub fn open(dir: &Path, durability: Durability) -> PortResult<Self> {
         let path = dir.join("store.db");
         let writer = open(&path, durability, SCHEMA)?;
+        migrate(&writer)?;
         let reader = open(&path, durability, "")?;
         Ok(Self { writer: Db::new(writer), reader: Db::new(reader) })
     }
@@ -85,11 +86,23 @@ fn apply_tx(
                 .map_err(|e| unavailable("insert design", e))?;
         }
         (Change::Submitted { name }, Some((rev, _))) if *rev < entry.revision => {
-            tx.prepare_cached("UPDATE designs SET name=COALESCE(?3, name), revision=?4, status='submitted', verdict=NULL, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
+            tx.prepare_cached("UPDATE designs SET name=COALESCE(?3, name), revision=?4, status='submitted', verdict=NULL, failure_reason=NULL, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
                 .and_then(|mut s| s.execute(params![tenant, design, name, entry.revision as i64, now]))
                 .map_err(|e| unavailable("update design", e))?;
         }
         (Change::Submitted { .. }, Some(_)) => {}
+        // A revision the platform gave up on before it materialised (its `design.submitted` was
+        // dead-lettered) still shows, as failed: the tenant was told it was accepted.
+        (Change::Failed { reason }, None) => {
+            tx.prepare_cached("INSERT INTO designs(tenant, design_id, name, revision, status, verdict, updated_at, failure_reason) VALUES (?1, ?2, ?2, ?3, 'failed', NULL, ?4, ?5)")
+                .and_then(|mut s| s.execute(params![tenant, design, entry.revision as i64, now, reason]))
+                .map_err(|e| unavailable("insert failed design", e))?;
+        }
+        (Change::Failed { reason }, Some((rev, _))) if *rev < entry.revision => {
+            tx.prepare_cached("UPDATE designs SET revision=?3, status='failed', verdict=NULL, failure_reason=?5, updated_at=?4 WHERE tenant=?1 AND design_id=?2")
+                .and_then(|mut s| s.execute(params![tenant, design, entry.revision as i64, now, reason]))
+                .map_err(|e| unavailable("fail design", e))?;
+        }
         (_, None) => return Err(PortError::NotFound),
         (change, Some((rev, status))) => {
             if let Change::ValidationFinished { verdict, report } = change {
@@ -104,8 +117,12 @@ fn apply_tx(
                     Change::ResultsReady { verdict } => Some(verdict.as_str()),
                     _ => None,
                 };
-                tx.prepare_cached("UPDATE designs SET status=?3, verdict=COALESCE(?4, verdict), updated_at=?5 WHERE tenant=?1 AND design_id=?2")
-                    .and_then(|mut s| s.execute(params![tenant, design, to.as_str(), verdict, now]))
+                let reason = match change {
+                    Change::Failed { reason } => Some(reason.as_str()),
+                    _ => None,
+                };
+                tx.prepare_cached("UPDATE designs SET status=?3, verdict=COALESCE(?4, verdict), failure_reason=?6, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
+                    .and_then(|mut s| s.execute(params![tenant, design, to.as_str(), verdict, now, reason]))
                     .map_err(|e| unavailable("update status", e))?;
             }
         }
@@ -141,7 +158,22 @@ fn design_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DesignView> {
         status: DesignStatus::parse(&status).ok_or_else(|| corrupt("status"))?,
         verdict: verdict.as_deref().and_then(Verdict::parse),
         updated_at: DateTime::parse_from_rfc3339(&updated).map_err(|_| corrupt("updated_at"))?.with_timezone(&Utc),
+        failure_reason: r.get(6)?,
     })
+}
+
+/// Adds the columns later versions added to a data dir an earlier version created.
+fn migrate(conn: &rusqlite::Connection) -> PortResult<()> {
+    let has_reason: bool = conn
+        .query_row("SELECT EXISTS(SELECT 1 FROM pragma_table_info('designs') WHERE name='failure_reason')", [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| unavailable("read schema", e))?;
+    if !has_reason {
+        conn.execute_batch("ALTER TABLE designs ADD COLUMN failure_reason TEXT")
+            .map_err(|e| unavailable("add designs.failure_reason", e))?;
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -175,7 +207,7 @@ impl DesignStore for EmbeddedDesignStore {
         let (tenant, design) = (tenant.to_string(), design.to_string());
         self.reader
             .call(move |conn| {
-                conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at FROM designs WHERE tenant=?1 AND design_id=?2")
+                conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND design_id=?2")
                     .and_then(|mut s| s.query_row(params![tenant, design], design_row).optional())
                     .map_err(|e| unavailable("get design", e))
             })
@@ -190,7 +222,7 @@ impl DesignStore for EmbeddedDesignStore {
                 // Design ids are UUIDv7, so descending id order is newest first and the last id
                 // of a page is a stable cursor.
                 let mut stmt = conn
-                    .prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at FROM designs WHERE tenant=?1 AND (?2 IS NULL OR design_id < ?2) ORDER BY design_id DESC LIMIT ?3")
+                    .prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND (?2 IS NULL OR design_id < ?2) ORDER BY design_id DESC LIMIT ?3")
                     .map_err(|e| unavailable("list", e))?;
                 let items = stmt
                     .query_map(params![tenant, cursor, limit as i64 + 1], design_row)

@@ -1,0 +1,113 @@
+//! Finding 1 of issue 9 at the function's level: a netlist with one 20,000-bit port and an empty
+//! PCF asks for one finding per bit. The report that travels and is stored is capped; the full
+//! report is kept by reference, readable by its tenant only.
+
+use openqq_adapters::{Backends, Durability};
+use openqq_core::event::{Cause, DesignSubmitted};
+use openqq_core::ports::MAX_RECORD_BYTES;
+use openqq_core::*;
+use openqq_runtime::kafka::to_event;
+use openqq_runtime::{BatchHandler, Consumer};
+use openqq_validation::Validation;
+use serde_json::{json, Value};
+
+fn wide_port_spec(bits: usize) -> DesignSpec {
+    let port_bits: Vec<usize> = (2..bits + 2).collect();
+    serde_json::from_value(json!({
+        "name": "wide",
+        "target": {"device": "hx8k", "package": "ct256"},
+        "netlist": {"modules": {"top": {
+            "attributes": {"top": "00000000000000000000000000000001"},
+            "ports": {"big": {"direction": "input", "bits": port_bits}},
+            "cells": {},
+            "netnames": {"big": {"hide_name": 0, "bits": port_bits, "attributes": {}}}
+        }}},
+        "constraints": {"format": "pcf", "text": ""},
+    }))
+    .unwrap()
+}
+
+struct Rig {
+    b: Backends,
+    topics: Topics,
+    cause: Cause,
+    _dir: tempfile::TempDir,
+}
+
+/// A materialised design whose validation of a `bits`-bit port is handled by the validation
+/// consumer.
+async fn validated(bits: usize) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
+    let topics = Topics::default();
+    let cause = Cause {
+        tenant_id: TenantId::parse("acme").unwrap(),
+        design_id: DesignId::generate(),
+        revision: 1,
+        correlation_id: CorrelationId::parse("corr-wide").unwrap(),
+    };
+    let submitted = Envelope::new(EventKind::DesignSubmitted, &cause, "api", ());
+    let change = Change::Submitted { name: Some("wide".into()) };
+    b.store.apply(&cause.tenant_id, &cause.design_id, &submitted.timeline_entry(), &change).await.unwrap();
+
+    let spec = wide_port_spec(bits);
+    let rec = Envelope::new(EventKind::ValidationRequested, &cause, "design-job", DesignSubmitted { spec }).to_record();
+    let incoming = LogRecord {
+        topic: topics.of(EventKind::ValidationRequested),
+        partition: 1,
+        offset: 0,
+        timestamp_ms: 0,
+        key: rec.key,
+        value: rec.value,
+        headers: rec.headers,
+    };
+    let validation = Validation { store: b.store.clone(), objects: b.objects.clone() };
+    let consumer = Consumer::new(validation, b.log.clone(), b.store.clone(), topics.clone());
+    consumer.handle(to_event(&[incoming])).await.expect("the batch succeeds");
+    Rig { b, topics, cause, _dir: dir }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_with_a_finding_per_bit_of_a_20000_bit_port_is_capped_and_kept_whole_by_reference() {
+    let Rig { b, topics, cause, _dir } = validated(20_000).await;
+
+    // The event fits in a record and its report says what was cut and where the rest is.
+    let finished_topic = topics.of(EventKind::ValidationFinished);
+    let mut finished = Vec::new();
+    for p in 0..4 {
+        finished.extend(b.source.read(&finished_topic, p, 0, 10).await.unwrap());
+    }
+    assert_eq!(finished.len(), 1, "validation.finished was published");
+    assert!(finished[0].value.len() < MAX_RECORD_BYTES / 2, "{} bytes", finished[0].value.len());
+    let event: Value = serde_json::from_slice(&finished[0].value).unwrap();
+    let report = &event["payload"]["report"];
+    assert_eq!(report["verdict"], "fail");
+    let total = report["truncated"]["findings_total"].as_u64().unwrap();
+    assert!(total >= 20_000, "one finding per bit at least: {total}");
+    let kept = report["findings"].as_array().unwrap().len();
+    assert!(kept > 0 && kept < 20_000, "{kept} findings kept");
+    let full: ObjectRef = serde_json::from_value(report["full_report"].clone()).expect("a full_report reference");
+
+    // The store keeps the same capped report.
+    let stored = b.store.report(&cause.tenant_id, &cause.design_id, None).await.unwrap().unwrap();
+    let stored: Value = serde_json::from_str(stored.report.get()).unwrap();
+    assert_eq!(&stored, report);
+
+    // The full report has every finding, and only its tenant can read it.
+    let bytes = b.objects.get(&cause.tenant_id, &full.digest).await.unwrap();
+    assert_eq!(bytes.len() as u64, full.bytes);
+    let whole: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(whole["findings"].as_array().unwrap().len() as u64, total, "every finding");
+    assert!(whole.get("truncated").is_none() && whole.get("full_report").is_none());
+    let other = TenantId::parse("globex").unwrap();
+    assert!(matches!(b.objects.get(&other, &full.digest).await, Err(PortError::NotFound)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_report_is_stored_whole_without_a_reference() {
+    let Rig { b, cause, .. } = validated(3).await;
+    let stored = b.store.report(&cause.tenant_id, &cause.design_id, None).await.unwrap().unwrap();
+    let stored: Value = serde_json::from_str(stored.report.get()).unwrap();
+    assert_eq!(stored["findings"].as_array().unwrap().len(), 3);
+    assert!(stored.get("truncated").is_none() && stored.get("full_report").is_none(), "{stored}");
+}

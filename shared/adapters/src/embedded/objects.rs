@@ -1,0 +1,163 @@
+//! The embedded object store: one file per object, `<data-dir>/objects/<tenant>/<digest>`.
+//!
+//! A put writes a temporary file in the tenant's directory, syncs it and renames it into place,
+//! so a reader sees a whole object or none, and two puts of the same bytes race harmlessly (the
+//! content is the name). Files are 0600 and directories 0700: only the platform's own user reads
+//! them. The tenant's directory name is its id with leading dots escaped (`%2E`), so no tenant id
+//! (`.`, `..`) can name a place outside `objects/`; `%` never occurs in an id, so the mapping is
+//! one to one.
+
+use openqq_core::ports::{PortResult, MAX_OBJECT_BYTES};
+use openqq_core::{ObjectRef, ObjectStore, PortError, TenantId};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub struct EmbeddedObjectStore {
+    /// `<data-dir>/objects`.
+    root: PathBuf,
+}
+
+impl EmbeddedObjectStore {
+    /// Opens (or creates) `dir/objects`.
+    pub fn open(dir: &Path) -> PortResult<Self> {
+        let root = dir.join("objects");
+        create_private_dir(&root)?;
+        Ok(Self { root })
+    }
+
+    fn tenant_dir(&self, tenant: &TenantId) -> PathBuf {
+        let id = tenant.as_str();
+        let dots = id.len() - id.trim_start_matches('.').len();
+        self.root.join(format!("{}{}", "%2E".repeat(dots), &id[dots..]))
+    }
+}
+
+/// The lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> PortError {
+    use std::io::ErrorKind::*;
+    // A full disk or a busy file system may clear; a missing permission will not.
+    let retriable = !matches!(e.kind(), PermissionDenied | InvalidInput | InvalidData);
+    PortError::Backend { message: format!("object store: {what} {}: {e}", path.display()), retriable }
+}
+
+fn create_private_dir(path: &Path) -> PortResult<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path).map_err(|e| io_error("creating", path, e))
+}
+
+fn write_atomically(dir: &Path, digest: &str, bytes: &[u8]) -> PortResult<()> {
+    let path = dir.join(digest);
+    if path.exists() {
+        return Ok(());
+    }
+    create_private_dir(dir)?;
+    let tmp = dir.join(format!(".{digest}.{}.tmp", uuid::Uuid::now_v7().simple()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options.open(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_error("writing", &path, e));
+    }
+    // The rename is durable once the directory entry is.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for EmbeddedObjectStore {
+    async fn put(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
+        if bytes.len() > MAX_OBJECT_BYTES {
+            return Err(PortError::Invalid(format!(
+                "object of {} bytes exceeds the {MAX_OBJECT_BYTES}-byte limit",
+                bytes.len()
+            )));
+        }
+        let dir = self.tenant_dir(tenant);
+        tokio::task::spawn_blocking(move || {
+            let digest = sha256_hex(&bytes);
+            write_atomically(&dir, &digest, &bytes)?;
+            Ok(ObjectRef { digest, bytes: bytes.len() as u64 })
+        })
+        .await
+        .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
+    }
+
+    async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>> {
+        if !ObjectRef::well_formed(digest) {
+            return Err(PortError::Invalid("an object digest is 64 lower-case hex characters".into()));
+        }
+        let path = self.tenant_dir(tenant).join(digest);
+        let digest = digest.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(PortError::NotFound),
+                Err(e) => return Err(io_error("reading", &path, e)),
+            };
+            if sha256_hex(&bytes) != digest {
+                return Err(PortError::Backend {
+                    message: format!("object store: {} does not match its digest", path.display()),
+                    retriable: false,
+                });
+            }
+            Ok(bytes)
+        })
+        .await
+        .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_id_of_dots_stays_inside_the_objects_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedObjectStore::open(dir.path()).unwrap();
+        for id in [".", "..", "..a", "a..b"] {
+            let path = store.tenant_dir(&TenantId::parse(id).unwrap());
+            assert_eq!(path.parent(), Some(store.root.as_path()), "{id} maps to {}", path.display());
+            assert!(!path.file_name().unwrap().to_str().unwrap().starts_with('.'), "{id}");
+        }
+        assert!(TenantId::parse("%2Ea").is_err(), "no tenant id can take an escaped name");
+    }
+
+    #[tokio::test]
+    async fn objects_are_private_files_named_by_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedObjectStore::open(dir.path()).unwrap();
+        let tenant = TenantId::parse("acme").unwrap();
+        let r = store.put(&tenant, b"hello".to_vec()).await.unwrap();
+        let path = dir.path().join("objects").join("acme").join(&r.digest);
+        assert_eq!(std::fs::read(&path).unwrap(), b"hello");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            let d = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+            assert_eq!(d, 0o700);
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+        std::fs::write(&path, b"tampered").unwrap();
+        let err = store.get(&tenant, &r.digest).await.unwrap_err();
+        assert!(!err.is_retriable(), "a corrupted object is reported, not served: {err}");
+    }
+}
