@@ -5,6 +5,7 @@
 //! - `openqq load` drives a running server with many tenants, open loop, and writes results.
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
 
+mod data_dir;
 mod limits;
 mod load;
 mod secret;

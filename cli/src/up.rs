@@ -10,10 +10,11 @@ use crate::secret;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use openqq_adapters::{Backends, Durability};
-use openqq_api::{limit::QuotaSpec, router, AppState, DownstreamConfig, JwtKeys, LimitPolicy, PoolConfig};
+use openqq_api::limit::{ByteQuotaSpec, QuotaSpec};
+use openqq_api::{router, AppState, DownstreamConfig, JwtKeys, LimitPolicy, PoolConfig, ServeConfig};
+use openqq_api::{TenantGuard, TenantLimits};
 use openqq_core::{EventKind, Topics};
 use openqq_runtime::{BatchHandler, Consumer, EventSourceMapping, MappingConfig};
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -93,6 +94,27 @@ pub struct UpArgs {
     /// Largest request body, in bytes.
     #[arg(long, env = "OPENQQ_MAX_BODY_BYTES", default_value_t = openqq_api::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
+    /// How long a client may take to send a request's headers (idle keep-alive connections too).
+    #[arg(long, env = "OPENQQ_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    header_timeout: Duration,
+    /// How long a request body may take to arrive in full; 408 after it.
+    #[arg(long, env = "OPENQQ_BODY_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    body_timeout: Duration,
+    /// HTTP connections open at once; more are answered 503 and closed.
+    #[arg(long, env = "OPENQQ_MAX_CONNECTIONS", default_value_t = openqq_api::serve::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Requests of one tenant in progress at once (body being read, queued or running); 429 above.
+    #[arg(long, env = "OPENQQ_TENANT_CONCURRENCY", default_value_t = openqq_api::tenant_guard::DEFAULT_CONCURRENCY)]
+    tenant_concurrency: usize,
+    /// Live streams (`GET /v1/stream`) one tenant may hold open; 429 above.
+    #[arg(long, env = "OPENQQ_TENANT_STREAMS", default_value_t = openqq_api::tenant_guard::DEFAULT_STREAMS)]
+    tenant_streams: usize,
+    /// Request-body bytes per tenant per window, SIZE/WINDOW (B, KiB, MiB, GiB); 429 above.
+    #[arg(long, env = "OPENQQ_BYTE_LIMIT", default_value = "64MiB/1m")]
+    byte_limit: ByteQuotaSpec,
+    /// How long a request may wait for a pool worker before it gets 503.
+    #[arg(long, env = "OPENQQ_QUEUE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    queue_timeout: Duration,
     /// Fsync every commit (survives power loss, not just a killed process).
     #[arg(long, env = "OPENQQ_FSYNC")]
     fsync: bool,
@@ -110,7 +132,39 @@ pub fn run(args: UpArgs) -> Result<()> {
         LogFormat::Json => openqq_telemetry::LogFormat::Json,
         LogFormat::Pretty => openqq_telemetry::LogFormat::Pretty,
     });
+    // Everything this process creates (data dir, store, log, secret, their -wal/-shm siblings)
+    // is the owner's alone, before any of it is created.
+    crate::data_dir::owner_only();
+    front_door(&args)?;
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve(args))
+}
+
+/// The per-tenant limits the flags ask for.
+fn tenant_limits(args: &UpArgs) -> TenantLimits {
+    TenantLimits {
+        concurrency: args.tenant_concurrency,
+        streams: args.tenant_streams,
+        body_timeout: args.body_timeout,
+        bytes: args.byte_limit.0,
+    }
+}
+
+/// Checks the front door's settings before anything is opened; each error names its setting.
+fn front_door(args: &UpArgs) -> Result<()> {
+    if args.header_timeout.is_zero() {
+        anyhow::bail!("--header-timeout (OPENQQ_HEADER_TIMEOUT) must be longer than 0 s");
+    }
+    if args.queue_timeout.is_zero() {
+        anyhow::bail!("--queue-timeout (OPENQQ_QUEUE_TIMEOUT) must be longer than 0 s");
+    }
+    if args.max_connections == 0 {
+        anyhow::bail!("--max-connections (OPENQQ_MAX_CONNECTIONS) must allow at least 1 connection");
+    }
+    if args.max_body_bytes == 0 || u32::try_from(args.max_body_bytes).is_err() {
+        anyhow::bail!("--max-body-bytes (OPENQQ_MAX_BODY_BYTES) must be between 1 byte and 4 GiB");
+    }
+    tenant_limits(args).check(args.max_body_bytes).map_err(anyhow::Error::msg)?;
+    crate::data_dir::check_open_files(args.max_connections)
 }
 
 fn mapping(args: &UpArgs, topics: &Topics, kind: EventKind) -> MappingConfig {
@@ -127,6 +181,7 @@ async fn serve(args: UpArgs) -> Result<()> {
     let topics = Topics::new(args.topic_prefix.clone());
     // Kafka flags are checked (and an MSK cluster's brokers looked up) before anything is opened.
     let kafka = kafka_settings(&args, &topics).await?;
+    crate::data_dir::create_private(&args.data_dir)?;
     let durability = if args.fsync { Durability::Power } else { Durability::Process };
     let backends = Backends::embedded(&args.data_dir, args.partitions, durability)
         .with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
@@ -205,6 +260,7 @@ async fn serve(args: UpArgs) -> Result<()> {
     let pool = PoolConfig {
         workers: args.workers.unwrap_or(defaults.workers),
         queue: args.queue.unwrap_or(defaults.queue),
+        queue_timeout: args.queue_timeout,
         simulated_downstream,
     };
     let state = AppState {
@@ -217,29 +273,28 @@ async fn serve(args: UpArgs) -> Result<()> {
         metrics: Some(metrics),
         max_body_bytes: args.max_body_bytes,
         live: Some(backends.notifier.clone()),
+        tenants: TenantGuard::new(tenant_limits(&args)),
     };
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
     let mut http_stop = stop_rx.clone();
-    let server = tokio::spawn(
-        axum::serve(listener, router(state, pool))
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.wait_for(|s| *s).await;
-            })
-            .into_future(),
-    );
+    let serve = ServeConfig {
+        header_timeout: args.header_timeout,
+        max_connections: args.max_connections,
+        ..ServeConfig::default()
+    };
+    let server = tokio::spawn(openqq_api::serve::serve(listener, router(state, pool), serve, async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    }));
     println!("OpenQQuantify is up at http://{addr} (data in {})", args.data_dir.display());
     tracing::info!(%addr, data_dir = %args.data_dir.display(), "The platform is up.");
 
     shutdown_signal().await;
     tracing::info!("Shutting down: finishing in-flight requests and batches.");
     let _ = stop_tx.send(true);
-    // In-flight requests finish; long-lived ones (live streams) get a few seconds, then close.
-    match tokio::time::timeout(Duration::from_secs(5), server).await {
-        Ok(served) => served?.context("serving HTTP")?,
-        Err(_) => tracing::warn!("Open HTTP connections were closed after a 5 s grace period."),
-    }
+    // In-flight requests finish; long-lived ones (live streams) get the grace period, then close.
+    server.await?.context("serving HTTP")?;
     for m in mappings {
         m.await?;
     }

@@ -1,11 +1,16 @@
-//! Request bodies: a size limit (413), JSON syntax (400) and schema errors naming the field (422),
-//! all as problem documents.
+//! Request bodies: a size limit (413), a deadline for the whole body (408), JSON syntax (400) and
+//! schema errors naming the field (422), all as problem documents.
+//!
+//! [`read_within`] is what the [`tenant_guard`](crate::tenant_guard) reads bodies with, outside
+//! the worker pool; [`JsonBody`] then parses the buffered bytes inside it.
 
 use crate::problem::Problem;
 use crate::AppState;
+use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
+use std::time::Duration;
 
 /// A JSON body of type `T`, read within `AppState::max_body_bytes`.
 pub struct JsonBody<T>(pub T);
@@ -27,56 +32,114 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
             ));
         }
         let limit = state.max_body_bytes;
-        let bytes = read_limited(req.into_body(), limit).await?;
+        // Behind the tenant guard the body is already buffered and this is immediate; the
+        // limit still holds wherever the router is used without it.
+        let bytes = match collect(req.into_body(), limit).await {
+            Ok(bytes) => bytes,
+            Err((e, rest)) => {
+                if matches!(e, BodyError::TooLarge { .. }) {
+                    drain(rest, DRAIN_BYTES).await;
+                }
+                return Err(e.into());
+            }
+        };
         parse(&bytes).map(JsonBody)
+    }
+}
+
+/// Why a body could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("bodies are limited to {limit} bytes")]
+    TooLarge { limit: usize },
+    #[error("the body did not arrive within {after:?}")]
+    TimedOut { after: Duration },
+    #[error("reading the body failed")]
+    Broken(#[source] axum::Error),
+}
+
+impl From<BodyError> for Problem {
+    fn from(e: BodyError) -> Self {
+        match e {
+            BodyError::TooLarge { limit } => Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "The request body is too large",
+                format!("bodies are limited to {limit} bytes"),
+            ),
+            BodyError::TimedOut { after } => Problem::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request-timeout",
+                "The request body took too long",
+                format!("the whole body must arrive within {} s of the headers; send it faster", after.as_secs_f64()),
+            ),
+            BodyError::Broken(cause) => Problem::bad_request(format!("reading the body failed: {cause}")),
+        }
     }
 }
 
 /// How much of an oversized body is read and dropped so the client, still sending, gets to read
 /// the 413 instead of a reset connection. Past this the connection is simply closed.
-const DRAIN_BYTES: usize = 16 * 1024 * 1024;
+pub const DRAIN_BYTES: usize = 16 * 1024 * 1024;
 
-/// Reads and drops up to `cap` bytes of a request being rejected before its body was read, so a
-/// client still sending it can read the answer rather than see the connection reset.
-pub async fn drain(mut body: axum::body::Body, cap: usize) {
+/// How long a rejected request's body is drained at most: long enough for a client that sends
+/// at a normal pace to finish and read the answer, short enough that a slow sender holds its
+/// connection only briefly.
+pub const DRAIN_FOR: Duration = Duration::from_secs(2);
+
+/// Reads and drops, in the background, up to `cap` bytes (for at most [`DRAIN_FOR`]) of a request
+/// being rejected before its body was read, so a client still sending it can read the answer
+/// rather than see the connection reset. Returns at once: the answer goes out while the body
+/// drains, and the connection closes when draining stops.
+pub async fn drain(body: axum::body::Body, cap: usize) {
+    tokio::spawn(async move {
+        use http_body_util::BodyExt;
+        let mut body = body;
+        let _ = tokio::time::timeout(DRAIN_FOR, async move {
+            let mut seen = 0usize;
+            while let Some(Ok(frame)) = body.frame().await {
+                seen += frame.data_ref().map_or(0, |d| d.len());
+                if seen > cap {
+                    break;
+                }
+            }
+        })
+        .await;
+    });
+}
+
+/// Reads the whole body, at most `limit` bytes, within `timeout`. On failure the rest of the
+/// body comes back with the error, for the caller to drain or drop.
+pub async fn read_within(
+    body: axum::body::Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, (BodyError, axum::body::Body)> {
     use http_body_util::BodyExt;
-    let mut seen = 0usize;
-    while let Some(Ok(frame)) = body.frame().await {
-        seen += frame.data_ref().map_or(0, |d| d.len());
-        if seen > cap {
-            break;
+    let mut body = body;
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(timeout, async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(BodyError::Broken)?;
+            let Ok(data) = frame.into_data() else { continue };
+            if out.len() + data.len() > limit {
+                return Err(BodyError::TooLarge { limit });
+            }
+            out.extend_from_slice(&data);
         }
+        Ok(())
+    })
+    .await;
+    match read {
+        Ok(Ok(())) => Ok(Bytes::from(out)),
+        Ok(Err(e)) => Err((e, body)),
+        Err(_) => Err((BodyError::TimedOut { after: timeout }, body)),
     }
 }
 
-/// Reads at most `limit` bytes; a larger body is 413, after draining what the client sends.
-async fn read_limited(mut body: axum::body::Body, limit: usize) -> Result<Vec<u8>, Problem> {
-    use http_body_util::BodyExt;
-    let too_large = || {
-        Problem::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload-too-large",
-            "The request body is too large",
-            format!("bodies are limited to {limit} bytes"),
-        )
-    };
-    let mut out = Vec::new();
-    let mut seen = 0usize;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| Problem::bad_request(format!("reading the body failed: {e}")))?;
-        let Ok(data) = frame.into_data() else { continue };
-        seen += data.len();
-        if seen <= limit {
-            out.extend_from_slice(&data);
-        } else if seen > DRAIN_BYTES {
-            break;
-        }
-    }
-    if seen > limit {
-        Err(too_large())
-    } else {
-        Ok(out)
-    }
+/// Reads at most `limit` bytes with no deadline of its own (for bodies already buffered).
+async fn collect(body: axum::body::Body, limit: usize) -> Result<Bytes, (BodyError, axum::body::Body)> {
+    read_within(body, limit, Duration::from_secs(24 * 3600)).await
 }
 
 /// Parses JSON, telling syntax errors (400) from schema errors (422, with the field's path).

@@ -6,11 +6,18 @@
 //! 1. [`correlation`]: accept a well-formed `x-correlation-id` or create one; echo it on every
 //!    response; scope it for logs and problem documents.
 //! 2. [`observe`]: request counts and latency histograms by route template and status.
-//! 3. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
-//!    immediate 503 when the queue is full.
-//! 4. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
-//! 5. Per route: [`auth`] (bearer JWT → tenant), the per-tenant [`limit`], then the handler in
-//!    [`designs`]. Every error is an RFC 9457 problem document ([`problem`]).
+//! 3. [`auth`]: bearer JWT → tenant, then the tenant's request quota ([`limit`]).
+//! 4. [`tenant_guard`]: the tenant's requests in progress (429 past the cap, at once), the body
+//!    read outside the pool with its own deadline (408) and size limit (413), then the tenant's
+//!    byte quota (429).
+//! 5. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
+//!    immediate 503 when the queue is full; handlers get the body already buffered.
+//! 6. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
+//! 7. The handler in [`designs`]. `GET /v1/stream` ([`stream`]) skips steps 4 to 6: it has no
+//!    body and does no work, and caps its own streams per tenant.
+//!
+//! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
+//! TCP listener with a header read timeout and a connection ceiling.
 //!
 //! Submissions are published to the log and answered 202 once durable; the API never writes the
 //! store. Reads come from the store, which the consumer functions materialise, so they are
@@ -29,7 +36,9 @@ pub mod limit;
 pub mod observe;
 pub mod pool;
 pub mod problem;
+pub mod serve;
 pub mod stream;
+pub mod tenant_guard;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -41,6 +50,8 @@ pub use auth::{Claims, JwtKeys};
 pub use downstream::DownstreamConfig;
 pub use limit::LimitPolicy;
 pub use pool::PoolConfig;
+pub use serve::ServeConfig;
+pub use tenant_guard::{TenantGuard, TenantLimits};
 
 /// Everything a request may need, built once at start-up (cold start on Lambda).
 #[derive(Clone)]
@@ -57,6 +68,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Results notifications for `GET /v1/stream`; absent where there is no live feed (Lambda).
     pub live: Option<Arc<openqq_adapters::BroadcastNotifier>>,
+    /// Per-tenant bounds: requests in progress, body deadline, bytes per window, open streams.
+    pub tenants: Arc<TenantGuard>,
 }
 
 /// Default request-body limit: a Yosys netlist of a mid-size design fits; the log's record limit
@@ -70,14 +83,17 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/designs/{id}", get(designs::get_one))
         .route("/v1/designs/{id}/revisions", post(designs::revise))
         .route("/v1/designs/{id}/report", get(designs::report))
-        .route("/v1/designs/{id}/events", get(designs::events))
-        .route("/v1/stream", get(stream::live));
+        .route("/v1/designs/{id}/events", get(designs::events));
     let v1 = match pool.simulated_downstream {
         Some(d) => v1.layer(axum::middleware::from_fn_with_state(downstream::Downstream::new(d), downstream::layer)),
         None => v1,
     };
+    // A layer wraps the routes added before it: the stream is added after the pool and the
+    // tenant guard, so it passes through authentication and the request quota only.
     let v1 = v1
         .layer(axum::middleware::from_fn_with_state(pool::Pool::new(pool), pool::layer))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), tenant_guard::layer))
+        .route("/v1/stream", get(stream::live))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard));
     Router::new()
         .merge(v1)

@@ -1,5 +1,6 @@
-//! The per-tenant limit at the front door: a quota per tenant (default plus overrides), the
-//! limiter decision, and the `RateLimit-*` / `Retry-After` headers.
+//! The per-tenant limits at the front door: a request quota per tenant (default plus
+//! overrides), a byte quota on request bodies, the limiter decisions, and the `RateLimit-*` /
+//! `Retry-After` headers.
 
 use crate::problem::Problem;
 use crate::AppState;
@@ -59,6 +60,40 @@ impl FromStr for QuotaSpec {
     }
 }
 
+/// `SIZE/WINDOW` for a byte quota, e.g. `64MiB/1m`, `500KiB/10s`, `1048576/1s`. Sizes take
+/// `B`, `KiB`, `MiB` or `GiB` (or none: bytes); the quota must stay under 4 GiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteQuotaSpec(pub Quota);
+
+impl FromStr for ByteQuotaSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let err = || format!("{s:?} is not SIZE/WINDOW (for example 64MiB/1m, 500KiB/10s)");
+        let (size, window) = s.split_once('/').ok_or_else(err)?;
+        let size = size.trim();
+        let split = size.find(|c: char| !c.is_ascii_digit()).unwrap_or(size.len());
+        let (n, unit) = size.split_at(split);
+        let n: u64 = n.parse().map_err(|_| err())?;
+        let scale: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "KiB" => 1 << 10,
+            "MiB" => 1 << 20,
+            "GiB" => 1 << 30,
+            _ => return Err(err()),
+        };
+        let limit = n
+            .checked_mul(scale)
+            .and_then(|b| u32::try_from(b).ok())
+            .ok_or_else(|| format!("{s:?}: the size must be under 4 GiB"))?;
+        // The window takes the same forms as a request quota's.
+        let QuotaSpec(Quota { window, .. }) = format!("1/{window}").parse::<QuotaSpec>().map_err(|_| err())?;
+        if limit == 0 {
+            return Err(format!("{s:?}: the size must be positive"));
+        }
+        Ok(ByteQuotaSpec(Quota { limit, window }))
+    }
+}
+
 fn ceil_secs(d: Duration) -> u64 {
     d.as_millis().div_ceil(1000) as u64
 }
@@ -85,6 +120,38 @@ pub async fn check(state: &AppState, tenant: &TenantId) -> Result<Decision, Prob
     Err(p)
 }
 
+/// Weighs a request body of `cost` bytes against the tenant's byte quota: 429 with
+/// `Retry-After` (until enough of the window's bytes expire for this body to fit) and the
+/// `RateLimit-*` headers of the byte quota when it does not fit.
+pub async fn check_bytes(state: &AppState, tenant: &TenantId, quota: Quota, cost: u32) -> Result<Decision, Problem> {
+    let decision = state
+        .limiter
+        .check_weighted(tenant, quota, cost)
+        .await
+        .map_err(|e| Problem::from_port(e, "the byte limiter"))?;
+    let outcome = if decision.allowed { "allowed" } else { "rejected" };
+    metrics::counter!("openqq_byte_limiter_decisions_total", "outcome" => outcome).increment(1);
+    if decision.allowed {
+        return Ok(decision);
+    }
+    let detail = if cost > quota.limit {
+        format!(
+            "a body of {cost} bytes is larger than tenant {tenant}'s whole byte quota of {} per {:?}",
+            quota.limit, quota.window
+        )
+    } else {
+        format!(
+            "tenant {tenant} may send {} bytes of request bodies per {:?} and has {} left; this body is {cost} bytes; \
+             retry after the Retry-After delay",
+            quota.limit, quota.window, decision.remaining
+        )
+    };
+    let mut p = Problem::new(StatusCode::TOO_MANY_REQUESTS, "byte-limited", "Too many bytes", detail)
+        .retry_after(ceil_secs(decision.reset));
+    p.headers = headers(&decision);
+    Err(p)
+}
+
 fn headers(d: &Decision) -> Vec<(&'static str, String)> {
     vec![
         ("ratelimit-limit", d.limit.to_string()),
@@ -93,7 +160,12 @@ fn headers(d: &Decision) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Adds the request quota's `RateLimit-*` headers, unless an inner limit (the byte quota that
+/// refused the request) already set its own: those are the ones the client must act on.
 pub fn add_headers(h: &mut HeaderMap, d: &Decision) {
+    if h.contains_key("ratelimit-limit") {
+        return;
+    }
     for (name, value) in headers(d) {
         h.insert(name, HeaderValue::from_str(&value).expect("digits are header-safe"));
     }
@@ -111,5 +183,27 @@ mod tests {
         for bad in ["100", "x/1s", "100/1", "100/1d", "0/1s", "10/0s"] {
             assert!(bad.parse::<QuotaSpec>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn byte_quota_specs_parse_with_binary_units_and_refuse_nonsense() {
+        let q = |s: &str| s.parse::<ByteQuotaSpec>().map(|b| b.0);
+        assert_eq!(q("64MiB/1m").unwrap(), Quota { limit: 64 << 20, window: Duration::from_secs(60) });
+        assert_eq!(q("500KiB/10s").unwrap().limit, 500 * 1024);
+        assert_eq!(q("1000/250ms").unwrap(), Quota { limit: 1000, window: Duration::from_millis(250) });
+        assert_eq!(q("3GiB/1h").unwrap().limit, 3 << 30);
+        for bad in ["64MiB", "64MB/1m", "4GiB/1m", "0/1s", "10KiB/0s", "x/1s", "10KiB/1d", "-1/1s"] {
+            assert!(q(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_inner_limits_headers_are_not_overwritten_by_the_request_quotas() {
+        let d = |limit| Decision { allowed: true, limit, remaining: 1, reset: Duration::from_secs(1), now_micros: 0 };
+        let mut h = HeaderMap::new();
+        add_headers(&mut h, &d(5));
+        assert_eq!(h["ratelimit-limit"], "5");
+        add_headers(&mut h, &d(100));
+        assert_eq!(h["ratelimit-limit"], "5", "the first (inner) limit's headers stay");
     }
 }

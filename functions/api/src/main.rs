@@ -6,29 +6,73 @@
 //! `OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN`, else embedded. Until the DynamoDB adapter
 //! lands, the store is the embedded one in `OPENQQ_DATA_DIR`, which is useful for `cargo lambda
 //! watch` but not for a fleet of Lambdas.
+//!
+//! Per-tenant limits come from the same variables as `openqq up`'s flags where they apply inside
+//! one instance: `OPENQQ_RATE_LIMIT`, `OPENQQ_BYTE_LIMIT`, `OPENQQ_TENANT_CONCURRENCY` and
+//! `OPENQQ_MAX_BODY_BYTES`. (API Gateway reads bodies and holds no streams, so the body timeout and
+//! stream cap have nothing to bound here.) A bad value stops the cold start with a sentence.
 
 use openqq_adapters::InProcessRateLimiter;
-use openqq_api::{router, AppState, JwtKeys, LimitPolicy, PoolConfig};
-use openqq_core::Quota;
+use openqq_api::limit::{ByteQuotaSpec, QuotaSpec};
+use openqq_api::{router, AppState, JwtKeys, LimitPolicy, PoolConfig, TenantGuard, TenantLimits};
 use std::sync::Arc;
-use std::time::Duration;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
     let secret = std::env::var("OPENQQ_JWT_SECRET").map_err(|_| "OPENQQ_JWT_SECRET must be set")?;
+    let settings = Settings::from_env()?;
     let (backends, topics) = openqq_runtime::lambda::backends_from_env().await?;
     let state = AppState {
         log: backends.log,
         store: backends.store,
         limiter: Arc::new(InProcessRateLimiter::new()),
-        limits: Arc::new(LimitPolicy::new(Quota { limit: 100, window: Duration::from_secs(1) })),
         keys: Arc::new(JwtKeys::from_secret(secret.as_bytes())?),
+        limits: Arc::new(LimitPolicy::new(settings.rate_limit)),
         topics,
         metrics: None,
-        max_body_bytes: openqq_api::DEFAULT_MAX_BODY_BYTES,
+        max_body_bytes: settings.max_body_bytes,
         live: None,
+        tenants: TenantGuard::new(settings.tenants),
     };
     // Reserved concurrency bounds the pool on Lambda; one request per instance.
-    lambda_http::run(router(state, PoolConfig { workers: 1, queue: 0, simulated_downstream: None })).await
+    lambda_http::run(router(state, PoolConfig { workers: 1, queue: 0, ..PoolConfig::default() })).await
+}
+
+/// The limits this function reads from its environment.
+struct Settings {
+    rate_limit: openqq_core::Quota,
+    max_body_bytes: usize,
+    tenants: TenantLimits,
+}
+
+impl Settings {
+    fn from_env() -> Result<Self, String> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let rate_limit = match var("OPENQQ_RATE_LIMIT") {
+            Some(v) => v.parse::<QuotaSpec>().map_err(|e| format!("OPENQQ_RATE_LIMIT: {e}"))?.0,
+            None => openqq_core::Quota { limit: 100, window: std::time::Duration::from_secs(1) },
+        };
+        let max_body_bytes = match var("OPENQQ_MAX_BODY_BYTES") {
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("OPENQQ_MAX_BODY_BYTES must be a positive number of bytes, not {v:?}"))?,
+            None => openqq_api::DEFAULT_MAX_BODY_BYTES,
+        };
+        let mut tenants = TenantLimits::default();
+        if let Some(v) = var("OPENQQ_BYTE_LIMIT") {
+            tenants.bytes = v.parse::<ByteQuotaSpec>().map_err(|e| format!("OPENQQ_BYTE_LIMIT: {e}"))?.0;
+        }
+        if let Some(v) = var("OPENQQ_TENANT_CONCURRENCY") {
+            tenants.concurrency = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("OPENQQ_TENANT_CONCURRENCY must be a number of requests, not {v:?}"))?;
+        }
+        tenants.check(max_body_bytes)?;
+        Ok(Self { rate_limit, max_body_bytes, tenants })
+    }
 }

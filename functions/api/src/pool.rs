@@ -1,7 +1,9 @@
 //! Bounded concurrency for the local runner: a fixed number of requests in progress and a
 //! bounded queue behind them. A request that finds the queue full is rejected at once with 503
-//! and `Retry-After`, never queued forever. On AWS the API function's reserved concurrency plays
-//! this part.
+//! and `Retry-After`; one that waited [`PoolConfig::queue_timeout`] without a worker gets the same
+//! 503, so nothing is queued forever. On AWS the API function's reserved concurrency plays this
+//! part. Bodies are read before the pool ([`crate::tenant_guard`]): a worker only ever waits on
+//! the handler's own work.
 
 use crate::problem::Problem;
 use axum::extract::{Request, State};
@@ -9,6 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Semaphore;
 
 #[derive(Debug, Clone, Copy)]
@@ -17,6 +20,8 @@ pub struct PoolConfig {
     pub workers: usize,
     /// Requests allowed to wait for a worker.
     pub queue: usize,
+    /// How long a request may wait for a worker before it is refused with 503.
+    pub queue_timeout: Duration,
     /// A simulated slow dependency called by every request while it holds a worker; for
     /// overload experiments only (see [`crate::downstream`]). `None` in production.
     pub simulated_downstream: Option<crate::downstream::DownstreamConfig>,
@@ -25,19 +30,38 @@ pub struct PoolConfig {
 impl Default for PoolConfig {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        Self { workers: 2 * cores, queue: 64 * cores, simulated_downstream: None }
+        Self { workers: 2 * cores, queue: 64 * cores, queue_timeout: DEFAULT_QUEUE_TIMEOUT, simulated_downstream: None }
     }
 }
+
+/// Default time a request may wait for a worker.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct Pool {
     workers: Semaphore,
     waiting: AtomicUsize,
     queue: usize,
+    queue_timeout: Duration,
 }
 
 impl Pool {
     pub fn new(cfg: PoolConfig) -> Arc<Self> {
-        Arc::new(Self { workers: Semaphore::new(cfg.workers.max(1)), waiting: AtomicUsize::new(0), queue: cfg.queue })
+        Arc::new(Self {
+            workers: Semaphore::new(cfg.workers.max(1)),
+            waiting: AtomicUsize::new(0),
+            queue: cfg.queue,
+            queue_timeout: cfg.queue_timeout,
+        })
+    }
+}
+
+/// Decrements the waiting count however the wait ends (a worker, the deadline, or the client
+/// going away and the request future being dropped).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -50,9 +74,16 @@ pub async fn layer(State(pool): State<Arc<Pool>>, req: Request, next: Next) -> R
                 metrics::counter!("openqq_pool_rejections_total").increment(1);
                 return Problem::unavailable("the server is at capacity; retry shortly").into_response();
             }
-            let permit = pool.workers.acquire().await.expect("the semaphore is never closed");
-            pool.waiting.fetch_sub(1, Ordering::AcqRel);
-            permit
+            let waiting = Waiting(&pool.waiting);
+            let permit = tokio::time::timeout(pool.queue_timeout, pool.workers.acquire()).await;
+            drop(waiting);
+            match permit {
+                Ok(permit) => permit.expect("the semaphore is never closed"),
+                Err(_) => {
+                    metrics::counter!("openqq_pool_rejections_total").increment(1);
+                    return Problem::unavailable("no worker came free in time; retry shortly").into_response();
+                }
+            }
         }
     };
     next.run(req).await

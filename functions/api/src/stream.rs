@@ -5,6 +5,10 @@
 //! notifications never leave the server. A client that falls too far behind gets one `lagged`
 //! event with the number it missed, then the stream goes on; it can catch up from
 //! `GET /v1/designs`. Only the local runner has a live feed; on Lambda the route answers 404.
+//!
+//! A tenant may hold [`TenantLimits::streams`](crate::tenant_guard::TenantLimits::streams) streams
+//! open at once (429 past that); the slot goes back when the client disconnects. The route sits
+//! outside the worker pool, so an open stream never holds a worker.
 
 use crate::problem::Problem;
 use crate::AppState;
@@ -45,9 +49,11 @@ pub async fn live(
             "this deployment has no live stream; poll GET /v1/designs",
         )
     })?;
-    let events = stream::unfold((tenant, feed.subscribe()), |(tenant, mut rx)| async move {
+    let slot = state.tenants.open_stream(&tenant)?;
+    // The slot lives in the stream's state: dropped, and given back, when the stream is.
+    let events = stream::unfold((tenant, feed.subscribe(), slot), |(tenant, mut rx, slot)| async move {
         let event = next_for(&tenant, &mut rx).await?;
-        Some((Ok(event), (tenant, rx)))
+        Some((Ok(event), (tenant, rx, slot)))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }

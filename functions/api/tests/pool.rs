@@ -13,7 +13,7 @@ use tower::ServiceExt;
 const HANDLER_TAKES: Duration = Duration::from_millis(300);
 
 fn slow_app(workers: usize, queue: usize) -> Router {
-    let cfg = PoolConfig { workers, queue, simulated_downstream: None };
+    let cfg = PoolConfig { workers, queue, ..PoolConfig::default() };
     Router::new()
         .route(
             "/slow",
@@ -97,4 +97,25 @@ async fn a_simulated_downstream_serves_its_capacity_at_once_and_queues_the_rest(
     took.sort();
     // Two at a time: 200 ms, 200 ms, 400 ms, 400 ms, 600 ms.
     assert!(took[1] < latency * 2 - latency / 4 && took[4] >= latency * 3, "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_waits_past_the_queue_timeout_is_refused_with_503() {
+    let cfg = PoolConfig { workers: 1, queue: 10, queue_timeout: HANDLER_TAKES / 3, ..PoolConfig::default() };
+    let app = Router::new()
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(HANDLER_TAKES).await;
+                "done"
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(Pool::new(cfg), pool::layer));
+    let outcomes = burst(app, 2).await;
+    let mut statuses: Vec<_> = outcomes.iter().map(|o| o.status).collect();
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE], "the waiter gave up at its deadline");
+    let refused = outcomes.iter().find(|o| o.status == StatusCode::SERVICE_UNAVAILABLE).unwrap();
+    assert!(refused.took < HANDLER_TAKES, "refused at the queue deadline, not when a worker came free");
+    assert_eq!(refused.retry_after.as_deref(), Some("1"));
 }
