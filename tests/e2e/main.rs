@@ -1,6 +1,7 @@
 //! End-to-end suites against the real `openqq` binary. One test binary, a module per area.
 
 mod durability;
+mod front_door;
 mod kafka;
 mod lifecycle;
 mod load;
