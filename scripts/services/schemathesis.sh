@@ -60,7 +60,7 @@ trap cleanup EXIT
 
 # A generous request limit: the run checks the contract, not the limiter (429s are documented
 # and would only hide the operations behind them).
-env -u OPENQQ_JWT_SECRET "$bin" up --data-dir "$work/data" --listen 127.0.0.1:0 --log-format json \
+env -u OPENQQ_JWT_SECRET RUST_LOG=warn "$bin" up --data-dir "$work/data" --listen 127.0.0.1:0 --log-format json \
   --rate-limit 100000/1s >"$work/stdout" 2>"$work/server.log" &
 pid=$!
 url=
@@ -81,9 +81,10 @@ log "fuzzing $url ($examples examples per operation, seed $seed)"
 started=$(date +%s)
 status=0
 # GET /v1/stream never ends (server-sent events): the isolation suite covers it instead.
-timeout --signal=TERM "$budget" "$venv/bin/st" run docs/openapi.yaml \
+# The hooks give every request a fresh Idempotency-Key (see the file for why).
+OPENQQ_SCHEMATHESIS_TOKEN=$token SCHEMATHESIS_HOOKS=scripts/services/schemathesis_hooks.py \
+  timeout --signal=TERM "$budget" "$venv/bin/st" --config-file scripts/services/schemathesis.toml run docs/openapi.yaml \
   --url "$url" \
-  --header "Authorization: Bearer $token" \
   --checks all \
   --exclude-path /v1/stream \
   --max-examples "$examples" \
