@@ -51,6 +51,10 @@ pub struct UpArgs {
     /// Batches in flight per consumer function (on distinct partitions).
     #[arg(long, env = "OPENQQ_CONSUMER_CONCURRENCY", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     consumer_concurrency: u32,
+    /// How long one design's validation may take; past it the design fails with a
+    /// VALIDATION_BUDGET_EXCEEDED finding instead of holding its partition.
+    #[arg(long, env = openqq_validation::BUDGET_ENV, default_value = "5s", value_parser = openqq_validation::parse_budget)]
+    validation_budget: Duration,
     /// Default per-tenant limit, COUNT/WINDOW.
     #[arg(long, env = "OPENQQ_RATE_LIMIT", default_value = "100/1s")]
     rate_limit: QuotaSpec,
@@ -215,7 +219,11 @@ async fn serve(args: UpArgs) -> Result<()> {
         (
             EventKind::ValidationRequested,
             Arc::new(Consumer::new(
-                openqq_validation::Validation { store: backends.store.clone(), objects: backends.objects.clone() },
+                openqq_validation::Validation {
+                    store: backends.store.clone(),
+                    objects: backends.objects.clone(),
+                    budget: args.validation_budget,
+                },
                 backends.log.clone(),
                 backends.store.clone(),
                 topics.clone(),

@@ -83,6 +83,8 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         top: args.top.as_deref(),
         allow_unconstrained: args.allow_unconstrained,
         files: FileNames { netlist: Some(&names.0), pcf: names.1.as_deref(), bitstream: names.2.as_deref() },
+        // A user's own files on their own machine: no time budget.
+        budget: None,
     };
     let report = openqq_fpga::validate(&input);
     match args.format {

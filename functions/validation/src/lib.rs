@@ -22,17 +22,64 @@ use openqq_runtime::{Outbox, RecordError, RecordHandler};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub const NAME: &str = "validation";
 
 pub struct Validation {
     pub store: Arc<dyn DesignStore>,
+    /// How long one design's validation may take ([`DEFAULT_BUDGET`] unless set): a netlist
+    /// that is slow to check ends in a `VALIDATION_BUDGET_EXCEEDED` finding and a `fail`
+    /// verdict instead of holding its partition.
+    pub budget: Duration,
     /// Where a full report goes when the stored one is capped.
     pub objects: Arc<dyn ObjectStore>,
 }
 
-/// Runs the validator on a submitted specification. Pure and CPU-bound.
-pub fn validate(spec: &DesignSpec) -> Report {
+/// The setting for [`Validation::budget`]: this environment variable on Lambda, and
+/// `--validation-budget` (same variable) on `openqq up`. A humantime duration (`5s`, `750ms`).
+pub const BUDGET_ENV: &str = "OPENQQ_VALIDATION_BUDGET";
+
+/// The default validation time budget. The validator's cost is linear in its input and its
+/// slowest known netlist shape runs at about 9 MB/s (release build, `openqq-fpga`'s
+/// `examples/hostile.rs`), so the largest body the API accepts (900 KiB) takes about 0.1 s and
+/// typical designs a millisecond: 5 s leaves ample room on a busy machine while bounding how
+/// long one record can hold its partition.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(5);
+
+/// A validation budget setting that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetSettingError {
+    #[error("{BUDGET_ENV} is not a duration such as 5s or 750ms: {value:?}")]
+    NotADuration {
+        value: String,
+        #[source]
+        source: humantime::DurationError,
+    },
+    #[error("{BUDGET_ENV} must be more than zero: every validation would fail")]
+    Zero,
+}
+
+/// Reads a validation budget setting (see [`BUDGET_ENV`]).
+pub fn parse_budget(value: &str) -> Result<Duration, BudgetSettingError> {
+    let budget = humantime::parse_duration(value.trim())
+        .map_err(|source| BudgetSettingError::NotADuration { value: value.to_owned(), source })?;
+    if budget.is_zero() {
+        return Err(BudgetSettingError::Zero);
+    }
+    Ok(budget)
+}
+
+/// The budget from [`BUDGET_ENV`], or [`DEFAULT_BUDGET`] when it is unset.
+pub fn budget_from_env() -> Result<Duration, BudgetSettingError> {
+    match std::env::var(BUDGET_ENV) {
+        Ok(value) => parse_budget(&value),
+        Err(_) => Ok(DEFAULT_BUDGET),
+    }
+}
+
+/// Runs the validator on a submitted specification, for at most `budget`. Pure and CPU-bound.
+pub fn validate(spec: &DesignSpec, budget: Duration) -> Report {
     let bitstream = spec.bitstream_base64.as_deref().map(|b| B64.decode(b));
     if let Some(Err(e)) = &bitstream {
         let finding = Finding::error(
@@ -52,6 +99,7 @@ pub fn validate(spec: &DesignSpec) -> Report {
         top: spec.options.top.as_deref(),
         allow_unconstrained: spec.options.allow_unconstrained,
         files: FileNames::default(),
+        budget: Some(budget),
     };
     openqq_fpga::validate(&input)
 }
@@ -80,7 +128,8 @@ impl RecordHandler for Validation {
 
         let spec = env.payload.spec;
         let t0 = std::time::Instant::now();
-        let report = tokio::task::spawn_blocking(move || validate(&spec)).await.map_err(|e| {
+        let budget = self.budget;
+        let report = tokio::task::spawn_blocking(move || validate(&spec, budget)).await.map_err(|e| {
             if e.is_panic() {
                 // The validator is deterministic: the same input panics again.
                 let message = openqq_runtime::dead_letter::panic_message(e.into_panic().as_ref());

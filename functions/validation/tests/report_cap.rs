@@ -8,7 +8,7 @@ use openqq_core::ports::MAX_RECORD_BYTES;
 use openqq_core::*;
 use openqq_runtime::kafka::to_event;
 use openqq_runtime::{BatchHandler, Consumer};
-use openqq_validation::Validation;
+use openqq_validation::{Validation, DEFAULT_BUDGET};
 use serde_json::{json, Value};
 
 fn wide_port_spec(bits: usize) -> DesignSpec {
@@ -61,7 +61,7 @@ async fn validated(bits: usize) -> Rig {
         value: rec.value,
         headers: rec.headers,
     };
-    let validation = Validation { store: b.store.clone(), objects: b.objects.clone() };
+    let validation = Validation { store: b.store.clone(), objects: b.objects.clone(), budget: DEFAULT_BUDGET };
     let consumer = Consumer::new(validation, b.log.clone(), b.store.clone(), topics.clone());
     consumer.handle(to_event(&[incoming])).await.expect("the batch succeeds");
     Rig { b, topics, cause, _dir: dir }

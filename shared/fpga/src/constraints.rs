@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::budget::Deadline;
 use crate::design_view::{BitName, Names};
 use crate::device::{Device, Package, Pin};
 use crate::pcf::{self, SetIo};
@@ -28,7 +29,7 @@ pub(crate) struct Design<'a> {
 /// The parts whose IO has programmable pull-up strengths (nextpnr: "UP5K/UP3K").
 const PULLUP_RESISTOR_DEVICES: &[&str] = &["up5k", "up3k"];
 
-/// Runs every constraint check. `pcf_text` is `None` when the design came without a PCF, which
+/// Runs every constraint check, returning early (the caller reports it) once `deadline` has passed. `pcf_text` is `None` when the design came without a PCF, which
 /// nextpnr accepts with a warning and places every IO itself.
 pub(crate) fn check_constraints(
     device: &Device,
@@ -37,6 +38,7 @@ pub(crate) fn check_constraints(
     pcf_text: Option<&str>,
     allow_unconstrained: bool,
     file: Option<&str>,
+    deadline: &Deadline,
 ) -> Vec<Finding> {
     let Some(text) = pcf_text else {
         return vec![Finding::warning(
@@ -63,6 +65,9 @@ pub(crate) fn check_constraints(
     let mut mentioned: HashSet<BitName> = HashSet::new();
     let mut pins: HashMap<BitName, (&str, &'static Pin)> = HashMap::new();
     for io in &parsed.ios {
+        if deadline.passed() {
+            return findings;
+        }
         if io.pullup_resistor.is_some() && !PULLUP_RESISTOR_DEVICES.contains(&device.name) {
             findings.push(Finding::error(
                 "PULLUP_RESISTOR_NOT_SUPPORTED",
@@ -116,7 +121,10 @@ pub(crate) fn check_constraints(
         pads.insert((pin.x, pin.y, pin.z), io);
         pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
     }
-    for bit in design.io_bits.iter().filter(|b| !mentioned.contains(b)) {
+    for (i, bit) in design.io_bits.iter().filter(|b| !mentioned.contains(b)).enumerate() {
+        if i % 1024 == 0 && deadline.passed() {
+            return findings;
+        }
         let port = design.names.display(*bit);
         let location = Location { file: file.map(str::to_owned), port: Some(port.clone()), ..Location::default() };
         let message = format!("port '{port}' has no set_io constraint");

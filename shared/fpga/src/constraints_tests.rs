@@ -13,7 +13,7 @@ const GOOD: &str = "set_io clk J3\nset_io btn A2\nset_io led[0] B5\nset_io led[1
 fn run_on(device_name: &str, package: &str, design: &Design<'_>, pcf: &str, allow: bool) -> Vec<(Severity, String)> {
     let d = device(device_name).unwrap();
     let p = d.package(package).unwrap();
-    check_constraints(d, p, design, Some(pcf), allow, Some("top.pcf"))
+    check_constraints(d, p, design, Some(pcf), allow, Some("top.pcf"), &Deadline::default())
         .into_iter()
         .map(|f| (f.severity, f.code))
         .collect()
@@ -50,8 +50,15 @@ fn pin_names_are_case_sensitive_like_nextpnr() {
 #[test]
 fn two_ports_on_one_pin_is_an_error_at_the_second_line() {
     let d = device("hx8k").unwrap();
-    let findings =
-        check_constraints(d, d.package("ct256").unwrap(), &blink(), Some(&GOOD.replace("A2", "J3")), false, None);
+    let findings = check_constraints(
+        d,
+        d.package("ct256").unwrap(),
+        &blink(),
+        Some(&GOOD.replace("A2", "J3")),
+        false,
+        None,
+        &Deadline::default(),
+    );
     assert_eq!(findings.len(), 1);
     assert_eq!(findings[0].code, "PIN_DOUBLE_ASSIGNED");
     assert_eq!((findings[0].location.line, findings[0].location.port.as_deref()), (Some(2), Some("btn")));
@@ -107,7 +114,7 @@ fn syntax_errors_from_the_parser_are_reported() {
 #[test]
 fn no_pcf_at_all_is_a_warning_like_nextpnr() {
     let d = device("hx8k").unwrap();
-    let findings = check_constraints(d, d.package("ct256").unwrap(), &blink(), None, false, None);
+    let findings = check_constraints(d, d.package("ct256").unwrap(), &blink(), None, false, None, &Deadline::default());
     assert_eq!(findings.iter().map(|f| f.severity).collect::<Vec<_>>(), vec![Severity::Warning]);
 }
 
@@ -152,7 +159,8 @@ fn findings_quote_a_long_port_name_shortened() {
     let name: &'static str = Box::leak("p".repeat(100_000).into_boxed_str());
     let design = Design::with_ports(&[name]);
     let d = device("hx8k").unwrap();
-    let findings = check_constraints(d, d.package("ct256").unwrap(), &design, Some(""), false, None);
+    let findings =
+        check_constraints(d, d.package("ct256").unwrap(), &design, Some(""), false, None, &Deadline::default());
     assert_eq!(findings.len(), 1);
     assert!(findings[0].message.len() < 300, "{}", findings[0].message.len());
     assert!(findings[0].location.port.as_ref().unwrap().ends_with('…'));

@@ -1,10 +1,14 @@
 //! OpenQQuantify's FPGA configuration validator (iCE40 first).
 //!
 //! A pure library: every function takes bytes or strings and returns a [`Report`]; nothing here
-//! touches files, the network or the clock. The validation function and `openqq validate` are
-//! the two callers.
+//! touches files or the network, and the clock only to keep to an [`Input::budget`]. The
+//! validation function and `openqq validate` are the two callers.
+//!
+//! Cost is linear in the input's bytes for every shape of netlist and PCF we know of
+//! (`examples/hostile.rs` times the shapes that once were not); the budget bounds the rest.
 
 pub mod bitstream;
+mod budget;
 mod constraints;
 mod design_view;
 pub mod device;
@@ -16,6 +20,7 @@ mod pll;
 mod report;
 pub mod resources;
 
+pub use budget::BUDGET_EXCEEDED;
 pub use report::{
     Finding, Location, Report, Severity, Truncation, Utilization, Verdict, MAX_CAPPED_REPORT_JSON_BYTES,
     MAX_REPORT_FINDINGS,
@@ -40,6 +45,10 @@ pub struct Input<'a> {
     pub allow_unconstrained: bool,
     /// File names used in finding locations (the CLI passes paths; the API passes none).
     pub files: FileNames<'a>,
+    /// How long validation may take. When it runs out the report ends with a
+    /// [`BUDGET_EXCEEDED`] error (verdict `fail`) instead of the validation running on; `None`
+    /// runs to the end (the CLI, on a user's own files).
+    pub budget: Option<std::time::Duration>,
 }
 
 /// Names for the inputs, so findings can point at a file.
@@ -52,6 +61,7 @@ pub struct FileNames<'a> {
 
 /// Validates one design. Never panics; bad input becomes findings.
 pub fn validate(input: &Input<'_>) -> Report {
+    let deadline = budget::Deadline::after(input.budget);
     let mut findings = Vec::new();
     let at = |file: Option<&str>| Location { file: file.map(str::to_owned), ..Location::default() };
     let Some(device) = device::device(input.device) else {
@@ -69,14 +79,26 @@ pub fn validate(input: &Input<'_>) -> Report {
     // Packing and resource checks (utilisation as nextpnr-ice40 --pack-only reports it), then
     // the pin and PLL checks on the same netlist.
     let mut utilization = Vec::new();
-    match netlist::parse(input.netlist, input.top) {
+    let out_of_time = |utilization, mut findings: Vec<Finding>| {
+        findings.push(budget::exceeded(input.budget));
+        Report::new(utilization, findings)
+    };
+    match netlist::parse_within(input.netlist, input.top, &deadline) {
+        Err(e) if e.code == BUDGET_EXCEEDED => return out_of_time(utilization, findings),
         Err(e) => {
             findings.push(Finding::error(e.code, e.message, Location { line: e.line, ..at(input.files.netlist) }))
         }
         Ok(module) => {
-            let (rows, resource_findings) = resources::check(device, package, &module, input.files.netlist);
+            let Some((rows, resource_findings)) =
+                resources::check_within(device, package, &module, input.files.netlist, &deadline)
+            else {
+                return out_of_time(utilization, findings);
+            };
             utilization = rows;
             findings.extend(resource_findings);
+            if deadline.passed() {
+                return out_of_time(utilization, findings);
+            }
             let design = design_view::design_view(&module);
             findings.extend(constraints::check_constraints(
                 device,
@@ -85,7 +107,11 @@ pub fn validate(input: &Input<'_>) -> Report {
                 input.pcf,
                 input.allow_unconstrained,
                 input.files.pcf,
+                &deadline,
             ));
+            if deadline.passed() {
+                return out_of_time(utilization, findings);
+            }
         }
     }
     if let Some(bytes) = input.bitstream {

@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use crate::budget::{Deadline, BUDGET_EXCEEDED};
 use crate::json_scan::{Scan, ScanError, Scanner};
 
 #[path = "netlist_read.rs"]
@@ -194,13 +195,26 @@ pub fn bit_names(name: &str, bits: &[Bit], offset: i64, upto: bool) -> Vec<(Bit,
 /// Parses yosys JSON and picks the top module: `top` if given, else the module with the `top`
 /// attribute, else the only module that is not a blackbox.
 pub fn parse<'a>(text: &'a str, top: Option<&str>) -> Result<Module<'a>, NetlistError> {
+    parse_within(text, top, &Deadline::default())
+}
+
+/// [`parse`], stopping with a `VALIDATION_BUDGET_EXCEEDED` error once `deadline` has passed
+/// (looked at per module, port and cell).
+pub(crate) fn parse_within<'a>(
+    text: &'a str,
+    top: Option<&str>,
+    deadline: &Deadline,
+) -> Result<Module<'a>, NetlistError> {
     let want = top.map(|t| t.trim_start_matches('\\'));
-    let syntax = |e: ScanError| NetlistError {
-        code: "NETLIST_INVALID",
-        message: format!("the netlist is not yosys JSON: {} (byte {})", e.message, e.offset),
-        line: Some(e.line(text)),
+    let syntax = |e: ScanError| match deadline.passed() {
+        true => NetlistError { code: BUDGET_EXCEEDED, message: "the time budget ran out".to_owned(), line: None },
+        false => NetlistError {
+            code: "NETLIST_INVALID",
+            message: format!("the netlist is not yosys JSON: {} (byte {})", e.message, e.offset),
+            line: Some(e.line(text)),
+        },
     };
-    let mut real = read::document(text, want).map_err(syntax)?;
+    let mut real = read::document(text, want, deadline).map_err(syntax)?;
     let index = match want {
         Some(want) => {
             real.iter().position(|m| m.name.trim_start_matches('\\') == want).ok_or_else(|| NetlistError {

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use super::{net_number, Bit, Cell, Connection, Direction, Module, Port};
+use crate::budget::Deadline;
 use crate::json_scan::{Scan, Scanner};
 
 /// A module that could be the top one.
@@ -29,7 +30,8 @@ impl<'a> Candidate<'a> {
 }
 
 /// Reads the document; with `want`, modules of other names are only checked, not read.
-pub(super) fn document<'a>(text: &'a str, want: Option<&str>) -> Scan<Vec<Candidate<'a>>> {
+/// Stops with an error once `deadline` has passed (the caller tells that error apart).
+pub(super) fn document<'a>(text: &'a str, want: Option<&str>, deadline: &Deadline) -> Scan<Vec<Candidate<'a>>> {
     let mut s = Scanner::new(text);
     let mut modules = None;
     s.object(|s, key| {
@@ -44,7 +46,7 @@ pub(super) fn document<'a>(text: &'a str, want: Option<&str>) -> Scan<Vec<Candid
             if want.is_some_and(|w| name.trim_start_matches('\\') != w) {
                 return s.skip().map(drop);
             }
-            if let Some(candidate) = module(s, name)? {
+            if let Some(candidate) = module(s, name, deadline)? {
                 found.push(candidate);
             }
             Ok(())
@@ -68,7 +70,10 @@ fn maybe_object<'a>(s: &mut Scanner<'a>, field: impl FnMut(&mut Scanner<'a>, Cow
 }
 
 /// One module, or `None` for a blackbox.
-fn module<'a>(s: &mut Scanner<'a>, name: Cow<'a, str>) -> Scan<Option<Candidate<'a>>> {
+fn module<'a>(s: &mut Scanner<'a>, name: Cow<'a, str>, deadline: &Deadline) -> Scan<Option<Candidate<'a>>> {
+    if deadline.passed() {
+        return s.error("the time budget ran out");
+    }
     let mut m = Module {
         name: Cow::Borrowed(""),
         ports: Vec::new(),
@@ -86,8 +91,18 @@ fn module<'a>(s: &mut Scanner<'a>, name: Cow<'a, str>) -> Scan<Option<Candidate<
             "blackbox" if blackbox.is_none() => truthy(s).map(|b| blackbox = Some(b)),
             _ => s.skip().map(drop),
         }),
-        "ports" => maybe_object(s, |s, name| port(s, name).map(|p| m.ports.push(p))),
-        "cells" => maybe_object(s, |s, name| cell(s, name, &mut m, &mut outputs)),
+        "ports" => maybe_object(s, |s, name| {
+            if deadline.passed() {
+                return s.error("the time budget ran out");
+            }
+            port(s, name).map(|p| m.ports.push(p))
+        }),
+        "cells" => maybe_object(s, |s, name| {
+            if deadline.passed() {
+                return s.error("the time budget ran out");
+            }
+            cell(s, name, &mut m, &mut outputs)
+        }),
         "netnames" => {
             if s.null() {
                 return Ok(());

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::budget::Deadline;
 use crate::device::Device;
 use crate::netlist::{Bit, Module};
 
@@ -106,12 +107,27 @@ fn hard_resource(t: &str) -> Option<&'static str> {
 
 /// Packs the top module for a device, as `nextpnr-ice40 --pack-only` would.
 pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
+    // Without a deadline there is nothing to run out of.
+    pack_within(m, device, &Deadline::default()).unwrap_or_else(|| Packing {
+        used: BTreeMap::new(),
+        unknown_cells: Vec::new(),
+        breakdown: Breakdown::default(),
+    })
+}
+
+/// [`pack`], or `None` once `deadline` has passed (looked at between steps and every
+/// [`CELLS_PER_LOOK`] cells).
+pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) -> Option<Packing> {
+    let late = |i: usize| i % CELLS_PER_LOOK == 0 && deadline.passed();
     let mut g = Graph::new(m);
     let mut used: BTreeMap<&'static str, u32> = BTreeMap::new();
     let mut unknown_cells = Vec::new();
 
     // LUT4 + DFF pairs: a LUT whose output drives only one flip-flop's D input.
     for ci in 0..m.cells.len() {
+        if late(ci) {
+            return None;
+        }
         if g.kinds[ci] != Kind::Lut {
             continue;
         }
@@ -146,6 +162,9 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
         dff_only: g.lcs.iter().filter(|l| !l.lut).count() as u32,
         ..Breakdown::default()
     };
+    if deadline.passed() {
+        return None;
+    }
     let carry_only = pack_carries(&mut g);
     breakdown.carry_only = carry_only.len() as u32;
     let vcc_merged = merge_indirect(&mut g, &carry_only);
@@ -194,16 +213,25 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
         m.ports.iter().flat_map(|p| &p.bits).filter(|b| !matches!(b, Bit::Net(x) if pads.contains(x))).count();
     *used.entry("SB_IO").or_default() += top_ios as u32;
 
+    if deadline.passed() {
+        return None;
+    }
     let existing_gbs = used.get("SB_GB").copied().unwrap_or(0);
     let promoted = globals::promote(&g, existing_gbs);
+    if deadline.passed() {
+        return None;
+    }
     *used.entry("SB_GB").or_default() += promoted.len() as u32;
     let chain_lcs = chains::legalise(&mut g, &promoted, device);
     breakdown.chain_legalise = chain_lcs;
 
     let lcs = g.lcs.iter().filter(|l| !l.gone).count() as u32;
     used.insert("ICESTORM_LC", lcs + extra_lcs + chain_lcs);
-    Packing { used, unknown_cells, breakdown }
+    Some(Packing { used, unknown_cells, breakdown })
 }
+
+/// How many cells the packer's loops visit between looks at the clock.
+const CELLS_PER_LOOK: usize = 1024;
 
 fn dff_of(g: &Graph, ci: usize) -> Dff {
     Dff {

@@ -3,9 +3,10 @@
 //!
 //! Codes: `RESOURCE_OVER_CAPACITY`, `RESOURCE_ABSENT`, `IO_EXCEEDS_PACKAGE`, `CELL_TYPE_UNKNOWN`.
 
+use crate::budget::Deadline;
 use crate::device::{Device, Package};
 use crate::netlist::Module;
-use crate::pack::pack;
+use crate::pack::pack_within;
 use crate::report::{Finding, Location, Utilization};
 
 /// The extra utilisation row for bonded pins; nextpnr's own `SB_IO` row counts die pads.
@@ -18,7 +19,19 @@ pub fn check(
     module: &Module<'_>,
     file: Option<&str>,
 ) -> (Vec<Utilization>, Vec<Finding>) {
-    let packed = pack(module, device);
+    // Without a deadline there is nothing to run out of.
+    check_within(device, package, module, file, &Deadline::default()).unwrap_or_default()
+}
+
+/// [`check`], or `None` once `deadline` has passed.
+pub(crate) fn check_within(
+    device: &Device,
+    package: &Package,
+    module: &Module<'_>,
+    file: Option<&str>,
+    deadline: &Deadline,
+) -> Option<(Vec<Utilization>, Vec<Finding>)> {
+    let packed = pack_within(module, device, deadline)?;
     let at = || Location { file: file.map(str::to_owned), ..Location::default() };
     let mut rows: Vec<Utilization> = device
         .capacities()
@@ -68,7 +81,7 @@ pub fn check(
             Location { cell: Some(cell.name.clone().into_owned()), ..at() },
         ));
     }
-    (rows, findings)
+    Some((rows, findings))
 }
 
 #[cfg(test)]

@@ -70,6 +70,7 @@ impl Run {
             top: self.top.as_deref(),
             allow_unconstrained: self.allow_unconstrained,
             files: FileNames { netlist: None, pcf: Some("input.pcf"), bitstream: None },
+            budget: None,
         })
     }
 }

@@ -1,0 +1,61 @@
+//! Validation time: a netlist that is slow to validate must not stall its partition. Every
+//! shape that once cost more than linear time validates far inside the service's default
+//! budget, and a validation that outlasts its budget ends in a `VALIDATION_BUDGET_EXCEEDED`
+//! error and a `fail` verdict instead of running on.
+
+mod hostile;
+
+use std::time::Duration;
+
+use openqq_fpga::{Input, Report, Verdict, BUDGET_EXCEEDED};
+
+fn validate(design: &hostile::Design, budget: Option<Duration>) -> Report {
+    openqq_fpga::validate(&Input {
+        device: "hx8k",
+        package: "ct256",
+        netlist: &design.netlist,
+        pcf: Some(&design.pcf),
+        budget,
+        ..Input::default()
+    })
+}
+
+fn out_of_time(report: &Report) -> bool {
+    report.findings.iter().any(|f| f.code == BUDGET_EXCEEDED)
+}
+
+/// Just under the API's 900 KiB body limit.
+const LARGEST_BODY: usize = 850_000;
+
+#[test]
+fn every_hostile_shape_under_the_body_limit_validates_inside_a_generous_budget() {
+    // Generous so that an unoptimised build on a busy machine passes; the quadratic versions
+    // took minutes on these inputs. Throughput is measured by `examples/hostile.rs`.
+    for (name, make) in hostile::CASES {
+        let report = validate(&make(LARGEST_BODY), Some(Duration::from_secs(30)));
+        assert!(!out_of_time(&report), "{name} ran out of its budget");
+    }
+}
+
+#[test]
+fn a_netlist_that_outlasts_a_one_millisecond_budget_ends_in_the_budget_finding_and_a_fail_verdict() {
+    let report = validate(&hostile::many_cells(4_000_000), Some(Duration::from_millis(1)));
+    assert!(out_of_time(&report), "{:?}", report.findings);
+    assert_eq!(report.verdict, Verdict::Fail);
+    let finding = report.findings.iter().find(|f| f.code == BUDGET_EXCEEDED).unwrap();
+    assert!(finding.message.contains("1 ms"), "{}", finding.message);
+}
+
+#[test]
+fn a_spent_budget_stops_validation_before_it_reads_the_netlist() {
+    let report = validate(&hostile::huge_pcf(10_000), Some(Duration::ZERO));
+    let codes: Vec<_> = report.findings.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes, [BUDGET_EXCEEDED]);
+    assert_eq!(report.verdict, Verdict::Fail);
+}
+
+#[test]
+fn a_budget_that_does_not_run_out_changes_nothing() {
+    let design = hostile::huge_pcf(20_000);
+    assert_eq!(validate(&design, Some(Duration::from_secs(600))), validate(&design, None));
+}
