@@ -10,6 +10,8 @@
 //!   (`submitted → validating → ready | failed`).
 //! - [`partition`]: the stable tenant → partition mapping (Kafka's murmur2, so the embedded log
 //!   and a Kafka cluster agree).
+//! - [`revision`]: the revision rules (duplicate, stale, status moves, which report is kept) as
+//!   one pure function from what a store holds to the writes it must make atomically.
 //! - [`ports`]: the traits adapters implement ([`EventLog`], [`LogSource`], [`DesignStore`],
 //!   [`RateLimiter`], [`Notifier`], [`ObjectStore`]) and the one [`PortError`] they return, each
 //!   variant classified retriable or permanent.
@@ -19,6 +21,7 @@ pub mod event;
 pub mod ids;
 pub mod partition;
 pub mod ports;
+pub mod revision;
 
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};

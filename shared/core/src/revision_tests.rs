@@ -1,0 +1,429 @@
+//! The revision rules, case by case and as properties over whole event histories of a design.
+
+use super::*;
+use crate::event::EventKind;
+use crate::ids::CorrelationId;
+use chrono::Utc;
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
+    TimelineEntry {
+        event_id: uuid::Uuid::now_v7(),
+        kind,
+        revision,
+        correlation_id: CorrelationId::parse("c").unwrap(),
+        occurred_at: Utc::now(),
+    }
+}
+
+fn at(revision: u64, status: DesignStatus) -> Option<HeldDesign> {
+    Some(HeldDesign { revision, status })
+}
+
+fn report(verdict: Verdict) -> Box<RawValue> {
+    RawValue::from_string(format!("{{\"verdict\":\"{}\"}}", verdict.as_str())).unwrap()
+}
+
+#[test]
+fn a_seen_revision_is_a_duplicate_even_below_the_latest() {
+    let held = Held { seen: true, latest_of_kind: Some(5), design: at(5, DesignStatus::Ready) };
+    let change = Change::Submitted { name: None };
+    assert_eq!(plan(&held, &entry(EventKind::DesignSubmitted, 2), &change), Plan::Duplicate);
+    assert_eq!(Plan::Duplicate.outcome(), Some(Applied::Duplicate));
+}
+
+#[test]
+fn an_unseen_revision_below_the_latest_of_its_kind_is_stale() {
+    let held = Held { seen: false, latest_of_kind: Some(3), design: at(3, DesignStatus::Submitted) };
+    let change = Change::Submitted { name: Some("b".into()) };
+    assert_eq!(plan(&held, &entry(EventKind::DesignSubmitted, 2), &change), Plan::Stale);
+}
+
+#[test]
+fn a_first_submission_creates_the_design_and_a_later_one_revises_it() {
+    let change = Change::Submitted { name: Some("blinky".into()) };
+    let first = plan(&Held::default(), &entry(EventKind::DesignSubmitted, 1), &change);
+    let insert = DesignWrite::Insert {
+        name: Some("blinky"),
+        revision: 1,
+        status: DesignStatus::Submitted,
+        failure_reason: None,
+    };
+    assert_eq!(first, Plan::Apply(Writes { design: insert, report: None }));
+    let held = Held { seen: false, latest_of_kind: Some(1), design: at(1, DesignStatus::Ready) };
+    let unnamed = Change::Submitted { name: None };
+    let Plan::Apply(w) = plan(&held, &entry(EventKind::DesignSubmitted, 2), &unnamed) else { panic!() };
+    assert_eq!(
+        w.design,
+        DesignWrite::Revise { name: None, revision: 2, status: DesignStatus::Submitted, failure_reason: None }
+    );
+}
+
+#[test]
+fn an_event_other_than_a_submission_or_failure_needs_the_design() {
+    for change in [
+        Change::ValidationStarted,
+        Change::ValidationFinished { verdict: Verdict::Pass, report: report(Verdict::Pass) },
+        Change::ResultsReady { verdict: Verdict::Pass },
+    ] {
+        assert_eq!(plan(&Held::default(), &entry(EventKind::ValidationStarted, 1), &change), Plan::NotFound);
+    }
+    assert_eq!(Plan::NotFound.outcome(), None);
+}
+
+#[test]
+fn a_failure_of_a_revision_that_never_materialised_creates_or_revises_the_design_as_failed() {
+    let change = Change::Failed { reason: "undecodable".into() };
+    let Plan::Apply(w) = plan(&Held::default(), &entry(EventKind::DesignFailed, 1), &change) else { panic!() };
+    assert_eq!(
+        w.design,
+        DesignWrite::Insert {
+            name: None,
+            revision: 1,
+            status: DesignStatus::Failed,
+            failure_reason: Some("undecodable")
+        }
+    );
+    let held = Held { seen: false, latest_of_kind: None, design: at(1, DesignStatus::Ready) };
+    let Plan::Apply(w) = plan(&held, &entry(EventKind::DesignFailed, 2), &change) else { panic!() };
+    assert_eq!(
+        w.design,
+        DesignWrite::Revise {
+            name: None,
+            revision: 2,
+            status: DesignStatus::Failed,
+            failure_reason: Some("undecodable")
+        }
+    );
+}
+
+#[test]
+fn status_moves_only_forward_and_only_at_the_designs_revision() {
+    let ready = Change::ResultsReady { verdict: Verdict::Fail };
+    let held = Held { seen: false, latest_of_kind: None, design: at(2, DesignStatus::Validating) };
+    let Plan::Apply(w) = plan(&held, &entry(EventKind::ResultsReady, 2), &ready) else { panic!() };
+    let to_ready = DesignWrite::Move {
+        from: DesignStatus::Validating,
+        to: DesignStatus::Ready,
+        verdict: Some(Verdict::Fail),
+        failure_reason: None,
+    };
+    assert_eq!(w.design, to_ready);
+    let Plan::Apply(w) = plan(&held, &entry(EventKind::ResultsReady, 1), &ready) else { panic!() };
+    assert_eq!(w.design, DesignWrite::Keep, "an older revision's result leaves the design alone");
+    let done = Held { seen: false, latest_of_kind: None, design: at(2, DesignStatus::Ready) };
+    let Plan::Apply(w) = plan(&done, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted) else {
+        panic!()
+    };
+    assert_eq!(w.design, DesignWrite::Keep, "ready never moves back to validating");
+    let failed = Change::Failed { reason: "late".into() };
+    let Plan::Apply(w) = plan(&done, &entry(EventKind::DesignFailed, 2), &failed) else { panic!() };
+    assert_eq!(w.design, DesignWrite::Keep, "ready is final");
+}
+
+#[test]
+fn a_report_is_kept_for_its_revision_whatever_the_designs_revision() {
+    let change = Change::ValidationFinished { verdict: Verdict::Pass, report: report(Verdict::Pass) };
+    let held = Held { seen: false, latest_of_kind: None, design: at(3, DesignStatus::Submitted) };
+    let Plan::Apply(w) = plan(&held, &entry(EventKind::ValidationFinished, 2), &change) else { panic!() };
+    assert_eq!(w.design, DesignWrite::Keep);
+    let r = w.report.expect("the report of revision 2 is written");
+    assert_eq!((r.revision, r.verdict, r.report.get()), (2, Verdict::Pass, "{\"verdict\":\"pass\"}"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties: a reference store that executes plans, and whole histories delivered in random
+// orders with duplicates.
+
+/// A design row as a store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Row {
+    name: String,
+    revision: u64,
+    status: DesignStatus,
+    verdict: Option<Verdict>,
+    failure_reason: Option<String>,
+}
+
+/// One design in a store that does exactly what the plans say.
+#[derive(Debug, Clone, Default)]
+struct Model {
+    row: Option<Row>,
+    timeline: Vec<(EventKind, u64)>,
+    reports: BTreeMap<u64, String>,
+}
+
+const DESIGN_ID: &str = "d-1";
+
+impl Model {
+    fn held(&self, kind: EventKind, revision: u64) -> Held {
+        let of_kind = || self.timeline.iter().filter(|(k, _)| *k == kind).map(|(_, r)| *r);
+        Held {
+            seen: of_kind().any(|r| r == revision),
+            latest_of_kind: of_kind().max(),
+            design: self.row.as_ref().map(|r| HeldDesign { revision: r.revision, status: r.status }),
+        }
+    }
+
+    fn apply(&mut self, event: &Event) -> Option<Applied> {
+        let entry = entry(event.kind, event.revision);
+        let plan = plan(&self.held(event.kind, event.revision), &entry, &event.change);
+        if let Plan::Apply(w) = &plan {
+            self.execute(w, event);
+        }
+        plan.outcome()
+    }
+
+    fn execute(&mut self, w: &Writes<'_>, event: &Event) {
+        match (&w.design, &mut self.row) {
+            (DesignWrite::Insert { name, revision, status, failure_reason }, row) => {
+                assert!(row.is_none(), "insert over an existing row");
+                *row = Some(Row {
+                    name: name.unwrap_or(DESIGN_ID).to_owned(),
+                    revision: *revision,
+                    status: *status,
+                    verdict: None,
+                    failure_reason: failure_reason.map(str::to_owned),
+                });
+            }
+            (DesignWrite::Revise { name, revision, status, failure_reason }, Some(row)) => {
+                if let Some(name) = name {
+                    row.name = (*name).to_owned();
+                }
+                (row.revision, row.status, row.verdict) = (*revision, *status, None);
+                row.failure_reason = failure_reason.map(str::to_owned);
+            }
+            (DesignWrite::Move { from, to, verdict, failure_reason }, Some(row)) => {
+                assert_eq!(row.status, *from);
+                row.status = *to;
+                row.verdict = verdict.or(row.verdict);
+                row.failure_reason = failure_reason.map(str::to_owned);
+            }
+            (DesignWrite::Keep, _) => {}
+            (write, None) => panic!("{write:?} without a row"),
+        }
+        if let Some(r) = &w.report {
+            self.reports.entry(r.revision).or_insert_with(|| r.report.get().to_owned());
+        }
+        self.timeline.push((event.kind, event.revision));
+    }
+}
+
+/// One event of a design's history.
+#[derive(Debug, Clone)]
+struct Event {
+    kind: EventKind,
+    revision: u64,
+    change: Change,
+}
+
+/// How one revision's processing went.
+#[derive(Debug, Clone, Copy)]
+enum Fate {
+    /// Its submission was dead-lettered.
+    SubmissionLost,
+    /// It got `stages` stages past the submission (0: submitted only, up to 3: results ready).
+    Progressed { stages: usize, verdict: Verdict },
+    /// It failed after `stages` stages (0 to 2) past the submission.
+    FailedAfter { stages: usize },
+}
+
+fn fate() -> impl Strategy<Value = Fate> {
+    prop_oneof![
+        1 => Just(Fate::SubmissionLost),
+        4 => (0..=3usize, any::<bool>()).prop_map(|(stages, pass)| Fate::Progressed {
+            stages,
+            verdict: if pass { Verdict::Pass } else { Verdict::Fail },
+        }),
+        2 => (0..=2usize).prop_map(|stages| Fate::FailedAfter { stages }),
+    ]
+}
+
+/// A revision's events, each caused by the one before it.
+fn chain(revision: u64, fate: Fate, name: Option<&str>) -> Vec<Event> {
+    let ev = |kind, change| Event { kind, revision, change };
+    let failed = || ev(EventKind::DesignFailed, Change::Failed { reason: format!("revision {revision} failed") });
+    let submitted = ev(EventKind::DesignSubmitted, Change::Submitted { name: name.map(str::to_owned) });
+    let stages = |verdict: Verdict| {
+        vec![
+            ev(EventKind::ValidationStarted, Change::ValidationStarted),
+            ev(EventKind::ValidationFinished, Change::ValidationFinished { verdict, report: report(verdict) }),
+            ev(EventKind::ResultsReady, Change::ResultsReady { verdict }),
+        ]
+    };
+    match fate {
+        Fate::SubmissionLost => vec![failed()],
+        Fate::Progressed { stages: n, verdict } => {
+            std::iter::once(submitted).chain(stages(verdict).into_iter().take(n)).collect()
+        }
+        Fate::FailedAfter { stages: n } => {
+            std::iter::once(submitted).chain(stages(Verdict::Fail).into_iter().take(n)).chain([failed()]).collect()
+        }
+    }
+}
+
+/// A design's whole history: revisions 1..=n, the first named, later ones sometimes renamed.
+#[derive(Debug, Clone)]
+struct History {
+    chains: Vec<Vec<Event>>,
+}
+
+fn history() -> impl Strategy<Value = History> {
+    prop::collection::vec((fate(), prop::option::of("[a-z]{1,4}")), 1..=4).prop_map(|revisions| History {
+        chains: revisions
+            .iter()
+            .enumerate()
+            .map(|(i, (fate, rename))| {
+                let name = if i == 0 { Some("first") } else { rename.as_deref() };
+                chain(i as u64 + 1, *fate, name)
+            })
+            .collect(),
+    })
+}
+
+/// Where one delivery comes from: a revision's chain and a position in it.
+type Step = (usize, usize);
+
+/// A delivery order of `history` drawn from `choices`: each event after the one that caused it;
+/// a revision's submission after the previous revision's submission was handled (one partition
+/// of one topic); with `per_kind_order`, each kind's events in revision order (each kind is one
+/// topic and a tenant's records share a partition). `dups` re-deliver already delivered events
+/// (a consumer re-reading after a crash, a retried batch).
+fn schedule(history: &History, choices: &[usize], dups: &[(usize, usize)], per_kind_order: bool) -> Vec<Step> {
+    let chains = &history.chains;
+    let mut next = vec![0usize; chains.len()];
+    let mut delivered: Vec<Step> = Vec::new();
+    let mut choice = choices.iter().cycle();
+    let mut dups = dups.iter().peekable();
+    loop {
+        let ready: Vec<usize> = (0..chains.len())
+            .filter(|&c| next[c] < chains[c].len())
+            .filter(|&c| c == 0 || next[c] > 0 || next[c - 1] > 0)
+            .filter(|&c| {
+                let kind = chains[c][next[c]].kind;
+                !per_kind_order || (0..c).all(|earlier| chains[earlier][next[earlier]..].iter().all(|e| e.kind != kind))
+            })
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        let c = ready[*choice.next().unwrap() % ready.len()];
+        delivered.push((c, next[c]));
+        next[c] += 1;
+        if let Some(&&(at, which)) = dups.peek() {
+            if at <= delivered.len() {
+                dups.next();
+                delivered.push(delivered[which % delivered.len()]);
+            }
+        }
+    }
+    assert!(next.iter().zip(chains).all(|(n, c)| *n == c.len()), "every event is delivered");
+    delivered
+}
+
+fn rank(s: DesignStatus) -> u8 {
+    match s {
+        DesignStatus::Submitted => 0,
+        DesignStatus::Validating => 1,
+        DesignStatus::Ready | DesignStatus::Failed => 2,
+    }
+}
+
+/// Delivers `order`, checking after each step that nothing went backwards.
+fn run(history: &History, order: &[Step]) -> Model {
+    let mut model = Model::default();
+    let mut applied = BTreeSet::new();
+    for &(c, i) in order {
+        let event = &history.chains[c][i];
+        let before = model.clone();
+        let outcome = model.apply(event).expect("a caused event always finds its design");
+        if applied.contains(&(event.kind.as_str(), event.revision)) {
+            assert_eq!(outcome, Applied::Duplicate, "a re-delivery is a duplicate: {event:?}");
+        }
+        if outcome == Applied::Applied {
+            applied.insert((event.kind.as_str(), event.revision));
+        } else {
+            assert_eq!(model.row, before.row, "a no-op changes nothing");
+            assert_eq!(model.timeline, before.timeline);
+        }
+        let (was, now) = (before.row.as_ref(), model.row.as_ref().expect("a design exists after any event"));
+        if let Some(was) = was {
+            assert!(now.revision >= was.revision, "revision went back: {was:?} -> {now:?}");
+            if now.revision == was.revision {
+                assert!(rank(now.status) >= rank(was.status), "status went back: {was:?} -> {now:?}");
+                if rank(was.status) == 2 {
+                    assert_eq!(now, was, "a finished revision is final");
+                }
+            }
+        }
+        assert!(before.reports.iter().all(|(r, text)| model.reports.get(r) == Some(text)), "a report changed");
+        assert_eq!(model.timeline[..before.timeline.len()], before.timeline[..], "the timeline only grows");
+    }
+    model
+}
+
+/// What a history must end as, whatever the order: the last revision's fate.
+fn expected_row(history: &History) -> Row {
+    let last = history.chains.last().unwrap().last().unwrap();
+    let revision = last.revision;
+    let name = history
+        .chains
+        .iter()
+        .flat_map(|c| c.iter())
+        .filter_map(|e| match &e.change {
+            Change::Submitted { name } => name.clone(),
+            _ => None,
+        })
+        .last()
+        .unwrap_or_else(|| DESIGN_ID.to_owned());
+    let (status, verdict, failure_reason) = match &last.change {
+        Change::Submitted { .. } => (DesignStatus::Submitted, None, None),
+        Change::ValidationStarted | Change::ValidationFinished { .. } => (DesignStatus::Validating, None, None),
+        Change::ResultsReady { verdict } => (DesignStatus::Ready, Some(*verdict), None),
+        Change::Failed { reason } => (DesignStatus::Failed, None, Some(reason.clone())),
+    };
+    Row { name, revision, status, verdict, failure_reason }
+}
+
+fn draws() -> impl Strategy<Value = (History, Vec<usize>, Vec<usize>, Vec<(usize, usize)>)> {
+    (
+        history(),
+        prop::collection::vec(any::<usize>(), 1..40),
+        prop::collection::vec(any::<usize>(), 1..40),
+        prop::collection::vec((0..30usize, any::<usize>()), 0..8).prop_map(|mut d| {
+            d.sort();
+            d
+        }),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Within a partition's promise (each kind in revision order), any interleaving of the kinds
+    /// with any re-deliveries ends in the same design, the same timeline entries and the same
+    /// reports, and the design is the last revision's fate.
+    #[test]
+    fn the_outcome_never_depends_on_interleaving_or_duplicates((history, a, b, dups) in draws()) {
+        let one = run(&history, &schedule(&history, &a, &[], true));
+        let other = run(&history, &schedule(&history, &b, &dups, true));
+        prop_assert_eq!(&one.row, &other.row);
+        prop_assert_eq!(one.row.as_ref().unwrap(), &expected_row(&history));
+        let entries = |m: &Model| m.timeline.iter().map(|(k, r)| (k.as_str(), *r)).collect::<BTreeSet<_>>();
+        prop_assert_eq!(entries(&one), entries(&other));
+        prop_assert_eq!(one.timeline.len(), entries(&one).len(), "each kind and revision at most once");
+        prop_assert_eq!(&one.reports, &other.reports);
+        let every: BTreeSet<_> = history.chains.iter().flatten().map(|e| (e.kind.as_str(), e.revision)).collect();
+        prop_assert_eq!(entries(&one), every, "every event of the history is in the timeline");
+    }
+
+    /// Even when one kind's events arrive out of revision order (records of several partitions
+    /// or topics re-driven together), the design still ends as the last revision's fate and never
+    /// moves backwards on the way; only older revisions' entries may be dropped as stale.
+    #[test]
+    fn the_design_never_goes_backwards_whatever_the_order((history, a, _b, dups) in draws()) {
+        let model = run(&history, &schedule(&history, &a, &dups, false));
+        prop_assert_eq!(model.row.unwrap(), expected_row(&history));
+    }
+}
