@@ -122,6 +122,21 @@ pub struct UpArgs {
     /// Fsync every commit (survives power loss, not just a killed process).
     #[arg(long, env = "OPENQQ_FSYNC")]
     fsync: bool,
+    /// Embedded log: records older than this, once every consumer group has read them, are deleted.
+    #[arg(long, env = "OPENQQ_LOG_RETENTION", default_value = "7d", value_parser = humantime::parse_duration)]
+    log_retention: Duration,
+    /// Embedded log: how long dead letters are kept (nothing consumes them; an operator reads them).
+    #[arg(long, env = "OPENQQ_DEAD_LETTER_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
+    dead_letter_retention: Duration,
+    /// Reader connections of the embedded store (default one per core, two to eight).
+    #[arg(long, env = "OPENQQ_STORE_READERS")]
+    store_readers: Option<usize>,
+    /// What one tenant may keep in the store (reports and timelines), e.g. 1GiB; 403 above.
+    #[arg(long, env = "OPENQQ_TENANT_STORAGE", default_value = "1GiB", value_parser = openqq_api::quota::parse_size)]
+    tenant_storage: u64,
+    /// Designs one tenant may have; new ones get 403 above (revisions still go through).
+    #[arg(long, env = "OPENQQ_TENANT_DESIGNS", default_value_t = openqq_api::quota::DEFAULT_TENANT_DESIGNS)]
+    tenant_designs: u64,
     #[command(flatten)]
     kafka: openqq_runtime::kafka_flags::KafkaArgs,
     /// Topic name prefix; consumer groups carry it too.
@@ -140,7 +155,34 @@ pub fn run(args: UpArgs) -> Result<()> {
     // is the owner's alone, before any of it is created.
     crate::data_dir::owner_only();
     front_door(&args)?;
+    storage(&args)?;
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve(args))
+}
+
+/// Checks the storage settings before anything is opened; each error names its setting.
+fn storage(args: &UpArgs) -> Result<()> {
+    if args.log_retention.is_zero() {
+        anyhow::bail!("--log-retention (OPENQQ_LOG_RETENTION) must be longer than 0 s");
+    }
+    if args.dead_letter_retention.is_zero() {
+        anyhow::bail!("--dead-letter-retention (OPENQQ_DEAD_LETTER_RETENTION) must be longer than 0 s");
+    }
+    if args.store_readers.is_some_and(|n| !(1..=64).contains(&n)) {
+        anyhow::bail!("--store-readers (OPENQQ_STORE_READERS) must be between 1 and 64");
+    }
+    storage_limits(args).check().map_err(anyhow::Error::msg)
+}
+
+fn storage_limits(args: &UpArgs) -> openqq_api::quota::StorageLimits {
+    openqq_api::quota::StorageLimits { bytes: args.tenant_storage, designs: args.tenant_designs }
+}
+
+/// The embedded backends' retention and readers, as the flags ask.
+fn embedded_options(args: &UpArgs, topics: &Topics) -> openqq_adapters::embedded::EmbeddedOptions {
+    let mut retention = openqq_adapters::embedded::Retention::days(7);
+    retention.default = args.log_retention;
+    retention.per_topic.insert(topics.dead_letter(), args.dead_letter_retention);
+    openqq_adapters::embedded::EmbeddedOptions { retention: Some(retention), store_readers: args.store_readers }
 }
 
 /// The per-tenant limits the flags ask for.
@@ -187,8 +229,9 @@ async fn serve(args: UpArgs) -> Result<()> {
     let kafka = kafka_settings(&args, &topics).await?;
     crate::data_dir::create_private(&args.data_dir)?;
     let durability = if args.fsync { Durability::Power } else { Durability::Process };
-    let backends = Backends::embedded(&args.data_dir, args.partitions, durability)
-        .with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
+    let backends =
+        Backends::embedded_with(&args.data_dir, args.partitions, durability, &embedded_options(&args, &topics))
+            .with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
     let backends = match kafka {
         Some(settings) => with_kafka(backends, settings).await?,
         None => backends,
@@ -282,6 +325,7 @@ async fn serve(args: UpArgs) -> Result<()> {
         max_body_bytes: args.max_body_bytes,
         live: Some(backends.notifier.clone()),
         tenants: TenantGuard::new(tenant_limits(&args)),
+        quota: Arc::new(openqq_api::quota::StorageQuota::new(storage_limits(&args))),
     };
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;

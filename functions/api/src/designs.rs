@@ -65,6 +65,7 @@ async fn publish(
     corr: CorrelationId,
     spec: DesignSpec,
 ) -> Result<Response, Problem> {
+    state.quota.check(state.store.as_ref(), &tenant, &design).await?;
     let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
     let record = env.to_record();
@@ -199,12 +200,11 @@ pub async fn report(
         };
         return Err(Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail));
     };
-    // The stored report is the validator's JSON; the response adds the revision it belongs to.
-    let mut body: serde_json::Map<String, serde_json::Value> = serde_json::from_str(stored.report.get())
+    // The stored report is the validator's JSON object; the response adds the revision it belongs
+    // to, spliced into the text rather than parsed into a tree (see `report_body`).
+    let body = crate::report_body::splice(stored.report.get(), stored.revision, stored.verdict.as_str())
         .map_err(|e| Problem::from_port(openqq_core::PortError::Invalid(e.to_string()), "decoding the report"))?;
-    body.insert("revision".into(), stored.revision.into());
-    body.insert("verdict".into(), stored.verdict.as_str().into());
-    Ok(Json(body).into_response())
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 pub async fn events(

@@ -36,6 +36,8 @@ pub mod limit;
 pub mod observe;
 pub mod pool;
 pub mod problem;
+pub mod quota;
+pub mod report_body;
 pub mod serve;
 pub mod stream;
 pub mod tenant_guard;
@@ -70,6 +72,8 @@ pub struct AppState {
     pub live: Option<Arc<openqq_adapters::BroadcastNotifier>>,
     /// Per-tenant bounds: requests in progress, body deadline, bytes per window, open streams.
     pub tenants: Arc<TenantGuard>,
+    /// What each tenant may keep in the store; submissions over it are refused with 403.
+    pub quota: Arc<quota::StorageQuota>,
 }
 
 /// Default request-body limit: a Yosys netlist of a mid-size design fits; the log's record limit

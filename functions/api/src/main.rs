@@ -34,6 +34,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         max_body_bytes: settings.max_body_bytes,
         live: None,
         tenants: TenantGuard::new(settings.tenants),
+        quota: Arc::new(openqq_api::quota::StorageQuota::new(openqq_api::quota::StorageLimits::from_env()?)),
     };
     // Reserved concurrency bounds the pool on Lambda; one request per instance.
     lambda_http::run(router(state, PoolConfig { workers: 1, queue: 0, ..PoolConfig::default() })).await

@@ -36,6 +36,7 @@ fn app(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize) -> App {
         max_body_bytes,
         live: Some(backends.notifier.clone()),
         tenants: TenantGuard::new(limits),
+        quota: Arc::new(openqq_api::quota::StorageQuota::new(Default::default())),
     };
     App { router: router(state, pool), keys, _dir: dir }
 }

@@ -119,6 +119,9 @@ impl DesignStore for DownStore {
     async fn timeline(&self, _: &TenantId, _: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>> {
         unreachable!()
     }
+    async fn usage(&self, _: &TenantId) -> PortResult<openqq_core::ports::Usage> {
+        unreachable!()
+    }
 }
 
 #[tokio::test]

@@ -23,13 +23,26 @@ pub struct Backends {
 impl Backends {
     /// Everything embedded, durable in `dir` (created if missing).
     pub fn embedded(dir: &Path, partitions: u32, durability: Durability) -> PortResult<Self> {
+        Self::embedded_with(dir, partitions, durability, &crate::embedded::EmbeddedOptions::default())
+    }
+
+    /// Everything embedded, with the log's retention and the store's readers as `options` say.
+    pub fn embedded_with(
+        dir: &Path,
+        partitions: u32,
+        durability: Durability,
+        options: &crate::embedded::EmbeddedOptions,
+    ) -> PortResult<Self> {
         std::fs::create_dir_all(dir)
             .map_err(|e| openqq_core::PortError::Invalid(format!("cannot create {}: {e}", dir.display())))?;
-        let log = Arc::new(EmbeddedEventLog::open(dir, partitions, durability)?);
+        let log = Arc::new(match &options.retention {
+            Some(retention) => EmbeddedEventLog::open_with_retention(dir, partitions, durability, retention.clone())?,
+            None => EmbeddedEventLog::open(dir, partitions, durability)?,
+        });
         Ok(Self {
             log: log.clone(),
             source: log,
-            store: Arc::new(EmbeddedDesignStore::open(dir, durability)?),
+            store: Arc::new(EmbeddedDesignStore::open_with_readers(dir, durability, options.store_readers())?),
             objects: Arc::new(EmbeddedObjectStore::open(dir)?),
             limiter: Arc::new(InProcessRateLimiter::new()),
             notifier: Arc::new(BroadcastNotifier::new(1024)),

@@ -177,6 +177,23 @@ pub struct Page<T> {
     pub next: Option<String>,
 }
 
+/// Most timeline entries one [`DesignStore::timeline`] read returns (the latest ones).
+pub const MAX_TIMELINE_ENTRIES: usize = 1000;
+
+/// A tenant's share of the design store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Designs the tenant has (each revision of a design counts once, in `bytes`).
+    pub designs: u64,
+    /// Bytes the tenant's designs take: stored reports in full, plus an estimate per design row
+    /// and timeline entry ([`USAGE_ROW_BYTES`]).
+    pub bytes: u64,
+}
+
+/// What one design row or timeline entry counts for in [`Usage::bytes`]: its columns (ids,
+/// timestamps, a name) and its index entries, rounded up.
+pub const USAGE_ROW_BYTES: u64 = 256;
+
 #[async_trait]
 pub trait DesignStore: Send + Sync {
     /// Atomically records `entry` in the design's timeline and applies `change`, on condition
@@ -201,7 +218,12 @@ pub trait DesignStore: Send + Sync {
         revision: Option<u64>,
     ) -> PortResult<Option<StoredReport>>;
     /// The design's timeline in the order applied; `None` if the design is unknown to the tenant.
+    /// At most the last [`MAX_TIMELINE_ENTRIES`] entries: a design revised thousands of times
+    /// would otherwise make one read as large as its whole history.
     async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>>;
+    /// What `tenant` holds in the store, for the storage quota. Adapters answer from indexes
+    /// (no scan of other tenants' rows); callers cache the answer briefly.
+    async fn usage(&self, tenant: &TenantId) -> PortResult<Usage>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,3 +14,18 @@ pub use log::{Compacted, EmbeddedEventLog, Retention};
 pub use notifier::BroadcastNotifier;
 pub use objects::EmbeddedObjectStore;
 pub use store::EmbeddedDesignStore;
+
+/// Settings of the embedded backends beyond their durability.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddedOptions {
+    /// Deletes old, fully consumed log records in the background; `None` keeps them all.
+    pub retention: Option<Retention>,
+    /// Reader connections of the design store; `None` is one per core (two to eight).
+    pub store_readers: Option<usize>,
+}
+
+impl EmbeddedOptions {
+    pub(crate) fn store_readers(&self) -> usize {
+        self.store_readers.unwrap_or_else(db::default_readers)
+    }
+}

@@ -4,10 +4,10 @@
 //! a revision at least as high, and the status moves only while the design is still at the
 //! entry's revision and only forward. Replays and stale revisions are therefore no-ops.
 
-use super::db::{open, unavailable, Db, Durability};
+use super::db::{default_readers, open, open_readers, unavailable, Db, Durability};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use openqq_core::ports::PortResult;
+use openqq_core::ports::{PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
 use openqq_core::{
     Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId,
     TimelineEntry, Verdict,
@@ -36,19 +36,32 @@ CREATE TABLE IF NOT EXISTS reports (
 /// Largest page `list` returns, whatever the caller asks.
 pub const MAX_PAGE: usize = 100;
 
+/// Largest stored report `report` loads. Reports travel in a log record (1 MiB at most) and are
+/// capped well below that when written, so only a row written some other way can exceed this;
+/// such a row is refused rather than read into memory whole.
+pub const MAX_REPORT_READ_BYTES: i64 = 4 * 1024 * 1024;
+
 pub struct EmbeddedDesignStore {
+    /// One connection: writes are serialised anyway (SQLite has one writer).
     writer: Db,
+    /// A pool: WAL readers never block each other or the writer, so concurrent GETs each take
+    /// a connection instead of queueing behind one.
     reader: Db,
 }
 
 impl EmbeddedDesignStore {
-    /// Opens (or creates) `dir/store.db`.
+    /// Opens (or creates) `dir/store.db` with a reader connection per core.
     pub fn open(dir: &Path, durability: Durability) -> PortResult<Self> {
+        Self::open_with_readers(dir, durability, default_readers())
+    }
+
+    /// Opens (or creates) `dir/store.db` with `readers` reader connections (at least one).
+    pub fn open_with_readers(dir: &Path, durability: Durability, readers: usize) -> PortResult<Self> {
         let path = dir.join("store.db");
         let writer = open(&path, durability, SCHEMA)?;
         migrate(&writer)?;
-        let reader = open(&path, durability, "")?;
-        Ok(Self { writer: Db::new(writer), reader: Db::new(reader) })
+        let readers = open_readers(&path, durability, readers)?;
+        Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
     }
 }
 
@@ -247,24 +260,36 @@ impl DesignStore for EmbeddedDesignStore {
         revision: Option<u64>,
     ) -> PortResult<Option<StoredReport>> {
         let (tenant, design) = (tenant.to_string(), design.to_string());
-        self.reader
+        let found = self
+            .reader
             .call(move |conn| {
-                conn.prepare_cached("SELECT revision, verdict, report FROM reports WHERE tenant=?1 AND design_id=?2 AND (?3 IS NULL OR revision=?3) ORDER BY revision DESC LIMIT 1")
+                // The size comes from the row header (octet_length reads no content); the text is
+                // loaded only when it is within the read limit.
+                conn.prepare_cached("SELECT revision, verdict, octet_length(report), CASE WHEN octet_length(report) <= ?4 THEN report END FROM reports WHERE tenant=?1 AND design_id=?2 AND (?3 IS NULL OR revision=?3) ORDER BY revision DESC LIMIT 1")
                     .and_then(|mut s| {
-                        s.query_row(params![tenant, design, revision.map(|r| r as i64)], |r| {
+                        s.query_row(params![tenant, design, revision.map(|r| r as i64), MAX_REPORT_READ_BYTES], |r| {
                             let verdict: String = r.get(1)?;
-                            let report: String = r.get(2)?;
-                            Ok(StoredReport {
-                                revision: r.get::<_, i64>(0)? as u64,
-                                verdict: Verdict::parse(&verdict).ok_or_else(|| corrupt("verdict"))?,
-                                report: RawValue::from_string(report).map_err(|_| corrupt("report"))?,
-                            })
+                            Ok((r.get::<_, i64>(0)? as u64, verdict, r.get::<_, i64>(2)?, r.get::<_, Option<String>>(3)?))
                         })
                         .optional()
                     })
                     .map_err(|e| unavailable("get report", e))
             })
-            .await
+            .await?;
+        let Some((revision, verdict, bytes, report)) = found else { return Ok(None) };
+        let report = report.ok_or_else(|| {
+            PortError::Invalid(format!(
+                "the stored report of revision {revision} is {bytes} bytes, over the {MAX_REPORT_READ_BYTES}-byte read limit"
+            ))
+        })?;
+        Ok(Some(StoredReport {
+            revision,
+            verdict: Verdict::parse(&verdict)
+                .ok_or_else(|| PortError::Invalid(format!("stored verdict {verdict:?}")))?,
+            report: RawValue::from_string(report).map_err(|e| {
+                PortError::Invalid(format!("the stored report of revision {revision} is not JSON: {e}"))
+            })?,
+        }))
     }
 
     async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>> {
@@ -278,11 +303,12 @@ impl DesignStore for EmbeddedDesignStore {
                 if !exists {
                     return Ok(None);
                 }
+                // The latest entries, newest first, reversed below into applied order.
                 let mut stmt = conn
-                    .prepare_cached("SELECT event_id, kind, revision, correlation_id, occurred_at FROM timeline WHERE tenant=?1 AND design_id=?2 ORDER BY seq")
+                    .prepare_cached("SELECT event_id, kind, revision, correlation_id, occurred_at FROM timeline WHERE tenant=?1 AND design_id=?2 ORDER BY seq DESC LIMIT ?3")
                     .map_err(|e| unavailable("timeline", e))?;
-                let rows = stmt
-                    .query_map(params![tenant, design], |r| {
+                let mut rows = stmt
+                    .query_map(params![tenant, design, MAX_TIMELINE_ENTRIES as i64], |r| {
                         let kind: String = r.get(1)?;
                         let occurred: String = r.get(4)?;
                         Ok(TimelineEntry {
@@ -295,7 +321,29 @@ impl DesignStore for EmbeddedDesignStore {
                     })
                     .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
                     .map_err(|e| unavailable("timeline", e))?;
+                rows.reverse();
                 Ok(Some(rows))
+            })
+            .await
+    }
+
+    async fn usage(&self, tenant: &TenantId) -> PortResult<Usage> {
+        let tenant = tenant.to_string();
+        self.reader
+            .call(move |conn| {
+                // Each count walks only this tenant's range of a primary key or index; report
+                // sizes come from row headers, so no report is read.
+                conn.prepare_cached("SELECT (SELECT COUNT(*) FROM designs WHERE tenant=?1), (SELECT COUNT(*) FROM timeline WHERE tenant=?1), (SELECT COALESCE(SUM(octet_length(report)), 0) FROM reports WHERE tenant=?1)")
+                    .and_then(|mut s| {
+                        s.query_row(params![tenant], |r| {
+                            let (designs, entries, reports): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                            Ok(Usage {
+                                designs: designs as u64,
+                                bytes: reports as u64 + (designs + entries) as u64 * USAGE_ROW_BYTES,
+                            })
+                        })
+                    })
+                    .map_err(|e| unavailable("usage", e))
             })
             .await
     }

@@ -1,0 +1,103 @@
+use super::*;
+use openqq_adapters::{Durability, EmbeddedDesignStore};
+use openqq_core::{Change, CorrelationId, EventKind, TimelineEntry, Verdict};
+use serde_json::value::RawValue;
+
+fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
+    TimelineEntry {
+        event_id: uuid::Uuid::now_v7(),
+        kind,
+        revision,
+        correlation_id: CorrelationId::parse("corr").unwrap(),
+        occurred_at: chrono::Utc::now(),
+    }
+}
+
+/// Gives `tenant` a design with a report of `report_bytes` bytes.
+async fn design_with_report(store: &dyn DesignStore, tenant: &TenantId, report_bytes: usize) -> DesignId {
+    let d = DesignId::generate();
+    store
+        .apply(tenant, &d, &entry(EventKind::DesignSubmitted, 1), &Change::Submitted { name: Some("n".into()) })
+        .await
+        .unwrap();
+    let report = RawValue::from_string(format!("{{\"pad\":\"{}\"}}", "x".repeat(report_bytes - 10))).unwrap();
+    let finished = Change::ValidationFinished { verdict: Verdict::Pass, report };
+    store.apply(tenant, &d, &entry(EventKind::ValidationFinished, 1), &finished).await.unwrap();
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_counts_a_tenants_designs_and_report_bytes_and_nobody_elses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let (a, b) = (TenantId::parse("a").unwrap(), TenantId::parse("b").unwrap());
+    design_with_report(&store, &a, 100_000).await;
+    design_with_report(&store, &a, 50_000).await;
+    design_with_report(&store, &b, 70_000).await;
+    let usage = store.usage(&a).await.unwrap();
+    assert_eq!(usage.designs, 2);
+    let rows = 2 + 4; // two designs, two timeline entries each
+    assert_eq!(usage.bytes, 150_000 + rows * openqq_core::ports::USAGE_ROW_BYTES);
+    assert_eq!(store.usage(&TenantId::parse("nobody").unwrap()).await.unwrap(), Usage::default());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_over_its_byte_quota_gets_a_403_and_other_tenants_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let (big, small) = (TenantId::parse("big").unwrap(), TenantId::parse("small").unwrap());
+    let quota = StorageQuota::with_ttl(StorageLimits { bytes: 200_000, designs: 100 }, Duration::ZERO);
+    let existing = design_with_report(&store, &big, 150_000).await;
+    assert!(quota.check(&store, &big, &DesignId::generate()).await.is_ok(), "under the quota");
+    design_with_report(&store, &big, 60_000).await;
+    for design in [DesignId::generate(), existing] {
+        let refused = quota.check(&store, &big, &design).await.unwrap_err();
+        assert_eq!((refused.status, refused.slug), (StatusCode::FORBIDDEN, "storage-quota-exceeded"));
+        assert!(refused.detail.contains("storage quota") && refused.detail.contains("195.3 KiB"), "{}", refused.detail);
+    }
+    design_with_report(&store, &small, 1_000).await;
+    assert!(quota.check(&store, &small, &DesignId::generate()).await.is_ok(), "quotas are per tenant");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_at_its_design_count_may_revise_but_not_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let t = TenantId::parse("t").unwrap();
+    let quota = StorageQuota::with_ttl(StorageLimits { bytes: 1 << 30, designs: 2 }, Duration::ZERO);
+    let first = design_with_report(&store, &t, 100).await;
+    design_with_report(&store, &t, 100).await;
+    let refused = quota.check(&store, &t, &DesignId::generate()).await.unwrap_err();
+    assert_eq!(refused.slug, "storage-quota-exceeded");
+    assert!(refused.detail.contains("2 designs"), "{}", refused.detail);
+    assert!(quota.check(&store, &t, &first).await.is_ok(), "a revision of an existing design adds no design");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_is_read_again_only_after_the_cache_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let t = TenantId::parse("t").unwrap();
+    let quota = StorageQuota::with_ttl(StorageLimits { bytes: 1 << 30, designs: 1 }, Duration::from_millis(300));
+    assert!(quota.check(&store, &t, &DesignId::generate()).await.is_ok());
+    design_with_report(&store, &t, 100).await;
+    assert!(quota.check(&store, &t, &DesignId::generate()).await.is_ok(), "the cached usage is reused");
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert!(quota.check(&store, &t, &DesignId::generate()).await.is_err(), "then read again");
+}
+
+#[test]
+fn sizes_parse_in_binary_units() {
+    assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+    assert_eq!(parse_size("500MiB"), Ok(500 << 20));
+    assert_eq!(parse_size("4096"), Ok(4096));
+    for bad in ["1GB", "x", "", "-1", "99999999999TiB"] {
+        assert!(parse_size(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn the_limits_refuse_zero_naming_the_setting() {
+    assert!(StorageLimits { bytes: 0, designs: 1 }.check().unwrap_err().contains("--tenant-storage"));
+    assert!(StorageLimits { bytes: 1, designs: 0 }.check().unwrap_err().contains("--tenant-designs"));
+}

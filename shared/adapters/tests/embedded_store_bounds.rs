@@ -1,0 +1,55 @@
+//! Reads of the embedded store are bounded whatever is stored: a report too large to serve is
+//! refused without being loaded, and a timeline read returns at most the latest entries.
+
+use openqq_adapters::{Durability, EmbeddedDesignStore};
+use openqq_core::ports::MAX_TIMELINE_ENTRIES;
+use openqq_core::{Change, CorrelationId, DesignId, DesignStore, EventKind, TenantId, TimelineEntry, Verdict};
+use serde_json::value::RawValue;
+
+fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
+    TimelineEntry {
+        event_id: uuid::Uuid::now_v7(),
+        kind,
+        revision,
+        correlation_id: CorrelationId::parse("corr").unwrap(),
+        occurred_at: chrono::Utc::now(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_report_over_the_read_limit_is_refused_and_a_smaller_one_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let (t, d) = (TenantId::parse("t").unwrap(), DesignId::generate());
+    for revision in [1, 2] {
+        store
+            .apply(&t, &d, &entry(EventKind::DesignSubmitted, revision), &Change::Submitted { name: None })
+            .await
+            .unwrap();
+    }
+    let report = |bytes: usize| RawValue::from_string(format!("{{\"pad\":\"{}\"}}", "x".repeat(bytes))).unwrap();
+    let finished = |bytes| Change::ValidationFinished { verdict: Verdict::Fail, report: report(bytes) };
+    store.apply(&t, &d, &entry(EventKind::ValidationFinished, 1), &finished(200_000)).await.unwrap();
+    store.apply(&t, &d, &entry(EventKind::ValidationFinished, 2), &finished(5 << 20)).await.unwrap();
+    let err = store.report(&t, &d, Some(2)).await.unwrap_err();
+    assert!(!err.is_retriable() && err.to_string().contains("read limit"), "{err}");
+    let served = store.report(&t, &d, Some(1)).await.unwrap().expect("the smaller report is there");
+    assert_eq!(served.report.get().len(), 200_010);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeline_read_returns_only_the_latest_entries_in_applied_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let (t, d) = (TenantId::parse("t").unwrap(), DesignId::generate());
+    let revisions = MAX_TIMELINE_ENTRIES as u64 + 200;
+    for revision in 1..=revisions {
+        store
+            .apply(&t, &d, &entry(EventKind::DesignSubmitted, revision), &Change::Submitted { name: None })
+            .await
+            .unwrap();
+    }
+    let timeline = store.timeline(&t, &d).await.unwrap().unwrap();
+    assert_eq!(timeline.len(), MAX_TIMELINE_ENTRIES);
+    assert_eq!((timeline[0].revision, timeline.last().unwrap().revision), (201, revisions), "the latest, oldest first");
+}
