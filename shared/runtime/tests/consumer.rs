@@ -197,3 +197,47 @@ async fn when_retries_run_out_the_revisions_fail_and_the_records_are_dead_letter
     assert!(reason.starts_with("retries exhausted") && reason.contains("the store is down"), "{reason}");
     assert_eq!(rig.dead_letters().await[0].value, rec.to_record().value);
 }
+
+/// Counts counter increments by name and labels (`name{k=v,…}`).
+#[derive(Default)]
+struct Counting(Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>);
+
+struct CountingCell(String, Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>);
+
+impl metrics::CounterFn for CountingCell {
+    fn increment(&self, value: u64) {
+        *self.1.lock().unwrap().entry(self.0.clone()).or_default() += value;
+    }
+    fn absolute(&self, value: u64) {
+        self.1.lock().unwrap().insert(self.0.clone(), value);
+    }
+}
+
+impl metrics::Recorder for Counting {
+    fn describe_counter(&self, _: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {}
+    fn describe_gauge(&self, _: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {}
+    fn describe_histogram(&self, _: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {}
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        let labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        metrics::Counter::from_arc(Arc::new(CountingCell(name, self.0.clone())))
+    }
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+    fn register_histogram(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
+
+#[test]
+fn a_caught_panic_is_counted_for_its_function() {
+    let counting = Counting::default();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rig = rig();
+    let batch = [submitted("a", 0, "panic", 0), submitted("b", 1, "ok", 0)];
+    metrics::with_local_recorder(&counting, || runtime.block_on(rig.consumer().handle(to_event(&batch)))).unwrap();
+    let counts = counting.0.lock().unwrap();
+    assert_eq!(counts.get("openqq_handler_panics_total{function=scripted}"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("openqq_dead_letters_total{function=scripted,source=panic}"), Some(&1), "{counts:?}");
+}
