@@ -31,19 +31,24 @@ pub fn owner_only() {}
 pub fn create_private(dir: &Path) -> Result<()> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::DirBuilderExt;
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
             .with_context(|| format!("creating the data dir {}", dir.display()))?;
+        let dir_was_open = std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o077 != 0);
         let tightened = tighten(dir).with_context(|| format!("making the data dir {} private", dir.display()))?;
-        if tightened > 0 {
+        let files = tightened - usize::from(dir_was_open);
+        // The directory alone (made by someone else, still empty, say) is routine; files are news.
+        if files > 0 {
             tracing::warn!(
                 data_dir = %dir.display(),
-                tightened,
+                files,
                 "Files in the data dir were readable by others; they are now private to their owner."
             );
+        } else if dir_was_open {
+            tracing::info!(data_dir = %dir.display(), "The data dir is now private to its owner.");
         }
     }
     #[cfg(not(unix))]
