@@ -122,6 +122,8 @@ pub struct UpArgs {
     /// Fsync every commit (survives power loss, not just a killed process).
     #[arg(long, env = "OPENQQ_FSYNC")]
     fsync: bool,
+    #[command(flatten)]
+    jwt: crate::token::JwtRuleArgs,
     /// Embedded log: records older than this, once every consumer group has read them, are deleted.
     #[arg(long, env = "OPENQQ_LOG_RETENTION", default_value = "7d", value_parser = humantime::parse_duration)]
     log_retention: Duration,
@@ -236,7 +238,8 @@ async fn serve(args: UpArgs) -> Result<()> {
         Some(settings) => with_kafka(backends, settings).await?,
         None => backends,
     };
-    let keys = JwtKeys::from_secret(&secret::load_or_create(&args.data_dir)?).map_err(anyhow::Error::msg)?;
+    let keys =
+        JwtKeys::with_rules(&secret::load_or_create(&args.data_dir)?, args.jwt.rules()).map_err(anyhow::Error::msg)?;
     let metrics = openqq_telemetry::metrics("openqq");
     let notifier: Arc<dyn openqq_core::Notifier> = match &args.webhooks {
         Some(path) => {

@@ -1,5 +1,6 @@
 //! End-to-end suites against the real `openqq` binary. One test binary, a module per area.
 
+mod api_semantics;
 mod durability;
 mod front_door;
 mod kafka;

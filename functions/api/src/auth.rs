@@ -15,25 +15,103 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
-/// The claims we read and write. `tenant_id` is the only one the API uses for access.
+/// Clock skew allowed between the token's issuer and this server, in seconds, for `exp`, `nbf`
+/// and `iat`.
+pub const LEEWAY_SECS: u64 = 30;
+
+/// The claims `openqq token` writes. `tenant_id` is the only one the API uses for access.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Claims {
     pub tenant_id: String,
     pub sub: String,
     pub iat: u64,
     pub exp: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
 }
+
+/// What verification reads after the signature and the registered claims checked out.
+#[derive(Deserialize)]
+struct Verified {
+    tenant_id: String,
+    #[serde(default)]
+    iat: Option<u64>,
+}
+
+/// Claims every token must carry when set: `iss` and `aud` (`--jwt-issuer`, `--jwt-audience`;
+/// `OPENQQ_JWT_ISSUER`, `OPENQQ_JWT_AUDIENCE` on Lambda).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimRules {
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+}
+
+/// Longest `iss` or `aud` setting accepted, in bytes.
+pub const MAX_CLAIM_RULE_BYTES: usize = 256;
+
+impl ClaimRules {
+    /// The rules from `OPENQQ_JWT_ISSUER` and `OPENQQ_JWT_AUDIENCE` (unset or empty: no rule).
+    pub fn from_env() -> Self {
+        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        Self { issuer: var("OPENQQ_JWT_ISSUER"), audience: var("OPENQQ_JWT_AUDIENCE") }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (what, value) in [("issuer", &self.issuer), ("audience", &self.audience)] {
+            if value.as_ref().is_some_and(|v| v.trim().is_empty() || v.len() > MAX_CLAIM_RULE_BYTES) {
+                return Err(format!("the JWT {what} must be 1 to {MAX_CLAIM_RULE_BYTES} bytes"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a request was not authenticated. Logged at debug level; the client only ever sees one
+/// fixed sentence ([`AuthError::problem`]).
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("the request has no Authorization header")]
+    Missing,
+    #[error("the Authorization header is not a bearer token")]
+    NotBearer,
+    #[error("the bearer token did not verify")]
+    Invalid(#[source] jsonwebtoken::errors::Error),
+    #[error("the bearer token was issued in the future (iat {iat}, now {now})")]
+    IssuedInFuture { iat: u64, now: u64 },
+    #[error("the bearer token's tenant_id claim is invalid")]
+    Tenant(#[source] openqq_core::IdError),
+}
+
+impl AuthError {
+    /// A 401 that reveals nothing about the token, with `WWW-Authenticate` as RFC 6750 §3 asks:
+    /// no error code when there were no bearer credentials, `invalid_token` when there were.
+    pub fn problem(&self) -> Problem {
+        let challenge = match self {
+            AuthError::Missing | AuthError::NotBearer => "Bearer realm=\"openqq\"",
+            _ => "Bearer realm=\"openqq\", error=\"invalid_token\"",
+        };
+        let mut p = Problem::unauthorized(UNAUTHORIZED_DETAIL);
+        p.headers.push(("www-authenticate", challenge.to_owned()));
+        p
+    }
+}
+
+/// The detail of every 401, whatever the cause: nothing tells which check failed.
+pub const UNAUTHORIZED_DETAIL: &str = "send a valid bearer token: `Authorization: Bearer <token>` (see `openqq token`)";
 
 /// Signing and verification keys. `Debug` never prints the secret.
 pub struct JwtKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    rules: ClaimRules,
 }
 
 impl fmt::Debug for JwtKeys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JwtKeys { secret: <redacted> }")
+        write!(f, "JwtKeys {{ secret: <redacted>, rules: {:?} }}", self.rules)
     }
 }
 
@@ -41,54 +119,96 @@ impl fmt::Debug for JwtKeys {
 pub const MIN_SECRET_BYTES: usize = 32;
 
 impl JwtKeys {
+    /// HS256 keys: tokens must be signed with `secret` by HS256 (no other algorithm, `none`
+    /// included), unexpired and past their `nbf`, within [`LEEWAY_SECS`].
     pub fn from_secret(secret: &[u8]) -> Result<Self, String> {
+        Self::with_rules(secret, ClaimRules::default())
+    }
+
+    /// [`JwtKeys::from_secret`], and tokens must also carry the `iss` and `aud` that `rules` set;
+    /// tokens issued here carry them.
+    pub fn with_rules(secret: &[u8], rules: ClaimRules) -> Result<Self, String> {
         if secret.len() < MIN_SECRET_BYTES {
             return Err(format!("the JWT secret must be at least {MIN_SECRET_BYTES} bytes"));
         }
+        rules.check()?;
         let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_required_spec_claims(&["exp"]);
-        validation.leeway = 30;
-        Ok(Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), validation })
+        let mut required = vec!["exp"];
+        validation.validate_nbf = true;
+        validation.leeway = LEEWAY_SECS;
+        if let Some(iss) = &rules.issuer {
+            validation.set_issuer(&[iss]);
+            required.push("iss");
+        }
+        if let Some(aud) = &rules.audience {
+            validation.set_audience(&[aud]);
+            required.push("aud");
+        }
+        validation.set_required_spec_claims(&required);
+        Ok(Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            validation,
+            rules,
+        })
     }
 
     /// A token for `tenant`, valid for `ttl`.
     pub fn issue(&self, tenant: &TenantId, ttl: Duration) -> String {
         let now = chrono::Utc::now().timestamp().max(0) as u64;
-        let claims =
-            Claims { tenant_id: tenant.to_string(), sub: tenant.to_string(), iat: now, exp: now + ttl.as_secs() };
-        encode(&Header::new(Algorithm::HS256), &claims, &self.encoding).expect("HS256 signing cannot fail")
+        let claims = Claims {
+            tenant_id: tenant.to_string(),
+            sub: tenant.to_string(),
+            iat: now,
+            exp: now + ttl.as_secs(),
+            iss: self.rules.issuer.clone(),
+            aud: self.rules.audience.clone(),
+        };
+        self.sign(&claims)
+    }
+
+    /// Signs any claims with these keys (HS256); for tests that need tokens `issue` never makes.
+    pub fn sign<C: Serialize>(&self, claims: &C) -> String {
+        encode(&Header::new(Algorithm::HS256), claims, &self.encoding).expect("HS256 signing cannot fail")
     }
 
     /// The tenant of a valid token.
-    pub fn verify(&self, token: &str) -> Result<TenantId, String> {
-        let data = decode::<Claims>(token, &self.decoding, &self.validation)
-            .map_err(|e| format!("the bearer token is invalid: {e}"))?;
-        TenantId::parse(data.claims.tenant_id).map_err(|e| format!("the token's tenant_id claim is invalid: {e}"))
+    pub fn verify(&self, token: &str) -> Result<TenantId, AuthError> {
+        let data = decode::<Verified>(token, &self.decoding, &self.validation).map_err(AuthError::Invalid)?;
+        let now = chrono::Utc::now().timestamp().max(0) as u64;
+        if let Some(iat) = data.claims.iat.filter(|iat| *iat > now + LEEWAY_SECS) {
+            return Err(AuthError::IssuedInFuture { iat, now });
+        }
+        TenantId::parse(data.claims.tenant_id).map_err(AuthError::Tenant)
     }
 }
 
-fn bearer(req: &Request) -> Result<&str, Problem> {
-    let value = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .ok_or_else(|| Problem::unauthorized("send `Authorization: Bearer <token>` (see `openqq token`)"))?;
-    let value = value.to_str().map_err(|_| Problem::unauthorized("the Authorization header is not text"))?;
+fn bearer(req: &Request) -> Result<&str, AuthError> {
+    let value = req.headers().get(header::AUTHORIZATION).ok_or(AuthError::Missing)?;
+    let value = value.to_str().map_err(|_| AuthError::NotBearer)?;
     match value.split_once(' ') {
         Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Ok(token.trim()),
-        _ => Err(Problem::unauthorized("the Authorization header must use the Bearer scheme")),
+        _ => Err(AuthError::NotBearer),
     }
+}
+
+/// The tenant a request speaks for, or the 401 to answer. The cause is logged at debug level
+/// (never the token).
+pub fn authenticate(keys: &JwtKeys, req: &Request) -> Result<TenantId, Problem> {
+    bearer(req).and_then(|t| keys.verify(t)).map_err(|e| {
+        tracing::debug!(error = %e, cause = ?std::error::Error::source(&e).map(|s| s.to_string()), "A request was not authenticated.");
+        e.problem()
+    })
 }
 
 /// Authenticates, then applies the tenant's rate limit; the tenant goes into the request's
 /// extensions for the handlers.
 pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let tenant = match bearer(&req).and_then(|t| state.keys.verify(t).map_err(Problem::unauthorized)) {
+    let tenant = match authenticate(&state.keys, &req) {
         Ok(t) => t,
         Err(p) => {
             crate::body::drain(req.into_body(), state.max_body_bytes).await;
-            let mut resp = p.into_response();
-            resp.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-            return resp;
+            return p.into_response();
         }
     };
     let decision = match limit::check(&state, &tenant).await {
@@ -108,13 +228,25 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+
+    fn now() -> u64 {
+        chrono::Utc::now().timestamp() as u64
+    }
+
+    fn acme() -> TenantId {
+        TenantId::parse("acme").unwrap()
+    }
+
+    fn claims(iat: u64, exp: u64) -> serde_json::Value {
+        serde_json::json!({"tenant_id": "acme", "sub": "acme", "iat": iat, "exp": exp})
+    }
 
     #[test]
     fn a_token_verifies_only_with_its_own_secret() {
         let keys = JwtKeys::from_secret(&[7; 32]).unwrap();
-        let tenant = TenantId::parse("acme").unwrap();
-        let token = keys.issue(&tenant, Duration::from_secs(60));
-        assert_eq!(keys.verify(&token).unwrap(), tenant);
+        let token = keys.issue(&acme(), Duration::from_secs(60));
+        assert_eq!(keys.verify(&token).unwrap(), acme());
         let other = JwtKeys::from_secret(&[8; 32]).unwrap();
         assert!(other.verify(&token).is_err());
         assert!(keys.verify("not.a.token").is_err());
@@ -125,5 +257,82 @@ mod tests {
         assert!(JwtKeys::from_secret(b"short").is_err());
         let keys = JwtKeys::from_secret(b"0123456789abcdef0123456789abcdef").unwrap();
         assert!(!format!("{keys:?}").contains("0123"));
+    }
+
+    #[test]
+    fn a_token_not_yet_valid_or_issued_in_the_future_is_refused_beyond_the_leeway() {
+        let keys = JwtKeys::from_secret(&[7; 32]).unwrap();
+        let (now, hour) = (now(), 3600);
+        let mut nbf = claims(now, now + hour);
+        nbf["nbf"] = (now + 600).into();
+        assert!(matches!(keys.verify(&keys.sign(&nbf)), Err(AuthError::Invalid(_))), "nbf in ten minutes");
+        let future = claims(now + 600, now + hour);
+        assert!(matches!(keys.verify(&keys.sign(&future)), Err(AuthError::IssuedInFuture { .. })));
+        let mut skewed = claims(now + 10, now + hour);
+        skewed["nbf"] = (now + 10).into();
+        assert_eq!(keys.verify(&keys.sign(&skewed)).unwrap(), acme(), "a few seconds of clock skew are fine");
+        assert!(keys.verify(&keys.sign(&claims(now - 2 * hour, now - hour))).is_err(), "expired");
+    }
+
+    #[test]
+    fn tokens_with_alg_none_or_another_algorithm_are_refused() {
+        let secret = [7u8; 32];
+        let keys = JwtKeys::from_secret(&secret).unwrap();
+        let b64 = |v: &serde_json::Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
+        };
+        let body = b64(&claims(now(), now() + 60));
+        for alg in ["none", "None", "NONE"] {
+            let unsigned = format!("{}.{body}.", b64(&serde_json::json!({"alg": alg, "typ": "JWT"})));
+            assert!(keys.verify(&unsigned).is_err(), "alg {alg}");
+        }
+        let hs512 =
+            encode(&Header::new(Algorithm::HS512), &claims(now(), now() + 60), &EncodingKey::from_secret(&secret))
+                .unwrap();
+        assert!(matches!(keys.verify(&hs512), Err(AuthError::Invalid(_))), "same secret, another algorithm");
+    }
+
+    #[test]
+    fn issuer_and_audience_are_required_when_set_and_carried_by_issued_tokens() {
+        let rules = ClaimRules { issuer: Some("https://id.example".into()), audience: Some("openqq".into()) };
+        let keys = JwtKeys::with_rules(&[7; 32], rules).unwrap();
+        assert_eq!(keys.verify(&keys.issue(&acme(), Duration::from_secs(60))).unwrap(), acme());
+        let (now, later) = (now(), now() + 60);
+        let bare = claims(now, later);
+        assert!(keys.verify(&keys.sign(&bare)).is_err(), "no iss or aud");
+        let mut wrong = bare.clone();
+        wrong["iss"] = "https://evil.example".into();
+        wrong["aud"] = "openqq".into();
+        assert!(keys.verify(&keys.sign(&wrong)).is_err(), "wrong issuer");
+        let mut right = bare.clone();
+        right["iss"] = "https://id.example".into();
+        right["aud"] = serde_json::json!(["other", "openqq"]);
+        assert_eq!(keys.verify(&keys.sign(&right)).unwrap(), acme(), "aud may be a list that names us");
+        let plain = JwtKeys::from_secret(&[7; 32]).unwrap();
+        assert!(plain.verify(&plain.issue(&acme(), Duration::from_secs(60))).is_ok());
+        assert!(JwtKeys::with_rules(&[7; 32], ClaimRules { issuer: Some(" ".into()), audience: None }).is_err());
+    }
+
+    #[test]
+    fn every_refusal_is_one_fixed_sentence_with_an_rfc_6750_challenge() {
+        let keys = JwtKeys::from_secret(&[7; 32]).unwrap();
+        let garbage = "eyJhbGciOiJIUzI1NiJ9.eyJ0ZW5hbnRfaWQiOjQyfQ.c2ln";
+        let causes = [
+            keys.verify(garbage).unwrap_err(),
+            keys.verify("not.a.token").unwrap_err(),
+            keys.verify(&keys.sign(&claims(now() + 600, now() + 900))).unwrap_err(),
+        ];
+        for cause in &causes {
+            let p = cause.problem();
+            assert_eq!(p.status, axum::http::StatusCode::UNAUTHORIZED);
+            assert_eq!(p.detail, UNAUTHORIZED_DETAIL, "{cause}");
+            assert_eq!(
+                p.headers,
+                [("www-authenticate", "Bearer realm=\"openqq\", error=\"invalid_token\"".to_owned())]
+            );
+        }
+        let missing = AuthError::Missing.problem();
+        assert_eq!(missing.headers, [("www-authenticate", "Bearer realm=\"openqq\"".to_owned())]);
+        assert_eq!(missing.detail, UNAUTHORIZED_DETAIL);
     }
 }

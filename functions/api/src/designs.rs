@@ -1,16 +1,23 @@
 //! The design routes. Submissions publish `design.submitted` and answer 202 once the record is
-//! durable; reads come from the store and are scoped to the caller's tenant.
+//! durable, then leave an accepted-revision marker so reads show the revision at once (read your
+//! writes); every POST honours an `Idempotency-Key` ([`idempotency`]). Reads come from the store
+//! and are scoped to the caller's tenant.
+//!
+//! Design ids in paths and cursors may be written in any RFC 4122 form (`urn:uuid:`, upper case,
+//! without hyphens); they are canonicalised to lower-case hyphenated, so each names one design.
+
+pub mod idempotency;
 
 use crate::body::JsonBody;
 use crate::problem::Problem;
 use crate::AppState;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use openqq_core::design::{Constraints, Options, Target};
 use openqq_core::event::{Cause, DesignSubmitted};
-use openqq_core::{CorrelationId, DesignId, DesignSpec, Envelope, EventKind, TenantId};
+use openqq_core::{AcceptedRevision, CorrelationId, DesignId, DesignSpec, Envelope, EventKind, KeptResponse, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -57,6 +64,9 @@ pub struct Accepted {
     pub correlation_id: CorrelationId,
 }
 
+/// Publishes one revision and answers what the client is told: 202 with its `Location`. Once
+/// the record is durable, the accepted revision is recorded for reads; if that write fails the
+/// answer is still 202 (the log is the record) and the design shows once materialised.
 async fn publish(
     state: &AppState,
     tenant: TenantId,
@@ -64,9 +74,10 @@ async fn publish(
     revision: u64,
     corr: CorrelationId,
     spec: DesignSpec,
-) -> Result<Response, Problem> {
+) -> Result<KeptResponse, Problem> {
     state.quota.check(state.store.as_ref(), &tenant, &design).await?;
     let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
+    let name = spec.name.clone();
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
     let record = env.to_record();
     if openqq_core::ports::check_record_sizes(std::slice::from_ref(&record)).is_err() {
@@ -83,17 +94,43 @@ async fn publish(
         .await
         .map_err(|e| Problem::from_port(e, "publishing the design"))?;
     tracing::info!(tenant_id = %cause.tenant_id, design_id = %design, revision, "The design revision was accepted.");
-    let location = format!("/v1/designs/{design}");
-    let body = Accepted { design_id: design, revision, status: "submitted".into(), correlation_id: corr };
-    Ok((StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(body)).into_response())
+    let marker = AcceptedRevision {
+        design_id: design.clone(),
+        revision,
+        name,
+        event_id: env.event_id,
+        correlation_id: corr.clone(),
+        accepted_at: env.occurred_at,
+    };
+    if let Err(e) = state.store.record_accepted(&cause.tenant_id, &marker).await {
+        tracing::warn!(error = %e, tenant_id = %cause.tenant_id, design_id = %design, revision,
+            "The accepted revision could not be recorded for reads; it shows once materialised.");
+    }
+    let body = Accepted { design_id: design.clone(), revision, status: "submitted".into(), correlation_id: corr };
+    Ok(KeptResponse {
+        status: StatusCode::ACCEPTED.as_u16(),
+        headers: vec![
+            ("location".into(), format!("/v1/designs/{design}")),
+            ("content-type".into(), "application/json".into()),
+        ],
+        body: serde_json::to_vec(&body).expect("the accepted body serialises"),
+    })
+}
+
+/// Parses a submission body kept raw, so its fingerprint is taken over the bytes as sent.
+fn submission(raw: &RawValue) -> Result<SubmitRequest, Problem> {
+    crate::body::parse(raw.get().as_bytes())
 }
 
 pub async fn submit(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
     Extension(corr): Extension<CorrelationId>,
-    JsonBody(req): JsonBody<SubmitRequest>,
+    headers: HeaderMap,
+    JsonBody(raw): JsonBody<Box<RawValue>>,
 ) -> Result<Response, Problem> {
+    let key = idempotency::key(&headers)?;
+    let req = submission(&raw)?;
     if req.revision.is_some_and(|r| r != 1) {
         return Err(Problem::invalid_field(
             "revision",
@@ -104,12 +141,17 @@ pub async fn submit(
         return Err(Problem::invalid_field("name", "is required for a new design"));
     }
     let spec = req.into_spec()?;
-    publish(&state, tenant, DesignId::generate(), 1, corr, spec).await
+    let fingerprint = idempotency::fingerprint("/v1/designs", &raw);
+    idempotency::once(state.store.as_ref(), &tenant, key, fingerprint, || async {
+        publish(&state, tenant.clone(), DesignId::generate(), 1, corr, spec).await
+    })
+    .await
 }
 
+/// A design id from a path: a UUID in any RFC 4122 text form, canonicalised. Anything else cannot
+/// name a design this API handed out.
 fn design_id(raw: &str) -> Result<DesignId, Problem> {
-    // Ids are the UUIDs this API hands out; anything else cannot name a design.
-    uuid::Uuid::parse_str(raw).ok().and_then(|_| DesignId::parse(raw).ok()).ok_or_else(Problem::design_not_found)
+    DesignId::parse_uuid(raw).map_err(|_| Problem::design_not_found())
 }
 
 pub async fn revise(
@@ -117,9 +159,12 @@ pub async fn revise(
     Extension(tenant): Extension<TenantId>,
     Extension(corr): Extension<CorrelationId>,
     Path(id): Path<String>,
-    JsonBody(req): JsonBody<SubmitRequest>,
+    headers: HeaderMap,
+    JsonBody(raw): JsonBody<Box<RawValue>>,
 ) -> Result<Response, Problem> {
     let design = design_id(&id)?;
+    let key = idempotency::key(&headers)?;
+    let req = submission(&raw)?;
     let revision = req
         .revision
         .ok_or_else(|| Problem::invalid_field("revision", "is required: the client numbers its revisions"))?;
@@ -127,7 +172,17 @@ pub async fn revise(
         return Err(Problem::invalid_field("revision", format!("must be between 1 and {MAX_REVISION}")));
     }
     let spec = req.into_spec()?;
-    publish(&state, tenant, design, revision, corr, spec).await
+    let fingerprint = idempotency::fingerprint(&format!("/v1/designs/{design}/revisions"), &raw);
+    idempotency::once(state.store.as_ref(), &tenant, key, fingerprint, || async {
+        // Only designs the tenant created (accepted or materialised) take revisions; another
+        // tenant's design is as unknown as one that never existed.
+        let known = state.store.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;
+        if known.is_none() {
+            return Err(Problem::design_not_found());
+        }
+        publish(&state, tenant.clone(), design.clone(), revision, corr, spec).await
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,12 +208,13 @@ pub async fn list(
     if !(1..=100).contains(&limit) {
         return Err(Problem::invalid_field("limit", "must be between 1 and 100"));
     }
-    if q.cursor.as_deref().is_some_and(|c| DesignId::parse(c).is_err()) {
-        return Err(Problem::invalid_field("cursor", "is not a cursor this API returned"));
-    }
+    let cursor = match q.cursor.as_deref().map(DesignId::parse_uuid).transpose() {
+        Ok(c) => c,
+        Err(_) => return Err(Problem::invalid_field("cursor", "is not a cursor this API returned")),
+    };
     let page = state
         .store
-        .list(&tenant, q.cursor.as_deref(), limit)
+        .list(&tenant, cursor.as_ref().map(DesignId::as_str), limit)
         .await
         .map_err(|e| Problem::from_port(e, "listing designs"))?;
     Ok(Json(serde_json::json!({ "designs": page.items, "next_cursor": page.next })).into_response())

@@ -27,7 +27,8 @@ async fn main() -> Result<(), lambda_http::Error> {
         log: backends.log,
         store: backends.store,
         limiter: Arc::new(InProcessRateLimiter::new()),
-        keys: Arc::new(JwtKeys::from_secret(secret.as_bytes())?),
+        // OPENQQ_JWT_ISSUER / OPENQQ_JWT_AUDIENCE, when set, are required claims.
+        keys: Arc::new(JwtKeys::with_rules(secret.as_bytes(), openqq_api::auth::ClaimRules::from_env())?),
         limits: Arc::new(LimitPolicy::new(settings.rate_limit)),
         topics,
         metrics: None,

@@ -68,12 +68,7 @@ impl Problem {
     }
 
     pub fn design_not_found() -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "not-found",
-            "Not found",
-            "no such design for this tenant (new submissions can take a moment to appear)",
-        )
+        Self::new(StatusCode::NOT_FOUND, "not-found", "Not found", "no such design for this tenant")
     }
 
     pub fn unavailable(detail: impl Into<String>) -> Self {

@@ -122,6 +122,31 @@ impl DesignStore for DownStore {
     async fn usage(&self, _: &TenantId) -> PortResult<openqq_core::ports::Usage> {
         unreachable!()
     }
+    async fn record_accepted(&self, _: &TenantId, _: &openqq_core::AcceptedRevision) -> PortResult<()> {
+        unreachable!()
+    }
+    async fn claim_idempotency_key(
+        &self,
+        _: &TenantId,
+        _: &openqq_core::IdempotencyKey,
+        _: &[u8; 32],
+        _: std::time::Duration,
+    ) -> PortResult<openqq_core::IdempotencyClaim> {
+        unreachable!()
+    }
+    async fn complete_idempotency_key(
+        &self,
+        _: &TenantId,
+        _: &openqq_core::IdempotencyKey,
+        _: &[u8; 32],
+        _: &openqq_core::KeptResponse,
+        _: std::time::Duration,
+    ) -> PortResult<()> {
+        unreachable!()
+    }
+    async fn release_idempotency_key(&self, _: &TenantId, _: &openqq_core::IdempotencyKey, _: &[u8; 32]) -> PortResult<()> {
+        unreachable!()
+    }
 }
 
 #[tokio::test]

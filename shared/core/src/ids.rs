@@ -7,6 +7,10 @@ use std::fmt;
 pub enum IdError {
     #[error("{what} must be 1 to {max} characters of letters, digits, '-', '_', '.' or ':'")]
     Malformed { what: &'static str, max: usize },
+    #[error("a design id is a UUID (RFC 4122 text form)")]
+    NotUuid,
+    #[error("an idempotency key must be 1 to {max} visible ASCII characters")]
+    BadIdempotencyKey { max: usize },
 }
 
 fn well_formed(s: &str, max: usize) -> bool {
@@ -27,7 +31,7 @@ macro_rules! id_type {
             pub const MAX_LEN: usize = $max;
 
             pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
-                let s = s.into();
+                let s = Self::canonical(s.into());
                 if well_formed(&s, $max) { Ok(Self(s)) } else { Err(IdError::Malformed { what: $what, max: $max }) }
             }
 
@@ -70,15 +74,67 @@ id_type!(
     CorrelationId, "correlation id", 128
 );
 
-impl DesignId {
+impl TenantId {
+    fn canonical(s: String) -> String {
+        s
+    }
+}
+
+impl CorrelationId {
+    fn canonical(s: String) -> String {
+        s
+    }
+
     pub fn generate() -> Self {
         Self(uuid::Uuid::now_v7().to_string())
     }
 }
 
-impl CorrelationId {
+impl DesignId {
+    /// A UUID in any RFC 4122 text form (hyphenated, simple, `urn:uuid:`, braced, any case) names
+    /// one design: it is kept in one canonical form, lower-case and hyphenated, so every way of
+    /// writing it reaches the same design. Other ids (fixtures, internal tools) are kept as given.
+    fn canonical(s: String) -> String {
+        match uuid::Uuid::try_parse(&s) {
+            Ok(u) => u.hyphenated().to_string(),
+            Err(_) => s,
+        }
+    }
+
     pub fn generate() -> Self {
-        Self(uuid::Uuid::now_v7().to_string())
+        Self::from_uuid(uuid::Uuid::now_v7())
+    }
+
+    pub fn from_uuid(id: uuid::Uuid) -> Self {
+        Self(id.hyphenated().to_string())
+    }
+
+    /// A design id as a client writes it: a UUID in any RFC 4122 text form, canonicalised.
+    /// Anything else cannot name a design the API handed out.
+    pub fn parse_uuid(s: &str) -> Result<Self, IdError> {
+        uuid::Uuid::try_parse(s).map(Self::from_uuid).map_err(|_| IdError::NotUuid)
+    }
+}
+
+/// The `Idempotency-Key` a client sends with a POST: 1 to [`IdempotencyKey::MAX_LEN`] visible
+/// ASCII characters (`!` to `~`), compared exactly. Scoped to the tenant that sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Longest accepted key, in bytes.
+    pub const MAX_LEN: usize = 255;
+
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        if !s.is_empty() && s.len() <= Self::MAX_LEN && s.bytes().all(|b| b.is_ascii_graphic()) {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(IdError::BadIdempotencyKey { max: Self::MAX_LEN })
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -94,6 +150,35 @@ mod tests {
         assert!(TenantId::parse("x".repeat(65)).is_err());
         assert!(CorrelationId::parse("req:42.a_b-c").is_ok());
         assert!(CorrelationId::parse("drop table;").is_err());
+    }
+
+    #[test]
+    fn every_text_form_of_one_uuid_names_the_same_design() {
+        let canonical = "01a227d4-fb0d-7377-abd1-e342a03ff5cd";
+        for form in [
+            canonical,
+            "01A227D4-FB0D-7377-ABD1-E342A03FF5CD",
+            "01a227d4fb0d7377abd1e342a03ff5cd",
+            "urn:uuid:01a227d4-fb0d-7377-abd1-e342a03ff5cd",
+            "URN:UUID:01A227D4-FB0D-7377-ABD1-E342A03FF5CD",
+            "{01a227d4-fb0d-7377-abd1-e342a03ff5cd}",
+        ] {
+            assert_eq!(DesignId::parse(form).unwrap().as_str(), canonical, "{form}");
+            assert_eq!(DesignId::parse_uuid(form).unwrap().as_str(), canonical, "{form}");
+            assert_eq!(serde_json::from_str::<DesignId>(&format!("{form:?}")).unwrap().as_str(), canonical);
+        }
+        assert_eq!(DesignId::parse_uuid("nope"), Err(IdError::NotUuid));
+        assert_eq!(DesignId::parse("d-fixture").unwrap().as_str(), "d-fixture", "non-UUID ids are kept as given");
+    }
+
+    #[test]
+    fn idempotency_keys_are_one_to_255_visible_ascii_characters() {
+        assert!(IdempotencyKey::parse("8e03978e-40d5-43e8-bc93-6894a57f9324").is_ok());
+        assert!(IdempotencyKey::parse(&"k".repeat(255)).is_ok());
+        assert!(IdempotencyKey::parse(&"k".repeat(256)).is_err());
+        assert!(IdempotencyKey::parse("").is_err());
+        assert!(IdempotencyKey::parse("has space").is_err());
+        assert!(IdempotencyKey::parse("caf\u{e9}").is_err());
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //!   the record headers, and the dead-letter record.
 //! - [`design`]: the design specification tenants submit and the status state machine
 //!   (`submitted → validating → ready | failed`).
+//! - [`accepted`]: read-your-writes after a 202: how a revision the API accepted shows in reads
+//!   before the consumers materialise it.
 //! - [`partition`]: the stable tenant → partition mapping (Kafka's murmur2, so the embedded log
 //!   and a Kafka cluster agree).
 //! - [`revision`]: the revision rules (duplicate, stale, status moves, which report is kept) as
@@ -16,6 +18,7 @@
 //!   [`RateLimiter`], [`Notifier`], [`ObjectStore`]) and the one [`PortError`] they return, each
 //!   variant classified retriable or permanent.
 
+pub mod accepted;
 pub mod design;
 pub mod event;
 pub mod ids;
@@ -23,10 +26,11 @@ pub mod partition;
 pub mod ports;
 pub mod revision;
 
+pub use accepted::AcceptedRevision;
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
-pub use ids::{CorrelationId, DesignId, IdError, TenantId};
+pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
-    Applied, Decision, DesignStore, EventLog, Lease, LogRecord, LogSource, Notification, Notifier, ObjectRef,
+    Applied, Decision, DesignStore, EventLog, IdempotencyClaim, KeptResponse, Lease, LogRecord, LogSource, Notification, Notifier, ObjectRef,
     ObjectStore, Page, PortError, Quota, RateLimiter, Record, WholeTopic,
 };

@@ -5,9 +5,10 @@
 //! [`PortError::is_retriable`] decides whether a consumer batch fails (and is retried) or a
 //! record is dead-lettered.
 
+use crate::accepted::AcceptedRevision;
 use crate::design::{Change, DesignStatus, DesignView, StoredReport, Verdict};
 use crate::event::TimelineEntry;
-use crate::ids::{CorrelationId, DesignId, TenantId};
+use crate::ids::{CorrelationId, DesignId, IdempotencyKey, TenantId};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -224,6 +225,69 @@ pub trait DesignStore: Send + Sync {
     /// What `tenant` holds in the store, for the storage quota. Adapters answer from indexes
     /// (no scan of other tenants' rows); callers cache the answer briefly.
     async fn usage(&self, tenant: &TenantId) -> PortResult<Usage>;
+
+    /// Records that the API accepted `accepted` (its `design.submitted` is durable), so `get`,
+    /// `list` and `timeline` show it before the consumers materialise it
+    /// ([`AcceptedRevision::overlay`]). Keeps the highest revision per design; a lower or equal
+    /// one changes nothing. Never touches the materialised design or its timeline.
+    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()>;
+
+    /// Claims `key` for a request of `tenant` whose fingerprint (SHA-256) is `fingerprint`.
+    /// Keys whose lifetime ended are ignored (and purged). A fresh claim holds the key for
+    /// `lease`, after which an unfinished claim (its handler crashed) may be claimed again.
+    async fn claim_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+        lease: Duration,
+    ) -> PortResult<IdempotencyClaim>;
+
+    /// Keeps `response` for the claim of `key` with `fingerprint`, replayed for `ttl`. A claim
+    /// that is no longer this request's (its lease ran out and another took it) is left alone.
+    /// A response over [`MAX_KEPT_RESPONSE_BYTES`] is [`PortError::Invalid`].
+    async fn complete_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+        response: &KeptResponse,
+        ttl: Duration,
+    ) -> PortResult<()>;
+
+    /// Gives up an unfinished claim (the request failed in a way worth retrying), so a retry
+    /// with the same key is handled anew. A completed key, or another request's claim, is kept.
+    async fn release_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+    ) -> PortResult<()>;
+}
+
+/// Largest response kept for an idempotency key (headers and body), in bytes.
+pub const MAX_KEPT_RESPONSE_BYTES: usize = 16 * 1024;
+
+/// A response kept for an idempotency key, replayed to a retry of the same request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptResponse {
+    pub status: u16,
+    /// Headers worth replaying (`Location`, `Content-Type`), in order.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The outcome of [`DesignStore::claim_idempotency_key`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdempotencyClaim {
+    /// The key was free: handle the request, then complete or release the claim.
+    Claimed,
+    /// A request with this key and fingerprint is being handled right now.
+    InProgress,
+    /// The key belongs to a request with another fingerprint (in progress or completed).
+    Mismatch,
+    /// A request with this key and fingerprint was handled: its response.
+    Completed(KeptResponse),
 }
 
 // ---------------------------------------------------------------------------------------------

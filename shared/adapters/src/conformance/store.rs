@@ -4,9 +4,11 @@
 use super::unique;
 use chrono::Utc;
 use openqq_core::{
-    Applied, Change, CorrelationId, DesignId, DesignStatus, DesignStore, EventKind, TenantId, TimelineEntry, Verdict,
+    AcceptedRevision, Applied, Change, CorrelationId, DesignId, DesignStatus, DesignStore, EventKind, IdempotencyClaim,
+    IdempotencyKey, KeptResponse, TenantId, TimelineEntry, Verdict,
 };
 use serde_json::value::RawValue;
+use std::time::Duration;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
     TimelineEntry {
@@ -40,6 +42,10 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S) {
     events_for_an_unknown_design_are_refused(store).await;
     a_failed_revision_shows_its_reason_and_stays_failed(store).await;
     a_revision_that_never_materialised_still_shows_as_failed(store).await;
+    an_accepted_revision_reads_as_submitted_until_a_newer_one_is_materialised(store).await;
+    listing_merges_accepted_and_materialised_designs_newest_first(store).await;
+    an_idempotency_key_replays_its_response_and_refuses_another_request(store).await;
+    a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again(store).await;
 }
 
 pub async fn repeated_and_stale_revisions_are_no_ops_that_succeed<S: DesignStore + ?Sized>(store: &S) {
@@ -198,4 +204,162 @@ pub async fn a_revision_that_never_materialised_still_shows_as_failed<S: DesignS
     store.apply(&t, &d, &entry(EventKind::DesignFailed, 2), &failed("lost")).await.unwrap();
     let v = store.get(&t, &d).await.unwrap().unwrap();
     assert_eq!((v.revision, v.status, v.failure_reason.as_deref()), (2, DesignStatus::Failed, Some("lost")));
+}
+
+fn accepted(d: &DesignId, revision: u64, name: Option<&str>) -> AcceptedRevision {
+    AcceptedRevision {
+        design_id: d.clone(),
+        revision,
+        name: name.map(str::to_owned),
+        event_id: uuid::Uuid::now_v7(),
+        correlation_id: CorrelationId::parse(format!("accepted-{revision}")).unwrap(),
+        accepted_at: Utc::now(),
+    }
+}
+
+pub async fn an_accepted_revision_reads_as_submitted_until_a_newer_one_is_materialised<S: DesignStore + ?Sized>(
+    store: &S,
+) {
+    let (t, d) = ids();
+    let other = TenantId::parse(unique("other")).unwrap();
+    let first = accepted(&d, 1, Some("fresh"));
+    store.record_accepted(&t, &first).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().expect("an accepted design is visible at once");
+    assert_eq!((v.name.as_str(), v.revision, v.status), ("fresh", 1, DesignStatus::Submitted));
+    let timeline = store.timeline(&t, &d).await.unwrap().expect("and so is its timeline");
+    assert_eq!(
+        timeline.iter().map(|e| (e.kind, e.revision, e.event_id)).collect::<Vec<_>>(),
+        [(EventKind::DesignSubmitted, 1, first.event_id)]
+    );
+    assert!(store.get(&other, &d).await.unwrap().is_none(), "markers are per tenant");
+    assert!(store.timeline(&other, &d).await.unwrap().is_none());
+
+    // The consumers catch up: the materialised design wins, and the entry is not shown twice.
+    let mut entry1 = entry(EventKind::DesignSubmitted, 1);
+    entry1.event_id = first.event_id;
+    store.apply(&t, &d, &entry1, &submitted("fresh")).await.unwrap();
+    store
+        .apply(&t, &d, &entry(EventKind::ResultsReady, 1), &Change::ResultsReady { verdict: Verdict::Pass })
+        .await
+        .unwrap();
+    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Ready);
+    assert_eq!(store.timeline(&t, &d).await.unwrap().unwrap().len(), 2);
+
+    // A newer accepted revision shows as submitted over the ready one; an older marker is ignored.
+    store.record_accepted(&t, &accepted(&d, 2, None)).await.unwrap();
+    store.record_accepted(&t, &accepted(&d, 1, Some("older"))).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().unwrap();
+    assert_eq!((v.name.as_str(), v.revision, v.status, v.verdict), ("fresh", 2, DesignStatus::Submitted, None));
+    let kinds: Vec<(EventKind, u64)> =
+        store.timeline(&t, &d).await.unwrap().unwrap().iter().map(|e| (e.kind, e.revision)).collect();
+    assert_eq!(kinds, [(EventKind::DesignSubmitted, 1), (EventKind::ResultsReady, 1), (EventKind::DesignSubmitted, 2)]);
+    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 2), &Change::Submitted { name: None }).await.unwrap();
+    store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().unwrap();
+    assert_eq!((v.revision, v.status), (2, DesignStatus::Validating), "the marker never holds a design back");
+}
+
+pub async fn listing_merges_accepted_and_materialised_designs_newest_first<S: DesignStore + ?Sized>(store: &S) {
+    let t = TenantId::parse(unique("merger")).unwrap();
+    let mut made = Vec::new();
+    for i in 0..7 {
+        let d = DesignId::generate();
+        if i % 2 == 0 {
+            store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted(&format!("n{i}"))).await.unwrap();
+        }
+        if i % 3 != 1 {
+            store.record_accepted(&t, &accepted(&d, 1, Some(&format!("n{i}")))).await.unwrap();
+        }
+        if i % 2 == 0 || i % 3 != 1 {
+            made.push(d);
+        }
+    }
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store.list(&t, cursor.as_deref(), 2).await.unwrap();
+        assert!(page.items.len() <= 2);
+        assert!(page.items.iter().all(|v| v.revision == 1 && v.name.starts_with('n')));
+        seen.extend(page.items.into_iter().map(|v| v.design_id));
+        match page.next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    made.reverse();
+    assert_eq!(seen, made, "every design once, accepted or materialised, newest first");
+}
+
+fn key(k: &str) -> IdempotencyKey {
+    IdempotencyKey::parse(k).unwrap()
+}
+
+fn response(body: &str) -> KeptResponse {
+    KeptResponse {
+        status: 202,
+        headers: vec![("location".into(), "/v1/designs/x".into())],
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+const LEASE: Duration = Duration::from_secs(60);
+
+pub async fn an_idempotency_key_replays_its_response_and_refuses_another_request<S: DesignStore + ?Sized>(store: &S) {
+    let t = TenantId::parse(unique("idem")).unwrap();
+    let other = TenantId::parse(unique("idem-other")).unwrap();
+    let k = key(&unique("key"));
+    let (fp, other_fp) = ([1u8; 32], [2u8; 32]);
+    assert_eq!(store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(), IdempotencyClaim::Claimed);
+    assert_eq!(store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(), IdempotencyClaim::InProgress);
+    assert_eq!(store.claim_idempotency_key(&t, &k, &other_fp, LEASE).await.unwrap(), IdempotencyClaim::Mismatch);
+    assert_eq!(
+        store.claim_idempotency_key(&other, &k, &other_fp, LEASE).await.unwrap(),
+        IdempotencyClaim::Claimed,
+        "keys are per tenant"
+    );
+    store.complete_idempotency_key(&t, &k, &fp, &response("{\"a\":1}"), DAY).await.unwrap();
+    assert_eq!(
+        store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(),
+        IdempotencyClaim::Completed(response("{\"a\":1}"))
+    );
+    assert_eq!(store.claim_idempotency_key(&t, &k, &other_fp, LEASE).await.unwrap(), IdempotencyClaim::Mismatch);
+    // Neither a release nor another request's completion undoes a completed key.
+    store.release_idempotency_key(&t, &k, &fp).await.unwrap();
+    store.complete_idempotency_key(&t, &k, &other_fp, &response("{}"), DAY).await.unwrap();
+    assert_eq!(
+        store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(),
+        IdempotencyClaim::Completed(response("{\"a\":1}"))
+    );
+    let huge = KeptResponse { status: 202, headers: vec![], body: vec![b'x'; 64 * 1024] };
+    let k2 = key(&unique("huge"));
+    store.claim_idempotency_key(&t, &k2, &fp, LEASE).await.unwrap();
+    let err = store.complete_idempotency_key(&t, &k2, &fp, &huge, DAY).await.unwrap_err();
+    assert!(!err.is_retriable(), "an oversized response is refused for good: {err}");
+}
+
+pub async fn a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again<S: DesignStore + ?Sized>(store: &S) {
+    let t = TenantId::parse(unique("idem")).unwrap();
+    let fp = [3u8; 32];
+    let released = key(&unique("released"));
+    store.claim_idempotency_key(&t, &released, &fp, LEASE).await.unwrap();
+    store.release_idempotency_key(&t, &released, &fp).await.unwrap();
+    assert_eq!(store.claim_idempotency_key(&t, &released, &fp, LEASE).await.unwrap(), IdempotencyClaim::Claimed);
+
+    let abandoned = key(&unique("abandoned"));
+    store.claim_idempotency_key(&t, &abandoned, &fp, Duration::ZERO).await.unwrap();
+    assert_eq!(
+        store.claim_idempotency_key(&t, &abandoned, &[4u8; 32], LEASE).await.unwrap(),
+        IdempotencyClaim::Claimed,
+        "a claim whose lease ran out no longer holds the key"
+    );
+
+    let expired = key(&unique("expired"));
+    store.claim_idempotency_key(&t, &expired, &fp, LEASE).await.unwrap();
+    store.complete_idempotency_key(&t, &expired, &fp, &response("{}"), Duration::ZERO).await.unwrap();
+    assert_eq!(
+        store.claim_idempotency_key(&t, &expired, &[5u8; 32], LEASE).await.unwrap(),
+        IdempotencyClaim::Claimed,
+        "a key past its lifetime is free"
+    );
 }

@@ -1,6 +1,8 @@
 //! Embedded adapters: durable in a data directory, no server needed.
 
+mod accepted;
 mod db;
+mod idempotency;
 mod limiter;
 mod log;
 mod notifier;

@@ -16,6 +16,10 @@ use openqq_core::{CorrelationId, EventKind};
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::value::RawValue;
 use std::path::Path;
+use std::time::Duration;
+
+use super::{accepted, idempotency};
+use openqq_core::{AcceptedRevision, IdempotencyClaim, IdempotencyKey, KeptResponse};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS designs (
@@ -59,6 +63,10 @@ impl EmbeddedDesignStore {
     pub fn open_with_readers(dir: &Path, durability: Durability, readers: usize) -> PortResult<Self> {
         let path = dir.join("store.db");
         let writer = open(&path, durability, SCHEMA)?;
+        // The API's own tables: accepted-revision markers and idempotency keys.
+        writer
+            .execute_batch(&format!("{}{}", accepted::SCHEMA, idempotency::SCHEMA))
+            .map_err(|e| unavailable("initialise schema", e))?;
         migrate(&writer)?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
@@ -220,9 +228,11 @@ impl DesignStore for EmbeddedDesignStore {
         let (tenant, design) = (tenant.to_string(), design.to_string());
         self.reader
             .call(move |conn| {
-                conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND design_id=?2")
+                let view = conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND design_id=?2")
                     .and_then(|mut s| s.query_row(params![tenant, design], design_row).optional())
-                    .map_err(|e| unavailable("get design", e))
+                    .map_err(|e| unavailable("get design", e))?;
+                let marker = accepted::one(conn, &tenant, &design)?;
+                Ok(AcceptedRevision::overlay(marker.as_ref(), view))
             })
             .await
     }
@@ -241,14 +251,10 @@ impl DesignStore for EmbeddedDesignStore {
                     .query_map(params![tenant, cursor, limit as i64 + 1], design_row)
                     .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
                     .map_err(|e| unavailable("list", e))?;
-                let mut items = items;
-                let next = if items.len() > limit {
-                    items.truncate(limit);
-                    items.last().map(|d| d.design_id.to_string())
-                } else {
-                    None
-                };
-                Ok(Page { items, next })
+                // Designs the API accepted but the consumers have not materialised yet are listed
+                // too: the first `limit` of both, merged.
+                let markers = accepted::page(conn, &tenant, cursor.as_deref(), limit + 1)?;
+                Ok(AcceptedRevision::merge_page(items, markers, limit))
             })
             .await
     }
@@ -294,7 +300,10 @@ impl DesignStore for EmbeddedDesignStore {
 
     async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>> {
         let (tenant, design) = (tenant.to_string(), design.to_string());
-        self.reader
+        let (t, d) = (tenant.clone(), design.clone());
+        let marker = self.reader.call(move |conn| accepted::one(conn, &t, &d)).await?;
+        let applied = self
+            .reader
             .call(move |conn| {
                 let exists: bool = conn
                     .prepare_cached("SELECT EXISTS(SELECT 1 FROM designs WHERE tenant=?1 AND design_id=?2)")
@@ -324,7 +333,8 @@ impl DesignStore for EmbeddedDesignStore {
                 rows.reverse();
                 Ok(Some(rows))
             })
-            .await
+            .await?;
+        Ok(AcceptedRevision::overlay_timeline(marker.as_ref(), applied))
     }
 
     async fn usage(&self, tenant: &TenantId) -> PortResult<Usage> {
@@ -347,4 +357,44 @@ impl DesignStore for EmbeddedDesignStore {
             })
             .await
     }
+
+    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
+        let (tenant, accepted) = (tenant.to_string(), accepted.clone());
+        self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted)).await
+    }
+
+    async fn claim_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+        lease: Duration,
+    ) -> PortResult<IdempotencyClaim> {
+        let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
+        self.writer.call(move |conn| idempotency::claim(conn, &tenant, &key, &fingerprint, lease)).await
+    }
+
+    async fn complete_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+        response: &KeptResponse,
+        ttl: Duration,
+    ) -> PortResult<()> {
+        let (tenant, key, fingerprint, response) =
+            (tenant.to_string(), key.as_str().to_owned(), *fingerprint, response.clone());
+        self.writer.call(move |conn| idempotency::complete(conn, &tenant, &key, &fingerprint, &response, ttl)).await
+    }
+
+    async fn release_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+    ) -> PortResult<()> {
+        let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
+        self.writer.call(move |conn| idempotency::release(conn, &tenant, &key, &fingerprint)).await
+    }
+
 }

@@ -1,0 +1,226 @@
+//! `Idempotency-Key` on every POST (draft-ietf-httpapi-idempotency-key-header): a retried
+//! request with the same key gets the first answer again, for [`KEY_TTL`], without publishing
+//! again.
+//!
+//! - A key is 1 to 255 visible ASCII characters, as a bare token or a quoted string
+//!   (`Idempotency-Key: "…"`); anything else is 400 `invalid-idempotency-key`.
+//! - Keys are scoped to the tenant. The request's fingerprint is the SHA-256 of its path and
+//!   body; the same key with another fingerprint is 422 `idempotency-key-reused`.
+//! - While the first request is being handled, a retry is 409 `idempotency-conflict` with
+//!   `Retry-After`.
+//! - Only successful answers are kept; an error releases the key, so a retry is handled anew.
+
+use crate::problem::Problem;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use openqq_core::{DesignStore, IdempotencyClaim, IdempotencyKey, KeptResponse, TenantId};
+use sha2::{Digest, Sha256};
+use std::future::Future;
+use std::time::Duration;
+
+/// The request header.
+pub const HEADER: &str = "idempotency-key";
+/// Set (`true`) on an answer replayed for a key.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+/// How long a successful answer is replayed for its key.
+pub const KEY_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a key stays claimed by a request that has not finished: past this, its handler is
+/// taken to have crashed and a retry is handled anew. Longer than any submission takes.
+pub const KEY_LEASE: Duration = Duration::from_secs(60);
+
+/// The request's key, if it sent one.
+pub fn key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, Problem> {
+    let mut values = headers.get_all(HEADER).iter();
+    let Some(value) = values.next() else { return Ok(None) };
+    let invalid = || {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid-idempotency-key",
+            "The Idempotency-Key header is invalid",
+            format!("send one {HEADER} of 1 to {} visible ASCII characters", IdempotencyKey::MAX_LEN),
+        )
+    };
+    if values.next().is_some() {
+        return Err(invalid());
+    }
+    let text = value.to_str().map_err(|_| invalid())?;
+    let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+    IdempotencyKey::parse(text).map(Some).map_err(|_| invalid())
+}
+
+/// SHA-256 of the request's path and its body as sent.
+pub fn fingerprint(path: &str, body: &serde_json::value::RawValue) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(path.as_bytes());
+    h.update(b"\n");
+    h.update(body.get().as_bytes());
+    h.finalize().into()
+}
+
+/// Runs `handle` at most once per tenant and key: its successful answer is kept and replayed.
+pub async fn once<F, Fut>(
+    store: &dyn DesignStore,
+    tenant: &TenantId,
+    key: Option<IdempotencyKey>,
+    fingerprint: [u8; 32],
+    handle: F,
+) -> Result<Response, Problem>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<KeptResponse, Problem>>,
+{
+    let Some(key) = key else { return handle().await.map(|kept| respond(kept, false)) };
+    let claim = store
+        .claim_idempotency_key(tenant, &key, &fingerprint, KEY_LEASE)
+        .await
+        .map_err(|e| Problem::from_port(e, "checking the idempotency key"))?;
+    match claim {
+        IdempotencyClaim::Claimed => {}
+        IdempotencyClaim::Completed(kept) => return Ok(respond(kept, true)),
+        IdempotencyClaim::InProgress => {
+            return Err(Problem::new(
+                StatusCode::CONFLICT,
+                "idempotency-conflict",
+                "A request with this Idempotency-Key is in progress",
+                "the first request with this key has not finished; retry shortly for its answer",
+            )
+            .retry_after(1))
+        }
+        IdempotencyClaim::Mismatch => {
+            return Err(Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency-key-reused",
+                "The Idempotency-Key was used for another request",
+                "this key was sent with a different request (path or body) in the last 24 hours; use a new key",
+            ))
+        }
+    }
+    match handle().await {
+        Ok(kept) => {
+            if let Err(e) = store.complete_idempotency_key(tenant, &key, &fingerprint, &kept, KEY_TTL).await {
+                tracing::warn!(error = %e, "The answer could not be kept for its idempotency key; a retry may be handled again.");
+            }
+            Ok(respond(kept, false))
+        }
+        Err(p) => {
+            if let Err(e) = store.release_idempotency_key(tenant, &key, &fingerprint).await {
+                tracing::warn!(error = %e, "An idempotency key could not be released; it frees itself after its lease.");
+            }
+            Err(p)
+        }
+    }
+}
+
+fn respond(kept: KeptResponse, replayed: bool) -> Response {
+    let status = StatusCode::from_u16(kept.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = (status, kept.body).into_response();
+    let h = resp.headers_mut();
+    for (name, value) in kept.headers {
+        if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+            h.insert(n, v);
+        }
+    }
+    if !h.contains_key(header::CONTENT_TYPE) {
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    if replayed {
+        h.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openqq_adapters::{Durability, EmbeddedDesignStore};
+
+    fn accepted(body: &str) -> KeptResponse {
+        KeptResponse {
+            status: 202,
+            headers: vec![("location".into(), "/v1/designs/d".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_retry_while_the_first_request_runs_is_409_and_after_it_gets_the_same_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+        let tenant = TenantId::parse("acme").unwrap();
+        let k = IdempotencyKey::parse("retry-1").unwrap();
+        let (release, held) = tokio::sync::oneshot::channel::<()>();
+        let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+        let first = once(&store, &tenant, Some(k.clone()), [1; 32], || async {
+            started_tx.send(()).unwrap();
+            held.await.unwrap();
+            Ok(accepted("{\"n\":1}"))
+        });
+        let second = async {
+            started.await.unwrap();
+            let p = once(&store, &tenant, Some(k.clone()), [1; 32], || async { Ok(accepted("{\"n\":2}")) })
+                .await
+                .unwrap_err();
+            release.send(()).unwrap();
+            p
+        };
+        let (first, in_progress) = tokio::join!(first, second);
+        assert_eq!(
+            (in_progress.status, in_progress.slug, in_progress.retry_after_secs),
+            (StatusCode::CONFLICT, "idempotency-conflict", Some(1))
+        );
+        let first = first.unwrap();
+        assert_eq!(first.status(), StatusCode::ACCEPTED);
+        assert!(first.headers().get(REPLAYED_HEADER).is_none());
+        let replay =
+            once(&store, &tenant, Some(k.clone()), [1; 32], || async { panic!("handled twice") }).await.unwrap();
+        assert_eq!(
+            (replay.status(), &replay.headers()["location"], &replay.headers()[REPLAYED_HEADER]),
+            (StatusCode::ACCEPTED, &HeaderValue::from_static("/v1/designs/d"), &HeaderValue::from_static("true"))
+        );
+        let body = axum::body::to_bytes(replay.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"{\"n\":1}");
+        let reused = once(&store, &tenant, Some(k), [2; 32], || async { panic!("handled twice") }).await.unwrap_err();
+        assert_eq!((reused.status, reused.slug), (StatusCode::UNPROCESSABLE_ENTITY, "idempotency-key-reused"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_request_releases_its_key_so_a_retry_is_handled_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+        let tenant = TenantId::parse("acme").unwrap();
+        let k = IdempotencyKey::parse("retry-2").unwrap();
+        let failed =
+            once(&store, &tenant, Some(k.clone()), [1; 32], || async { Err(Problem::unavailable("log down")) }).await;
+        assert_eq!(failed.unwrap_err().status, StatusCode::SERVICE_UNAVAILABLE);
+        let retried = once(&store, &tenant, Some(k), [1; 32], || async { Ok(accepted("{}")) }).await.unwrap();
+        assert_eq!(retried.status(), StatusCode::ACCEPTED);
+    }
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(HEADER, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn a_key_is_a_bare_or_quoted_run_of_visible_ascii_and_anything_else_is_400() {
+        assert_eq!(key(&headers(&[])).unwrap(), None);
+        assert_eq!(key(&headers(&["abc-1"])).unwrap().unwrap().as_str(), "abc-1");
+        assert_eq!(key(&headers(&["\"abc-1\""])).unwrap().unwrap().as_str(), "abc-1");
+        for bad in [vec!["a b"], vec!["\"\""], vec!["a", "b"], vec![&*"k".repeat(256)]] {
+            let p = key(&headers(&bad)).unwrap_err();
+            assert_eq!((p.status, p.slug), (StatusCode::BAD_REQUEST, "invalid-idempotency-key"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_covers_the_path_and_the_body() {
+        let body = serde_json::value::RawValue::from_string("{\"a\":1}".into()).unwrap();
+        let other = serde_json::value::RawValue::from_string("{\"a\":2}".into()).unwrap();
+        assert_eq!(fingerprint("/v1/designs", &body), fingerprint("/v1/designs", &body));
+        assert_ne!(fingerprint("/v1/designs", &body), fingerprint("/v1/designs", &other));
+        assert_ne!(fingerprint("/v1/designs", &body), fingerprint("/v1/designs/x/revisions", &body));
+    }
+}
