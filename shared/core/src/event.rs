@@ -288,6 +288,9 @@ pub mod dead_letter_headers {
     pub const SOURCE_EVENT_KIND: &str = "dead-letter-source-event-kind";
     /// How many original headers were left out for size ([`super::MAX_DEAD_LETTER_HEADER_BYTES`]).
     pub const HEADERS_DROPPED: &str = "dead-letter-headers-dropped";
+    /// The length of an original value over the record limit, which the dead letter cannot carry
+    /// (only a producer outside the platform can write one); the dead letter's value is empty.
+    pub const VALUE_OMITTED: &str = "dead-letter-value-omitted";
     /// The `event-kind` header value of every dead letter.
     pub const KIND: &str = "dead-letter";
 }
@@ -382,7 +385,13 @@ impl DeadLetter {
         if dropped > 0 {
             meta(h::HEADERS_DROPPED, dropped.to_string());
         }
-        crate::ports::Record { key: self.key.clone(), value: self.value.clone(), headers: out }
+        let value = if self.value.len() > crate::ports::MAX_RECORD_BYTES {
+            meta(h::VALUE_OMITTED, self.value.len().to_string());
+            Vec::new()
+        } else {
+            self.value.clone()
+        };
+        crate::ports::Record { key: self.key.clone(), value, headers: out }
     }
 
     /// Reads a record of the dead-letter topic back (what an operator's replay tool does).
@@ -538,6 +547,15 @@ mod tests {
         assert_eq!(back.event_kind(), Some("design.submitted"), "the original event-kind is kept");
         let envelope = Envelope::new(EventKind::ResultsReady, &cause(), "t", ()).to_record();
         assert_eq!(DeadLetter::from_record(&stored(envelope)).unwrap_err(), DeadLetterError::NotADeadLetter);
+    }
+
+    #[test]
+    fn a_value_over_the_record_limit_is_left_out_so_the_dead_letter_still_fits() {
+        let rec = letter(vec![b'x'; crate::ports::MAX_RECORD_BYTES + 1], "too big").to_record();
+        assert!(rec.value.is_empty());
+        crate::ports::check_record_sizes(std::slice::from_ref(&rec)).expect("the log accepts it");
+        let omitted = rec.headers.iter().find(|(k, _)| k == dead_letter_headers::VALUE_OMITTED).map(|(_, v)| v.clone());
+        assert_eq!(omitted, Some((crate::ports::MAX_RECORD_BYTES + 1).to_string().into_bytes()));
     }
 
     #[test]
