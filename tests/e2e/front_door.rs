@@ -54,6 +54,50 @@ async fn a_connection_that_never_finishes_its_headers_is_closed_after_the_header
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_ceiling_get_a_503_problem_and_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--max-connections", "4"]).unwrap();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(TcpStream::connect(addr(&server)).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut extra = TcpStream::connect(addr(&server)).await.unwrap();
+    let (answer, closed) = read_to_close(&mut extra, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("application/problem+json") && answer.contains("retry-after: 1"), "{answer}");
+    assert!(closed, "the connection over the ceiling is closed");
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = TcpStream::connect(addr(&server)).await.unwrap();
+    again.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").await.unwrap();
+    let (answer, _) = read_to_close(&mut again, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "a closed connection frees its place: {answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_the_byte_limit_is_kept_in_redis() {
+    let url = std::env::var("OPENQQ_TEST_REDIS_URL")
+        .expect("set OPENQQ_TEST_REDIS_URL (scripts/test.sh starts a redis-server)");
+    let dir = tempfile::tempdir().unwrap();
+    let tenant = format!("bytes-{}", std::process::id());
+    let args = ["--redis-url", &url, "--byte-limit", "1000000/1m"];
+    let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    let c = Client::new(&server.url, &server.token(&tenant));
+    let (status, body) = c.post("/v1/designs", &blink_design("counted")).await.unwrap();
+    assert_eq!(status, 202, "{body}");
+    // The tenant's byte total lives in Redis, beside its request log under the same hash tag.
+    let mut redis = TcpStream::connect(url.trim_start_matches("redis://")).await.unwrap();
+    let key = format!("rlw:{{{tenant}}}:sum");
+    redis.write_all(format!("GET {key}\r\n").as_bytes()).await.unwrap();
+    let mut buf = [0u8; 64];
+    let n = redis.read(&mut buf).await.unwrap();
+    let reply = String::from_utf8_lossy(&buf[..n]).into_owned();
+    let total: usize = reply.lines().nth(1).and_then(|l| l.parse().ok()).unwrap_or_else(|| panic!("{key}: {reply:?}"));
+    assert!(total > 100_000, "the design's bytes are counted in Redis ({total})");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_slower_than_the_body_timeout_gets_a_408_problem() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), "127.0.0.1:0", &["--body-timeout", "1s"]).unwrap();
