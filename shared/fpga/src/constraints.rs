@@ -122,7 +122,7 @@ pub(crate) fn check_constraints(
         pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
     }
     for (i, bit) in design.io_bits.iter().filter(|b| !mentioned.contains(b)).enumerate() {
-        if i % 1024 == 0 && deadline.passed() {
+        if i.is_multiple_of(1024) && deadline.passed() {
             return findings;
         }
         let port = design.names.display(*bit);

@@ -29,13 +29,13 @@ pub(crate) struct Names<'a> {
 }
 
 impl<'a> Names<'a> {
-    fn intern(&mut self, name: &Cow<'a, str>) -> u32 {
+    fn intern(&mut self, name: Cow<'a, str>) -> u32 {
         if let Some(id) = self.ids.get(name.as_ref()) {
             return *id;
         }
         let id = self.names.len() as u32;
         self.names.push(name.clone());
-        self.ids.insert(name.clone(), id);
+        self.ids.insert(name, id);
         id
     }
 }
@@ -81,7 +81,7 @@ pub(crate) fn design_view<'a>(module: &Module<'a>) -> Design<'a> {
     let mut port_bit_of_net: HashMap<Bit, BitName> = HashMap::new();
     for p in &module.ports {
         // Interned (hashed) once per port, never per bit: names can be as long as the netlist.
-        let id = names.intern(&p.name);
+        let id = names.intern(p.name.clone());
         for (i, bit) in p.bits.iter().enumerate() {
             let name = BitName::of(id, p.bits.len(), i, p.offset, p.upto);
             io_bits.push(name);
@@ -101,7 +101,7 @@ pub(crate) fn design_view<'a>(module: &Module<'a>) -> Design<'a> {
             for (i, bit) in bits.iter().enumerate() {
                 if let Bit::Net(n) = bit {
                     if wanted.contains(n) && !net_names.contains_key(n) {
-                        let id = *id.get_or_insert_with(|| names.intern(&name));
+                        let id = *id.get_or_insert_with(|| names.intern(name.clone()));
                         net_names.insert(*n, BitName::of(id, bits.len(), i, offset, upto));
                     }
                 }
@@ -140,8 +140,8 @@ impl Design<'static> {
         let io_bits = bits
             .iter()
             .map(|b| match b.strip_suffix(']').and_then(|t| t.rsplit_once('[')) {
-                Some((base, i)) => BitName { name: names.intern(&Cow::Borrowed(base)), index: i.parse().ok() },
-                None => BitName { name: names.intern(&Cow::Borrowed(*b)), index: None },
+                Some((base, i)) => BitName { name: names.intern(Cow::Borrowed(base)), index: i.parse().ok() },
+                None => BitName { name: names.intern(Cow::Borrowed(*b)), index: None },
             })
             .collect();
         Design { names, io_bits, plls: Vec::new() }

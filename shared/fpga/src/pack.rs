@@ -118,7 +118,7 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
 /// [`pack`], or `None` once `deadline` has passed (looked at between steps and every
 /// [`CELLS_PER_LOOK`] cells).
 pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) -> Option<Packing> {
-    let late = |i: usize| i % CELLS_PER_LOOK == 0 && deadline.passed();
+    let late = |i: usize| i.is_multiple_of(CELLS_PER_LOOK) && deadline.passed();
     let mut g = Graph::new(m);
     let mut used: BTreeMap<&'static str, u32> = BTreeMap::new();
     let mut unknown_cells = Vec::new();

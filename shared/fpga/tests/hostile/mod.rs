@@ -167,7 +167,10 @@ pub fn deep_nesting(bytes: usize) -> Design {
     Design { netlist, pcf: String::new() }
 }
 
-pub const CASES: &[(&str, fn(usize) -> Design)] = &[
+/// A named generator, taking the netlist size to aim for in bytes.
+pub type Case = (&'static str, fn(usize) -> Design);
+
+pub const CASES: &[Case] = &[
     ("pll_netnames", pll_netnames),
     ("pll_pads", pll_pads),
     ("long_named_bus", long_named_bus),
