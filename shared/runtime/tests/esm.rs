@@ -24,6 +24,8 @@ struct Script {
     panics: Mutex<u32>,
     /// What `dead_lettered` was told: (offsets, reason).
     told: Mutex<Vec<(Vec<u64>, String)>>,
+    /// `dead_lettered` fails (the store behind it is down).
+    refuse_dead_letters: bool,
 }
 
 #[async_trait]
@@ -69,6 +71,9 @@ impl BatchHandler for Script {
 
     async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), openqq_core::PortError> {
         self.told.lock().unwrap().push((records.iter().map(|r| r.offset).collect(), reason.to_owned()));
+        if self.refuse_dead_letters {
+            return Err(openqq_core::PortError::Unavailable("the store is down".into()));
+        }
         Ok(())
     }
 }
@@ -238,4 +243,19 @@ async fn a_partial_batch_waits_for_the_batching_window() {
     task.await.unwrap();
     assert!(took >= Duration::from_millis(350), "the window held the batch open ({took:?})");
     assert_eq!(*h.batches.lock().unwrap(), vec![2], "both records arrived in one batch");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_whose_revisions_cannot_be_failed_are_neither_dead_lettered_nor_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 1, Durability::Process).unwrap());
+    log.publish("in", vec![rec("a", 0)]).await.unwrap();
+    let h =
+        Arc::new(Script { poison: vec![(b"a:0".to_vec(), u32::MAX)], refuse_dead_letters: true, ..Script::default() });
+    let (stop, task) = start(log.clone(), h.clone(), config(0)).await;
+    until("two refused dead letters", Duration::from_secs(10), || h.told.lock().unwrap().len() >= 2).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert!(log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0), "nothing was dead-lettered");
+    assert_eq!(log.committed("scripted", "in", 0).await.unwrap(), 0, "the record waits to be tried again");
 }
