@@ -269,17 +269,27 @@ impl DesignStore for EmbeddedDesignStore {
         let found = self
             .reader
             .call(move |conn| {
-                // The size comes from the row header (octet_length reads no content); the text is
-                // loaded only when it is within the read limit.
-                conn.prepare_cached("SELECT revision, verdict, octet_length(report), CASE WHEN octet_length(report) <= ?4 THEN report END FROM reports WHERE tenant=?1 AND design_id=?2 AND (?3 IS NULL OR revision=?3) ORDER BY revision DESC LIMIT 1")
+                // First the size, from the row header (octet_length alone reads no content: a
+                // statement that also selects the text loads it whole, whatever its size), then
+                // the text, only when it is within the read limit.
+                let head = conn.prepare_cached("SELECT revision, verdict, octet_length(report) FROM reports WHERE tenant=?1 AND design_id=?2 AND (?3 IS NULL OR revision=?3) ORDER BY revision DESC LIMIT 1")
                     .and_then(|mut s| {
-                        s.query_row(params![tenant, design, revision.map(|r| r as i64), MAX_REPORT_READ_BYTES], |r| {
-                            let verdict: String = r.get(1)?;
-                            Ok((r.get::<_, i64>(0)? as u64, verdict, r.get::<_, i64>(2)?, r.get::<_, Option<String>>(3)?))
+                        s.query_row(params![tenant, design, revision.map(|r| r as i64)], |r| {
+                            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?))
                         })
                         .optional()
                     })
-                    .map_err(|e| unavailable("get report", e))
+                    .map_err(|e| unavailable("get report", e))?;
+                let Some((revision, verdict, bytes)) = head else { return Ok(None) };
+                let report = if bytes <= MAX_REPORT_READ_BYTES {
+                    conn.prepare_cached("SELECT report FROM reports WHERE tenant=?1 AND design_id=?2 AND revision=?3")
+                        .and_then(|mut s| s.query_row(params![tenant, design, revision], |r| r.get::<_, String>(0)))
+                        .map(Some)
+                        .map_err(|e| unavailable("get report", e))?
+                } else {
+                    None
+                };
+                Ok(Some((revision as u64, verdict, bytes, report)))
             })
             .await?;
         let Some((revision, verdict, bytes, report)) = found else { return Ok(None) };
@@ -396,5 +406,4 @@ impl DesignStore for EmbeddedDesignStore {
         let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
         self.writer.call(move |conn| idempotency::release(conn, &tenant, &key, &fingerprint)).await
     }
-
 }
