@@ -320,6 +320,7 @@ async fn serve(args: UpArgs) -> Result<()> {
     let state = AppState {
         log: backends.log.clone(),
         store: backends.store.clone(),
+        objects: backends.objects.clone(),
         limiter,
         limits,
         keys: Arc::new(keys),

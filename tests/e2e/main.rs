@@ -7,5 +7,6 @@ mod kafka;
 mod lifecycle;
 mod load;
 mod problems;
+mod records;
 mod tansu;
 mod webhooks;

@@ -36,6 +36,7 @@ pub mod limit;
 pub mod observe;
 pub mod pool;
 pub mod problem;
+pub mod report_full;
 pub mod quota;
 pub mod report_body;
 pub mod serve;
@@ -60,6 +61,8 @@ pub use tenant_guard::{TenantGuard, TenantLimits};
 pub struct AppState {
     pub log: Arc<dyn EventLog>,
     pub store: Arc<dyn DesignStore>,
+    /// Full validation reports, read by `GET /v1/designs/{id}/report/full`.
+    pub objects: Arc<dyn openqq_core::ObjectStore>,
     pub limiter: Arc<dyn RateLimiter>,
     pub limits: Arc<LimitPolicy>,
     pub keys: Arc<JwtKeys>,
@@ -87,6 +90,7 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/designs/{id}", get(designs::get_one))
         .route("/v1/designs/{id}/revisions", post(designs::revise))
         .route("/v1/designs/{id}/report", get(designs::report))
+        .route("/v1/designs/{id}/report/full", get(report_full::full_report))
         .route("/v1/designs/{id}/events", get(designs::events));
     let v1 = match pool.simulated_downstream {
         Some(d) => v1.layer(axum::middleware::from_fn_with_state(downstream::Downstream::new(d), downstream::layer)),

@@ -26,6 +26,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     let state = AppState {
         log: backends.log,
         store: backends.store,
+        objects: backends.objects,
         limiter: Arc::new(InProcessRateLimiter::new()),
         // OPENQQ_JWT_ISSUER / OPENQQ_JWT_AUDIENCE, when set, are required claims.
         keys: Arc::new(JwtKeys::with_rules(secret.as_bytes(), openqq_api::auth::ClaimRules::from_env())?),

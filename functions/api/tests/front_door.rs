@@ -28,6 +28,7 @@ fn app(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize) -> App {
     let state = AppState {
         log: backends.log.clone(),
         store: backends.store.clone(),
+        objects: backends.objects.clone(),
         limiter: backends.limiter.clone(),
         limits: Arc::new(LimitPolicy::new(Quota { limit: 1000, window: Duration::from_secs(1) })),
         keys: keys.clone(),
