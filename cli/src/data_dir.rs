@@ -85,20 +85,21 @@ fn tighten(path: &Path) -> std::io::Result<usize> {
 pub fn check_open_files(max_connections: usize) -> Result<()> {
     #[cfg(unix)]
     {
-        let need = max_connections as u64 + RESERVED_FILES;
+        // rlim_t is u64 on Linux and macOS.
+        let need: libc::rlim_t = max_connections as libc::rlim_t + RESERVED_FILES;
         let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: getrlimit and setrlimit read and write only the struct passed to them.
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
             return Ok(());
         }
-        if (lim.rlim_cur as u64) < need && lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit { rlim_cur: (need as libc::rlim_t).min(lim.rlim_max), rlim_max: lim.rlim_max };
+        if lim.rlim_cur < need && lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit { rlim_cur: need.min(lim.rlim_max), rlim_max: lim.rlim_max };
             // SAFETY: as above.
             if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
                 lim.rlim_cur = raised.rlim_cur;
             }
         }
-        if (lim.rlim_cur as u64) < need {
+        if lim.rlim_cur < need {
             anyhow::bail!(
                 "--max-connections (OPENQQ_MAX_CONNECTIONS) of {max_connections} needs about {need} open files, but this \
                  process may open only {} (`ulimit -n`); lower the setting or raise the limit",
