@@ -51,7 +51,12 @@ struct Settings {
 
 impl Settings {
     fn from_env() -> Result<Self, String> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// The settings from `lookup` (the environment, or a test's table); blank values are unset.
+    fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let rate_limit = match var("OPENQQ_RATE_LIMIT") {
             Some(v) => v.parse::<QuotaSpec>().map_err(|e| format!("OPENQQ_RATE_LIMIT: {e}"))?.0,
             None => openqq_core::Quota { limit: 100, window: std::time::Duration::from_secs(1) },
@@ -77,5 +82,38 @@ impl Settings {
         }
         tenants.check(max_body_bytes)?;
         Ok(Self { rate_limit, max_body_bytes, tenants })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, String> {
+        Settings::from_vars(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn limits_come_from_the_environment_with_the_same_defaults_as_openqq_up() {
+        let s = settings(&[]).unwrap();
+        assert_eq!((s.rate_limit.limit, s.max_body_bytes), (100, openqq_api::DEFAULT_MAX_BODY_BYTES));
+        assert_eq!(s.tenants, TenantLimits::default());
+        let s = settings(&[("OPENQQ_BYTE_LIMIT", "8MiB/10s"), ("OPENQQ_TENANT_CONCURRENCY", "3")]).unwrap();
+        assert_eq!((s.tenants.bytes.limit, s.tenants.concurrency), (8 << 20, 3));
+    }
+
+    #[test]
+    fn a_bad_value_stops_the_cold_start_with_a_sentence_naming_it() {
+        for (name, value) in [
+            ("OPENQQ_BYTE_LIMIT", "lots"),
+            ("OPENQQ_BYTE_LIMIT", "1KiB/1m"),
+            ("OPENQQ_TENANT_CONCURRENCY", "0"),
+            ("OPENQQ_TENANT_CONCURRENCY", "many"),
+            ("OPENQQ_MAX_BODY_BYTES", "-1"),
+            ("OPENQQ_RATE_LIMIT", "fast"),
+        ] {
+            let err = settings(&[(name, value)]).err().unwrap_or_else(|| panic!("{name}={value} was accepted"));
+            assert!(err.contains(name), "{name}={value}: {err}");
+        }
     }
 }
