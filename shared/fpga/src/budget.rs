@@ -31,8 +31,8 @@ pub(crate) fn exceeded(budget: Option<Duration>) -> Finding {
     Finding::error(
         BUDGET_EXCEEDED,
         format!(
-            "validation stopped when its time budget of {} ms ran out; the findings before this one are all that \
-             was checked",
+            "validation stopped when its time budget of {} ms ran out, so the design is not accepted; the other \
+             findings come from the checks that ran before that",
             budget.as_millis()
         ),
         Location::default(),
