@@ -144,7 +144,12 @@ impl DesignStore for DownStore {
     ) -> PortResult<()> {
         unreachable!()
     }
-    async fn release_idempotency_key(&self, _: &TenantId, _: &openqq_core::IdempotencyKey, _: &[u8; 32]) -> PortResult<()> {
+    async fn release_idempotency_key(
+        &self,
+        _: &TenantId,
+        _: &openqq_core::IdempotencyKey,
+        _: &[u8; 32],
+    ) -> PortResult<()> {
         unreachable!()
     }
 }

@@ -31,6 +31,6 @@ pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Ver
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
-    Applied, Decision, DesignStore, EventLog, IdempotencyClaim, KeptResponse, Lease, LogRecord, LogSource, Notification, Notifier, ObjectRef,
-    ObjectStore, Page, PortError, Quota, RateLimiter, Record, WholeTopic,
+    Applied, Decision, DesignStore, EventLog, IdempotencyClaim, KeptResponse, Lease, LogRecord, LogSource,
+    Notification, Notifier, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record, WholeTopic,
 };
