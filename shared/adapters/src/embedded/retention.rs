@@ -45,7 +45,7 @@ pub struct Retention {
 }
 
 impl Retention {
-    /// Seven days everywhere, checked every minute.
+    /// `days` days on every topic, checked every minute.
     pub fn days(days: u64) -> Self {
         Self { default: Duration::from_secs(days * 86_400), per_topic: HashMap::new(), every: Duration::from_secs(60) }
     }
