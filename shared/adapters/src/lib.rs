@@ -10,6 +10,8 @@
 //! - [`kafka`] (cargo feature `kafka`): the event log on Kafka / MSK through `rdkafka`, with the
 //!   consumer side the local runner reads through, TLS / SASL/SCRAM / MSK IAM auth, and MSK
 //!   bootstrap-broker lookup; `--kafka-brokers` or `--msk-cluster-arn` selects it.
+//! - [`dynamo`] (cargo feature `dynamodb`): the design store on one DynamoDB table, every state
+//!   change one conditional `TransactWriteItems` planned by the core's revision rules.
 //! - [`webhook`]: the notifier that posts signed (Standard Webhooks, HMAC-SHA256) results to a
 //!   tenant's endpoint, delivering in the background; [`FanoutNotifier`] feeds it and the live
 //!   stream together.
@@ -26,6 +28,8 @@
 mod append_signal;
 pub mod backends;
 pub mod conformance;
+#[cfg(feature = "dynamodb")]
+pub mod dynamo;
 pub mod embedded;
 pub mod fallback_limiter;
 #[cfg(feature = "kafka")]
@@ -34,6 +38,8 @@ pub mod redis_limiter;
 pub mod webhook;
 
 pub use backends::Backends;
+#[cfg(feature = "dynamodb")]
+pub use dynamo::{DynamoDesignStore, DynamoSettings};
 pub use embedded::{
     BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter,
 };

@@ -371,11 +371,11 @@ fn expected_row(history: &History) -> Row {
         .chains
         .iter()
         .flat_map(|c| c.iter())
-        .filter_map(|e| match &e.change {
+        .rev()
+        .find_map(|e| match &e.change {
             Change::Submitted { name } => name.clone(),
             _ => None,
         })
-        .last()
         .unwrap_or_else(|| DESIGN_ID.to_owned());
     let (status, verdict, failure_reason) = match &last.change {
         Change::Submitted { .. } => (DesignStatus::Submitted, None, None),
@@ -386,7 +386,11 @@ fn expected_row(history: &History) -> Row {
     Row { name, revision, status, verdict, failure_reason }
 }
 
-fn draws() -> impl Strategy<Value = (History, Vec<usize>, Vec<usize>, Vec<(usize, usize)>)> {
+/// A history, two sequences of scheduling choices, and re-deliveries (after how many deliveries,
+/// which earlier one).
+type Draw = (History, Vec<usize>, Vec<usize>, Vec<(usize, usize)>);
+
+fn draws() -> impl Strategy<Value = Draw> {
     (
         history(),
         prop::collection::vec(any::<usize>(), 1..40),

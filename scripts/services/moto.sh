@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A throwaway AWS stand-in for the tests and benchmarks: moto's server (DynamoDB with conditions,
+# transactions and TTL; S3), in memory, on loopback and a free port. Prints the endpoint URL;
+# `stop` stops the server this script started.
+#
+#   endpoint=$(scripts/services/moto.sh)      # same as `scripts/services/moto.sh start`
+#   OPENQQ_TEST_DYNAMODB_ENDPOINT=$endpoint \
+#     cargo test -p openqq-adapters --features dynamodb --test dynamo_conformance
+#   scripts/services/moto.sh stop
+#
+# Starting again while the server runs prints the same URL. moto (PyPI `moto[server]`, pinned
+# below) is installed once into a virtualenv under ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/tools.
+# Server state (pid, port, log) lives in ${OPENQQ_SERVICES_DIR:-${TMPDIR:-/tmp}/openqq-services}/moto.
+# The server accepts any credentials; clients still need some (AWS_ACCESS_KEY_ID=test …).
+set -euo pipefail
+
+version=5.2.5
+venv=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/moto-venv
+state_dir=${OPENQQ_SERVICES_DIR:-${TMPDIR:-/tmp}/openqq-services}/moto
+pidfile=$state_dir/pid
+portfile=$state_dir/port
+logfile=$state_dir/log
+
+log() { echo "moto.sh: $*" >&2; }
+
+ensure_installed() {
+  if [ -x "$venv/bin/moto_server" ] &&
+    [ "$("$venv/bin/python" -c 'import moto; print(moto.__version__)' 2>/dev/null)" = "$version" ]; then
+    return
+  fi
+  log "installing moto[server] $version into $venv"
+  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
+      { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
+  fi
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$version" >&2
+}
+
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+# moto answers its own dashboard path once its routes are loaded.
+answers() {
+  accepts "$1" && "$venv/bin/python" -c 'import sys, urllib.request
+urllib.request.urlopen("http://127.0.0.1:%s/moto-api/" % sys.argv[1], timeout=2)' "$1" 2>/dev/null
+}
+
+start() {
+  ensure_installed
+  mkdir -p "$state_dir"
+  local port pid
+  if port=$(running_port); then
+    echo "http://127.0.0.1:$port"
+    return
+  fi
+  for _ in $(seq 1 20); do
+    port=$((20000 + RANDOM % 30000))
+    if accepts "$port"; then continue; fi
+    "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$logfile" 2>&1 &
+    pid=$!
+    echo "$pid" >"$pidfile"
+    for _ in $(seq 1 200); do
+      if answers "$port"; then
+        echo "$port" >"$portfile"
+        echo "http://127.0.0.1:$port"
+        return
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null || true
+  done
+  log "moto_server did not start; see $logfile"
+  exit 1
+}
+
+stop() {
+  local stuck
+  stuck=$(terminate)
+  [ -z "$stuck" ] || kill -9 "$stuck" 2>/dev/null || true
+  rm -f "$pidfile" "$portfile"
+}
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop ;;
+  url) port=$(running_port) && echo "http://127.0.0.1:$port" ;;
+  *) echo "usage: $0 [start|stop|url]" >&2; exit 2 ;;
+esac

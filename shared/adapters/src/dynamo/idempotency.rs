@@ -1,0 +1,177 @@
+//! Idempotency keys on DynamoDB: one item per (tenant, key) in the tenant's partition with the
+//! request's fingerprint, `pending` while its request is handled and `done` with the response
+//! after, and an exact expiry in milliseconds (the lease while pending, the replay window once
+//! done). Expired items are ignored by every read and overwritten by the next claim; the table's
+//! TTL deletes them some time later (DynamoDB deletes within days, so nothing relies on it).
+
+use super::error::{classify, is_condition_failed};
+use super::table::{idempotency_sk, key, n, s, tenant_pk, Attrs, Item, PK, TTL};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use openqq_core::ports::{PortResult, MAX_KEPT_RESPONSE_BYTES};
+use openqq_core::{IdempotencyClaim, IdempotencyKey, KeptResponse, PortError, TenantId};
+use std::time::Duration;
+
+/// Claims tried at most, when each one finds an expired claim replaced by another meanwhile.
+const MAX_CLAIM_ATTEMPTS: u32 = 8;
+
+fn now_ms() -> u64 {
+    u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0)
+}
+
+fn later(now: u64, d: Duration) -> u64 {
+    now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The TTL attribute's value for an exact expiry: whole seconds, rounded up.
+fn ttl_seconds(expires_at_ms: u64) -> u64 {
+    expires_at_ms.div_ceil(1000)
+}
+
+fn fingerprint_of(item: &Item) -> Option<&[u8]> {
+    item.get("fingerprint").and_then(|v| v.as_b().ok()).map(|b| b.as_ref())
+}
+
+pub(crate) async fn claim(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    k: &IdempotencyKey,
+    fingerprint: &[u8; 32],
+    lease: Duration,
+) -> PortResult<IdempotencyClaim> {
+    for _ in 0..MAX_CLAIM_ATTEMPTS {
+        let now = now_ms();
+        let expires = later(now, lease);
+        let mut item = key(tenant_pk(tenant), idempotency_sk(k.as_str()));
+        item.extend([
+            ("item_type".to_owned(), s("idempotency")),
+            ("fingerprint".to_owned(), AttributeValue::B(Blob::new(fingerprint.to_vec()))),
+            ("state".to_owned(), s("pending")),
+            ("expires_at_ms".to_owned(), n(expires)),
+            (TTL.to_owned(), n(ttl_seconds(expires))),
+        ]);
+        // Free when absent or past its lifetime.
+        let put = client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk) OR #x <= :now")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#x", "expires_at_ms")
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match put {
+            Ok(_) => return Ok(IdempotencyClaim::Claimed),
+            Err(e) if is_condition_failed(&e) => {}
+            Err(e) => return Err(classify("claim idempotency key", e)),
+        }
+        let out = client
+            .get_item()
+            .table_name(table)
+            .set_key(Some(key(tenant_pk(tenant), idempotency_sk(k.as_str()))))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| classify("read idempotency key", e))?;
+        let Some(held) = out.item.filter(|i| !i.is_empty()) else { continue };
+        if held.num("expires_at_ms")? <= now_ms() {
+            continue;
+        }
+        if fingerprint_of(&held) != Some(&fingerprint[..]) {
+            return Ok(IdempotencyClaim::Mismatch);
+        }
+        if held.str_attr("state")? == "pending" {
+            return Ok(IdempotencyClaim::InProgress);
+        }
+        return Ok(IdempotencyClaim::Completed(kept(&held)?));
+    }
+    Err(PortError::Unavailable(format!(
+        "claiming an idempotency key lost the race to other requests {MAX_CLAIM_ATTEMPTS} times in a row"
+    )))
+}
+
+fn kept(item: &Item) -> PortResult<KeptResponse> {
+    let corrupt = |what: &str| PortError::Invalid(format!("stored idempotent response: {what}"));
+    let status = item.num("status").ok().and_then(|s| u16::try_from(s).ok()).ok_or_else(|| corrupt("status"))?;
+    let headers: Vec<(String, String)> =
+        serde_json::from_str(item.opt_str("headers").unwrap_or("[]")).map_err(|_| corrupt("headers"))?;
+    let body = item.get("body").and_then(|v| v.as_b().ok()).map(|b| b.as_ref().to_vec()).unwrap_or_default();
+    Ok(KeptResponse { status, headers, body })
+}
+
+pub(crate) async fn complete(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    k: &IdempotencyKey,
+    fingerprint: &[u8; 32],
+    response: &KeptResponse,
+    ttl: Duration,
+) -> PortResult<()> {
+    let headers = serde_json::to_string(&response.headers).expect("string pairs serialise");
+    let size = response.body.len() + headers.len();
+    if size > MAX_KEPT_RESPONSE_BYTES {
+        return Err(PortError::Invalid(format!(
+            "a kept response of {size} bytes exceeds the {MAX_KEPT_RESPONSE_BYTES}-byte limit"
+        )));
+    }
+    let expires = later(now_ms(), ttl);
+    let done = client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(key(tenant_pk(tenant), idempotency_sk(k.as_str()))))
+        .update_expression("SET #st = :done, #status = :status, #h = :h, #b = :b, #x = :x, #ttl = :ttl")
+        .condition_expression("#fp = :fp AND #st = :pending")
+        .expression_attribute_names("#st", "state")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_names("#h", "headers")
+        .expression_attribute_names("#b", "body")
+        .expression_attribute_names("#x", "expires_at_ms")
+        .expression_attribute_names("#ttl", TTL)
+        .expression_attribute_names("#fp", "fingerprint")
+        .expression_attribute_values(":done", s("done"))
+        .expression_attribute_values(":pending", s("pending"))
+        .expression_attribute_values(":status", n(u64::from(response.status)))
+        .expression_attribute_values(":h", s(headers))
+        .expression_attribute_values(":b", AttributeValue::B(Blob::new(response.body.clone())))
+        .expression_attribute_values(":x", n(expires))
+        .expression_attribute_values(":ttl", n(ttl_seconds(expires)))
+        .expression_attribute_values(":fp", AttributeValue::B(Blob::new(fingerprint.to_vec())))
+        .send()
+        .await;
+    match done {
+        // Not this request's claim any more (its lease ran out and another took it), or done.
+        Err(e) if is_condition_failed(&e) => Ok(()),
+        Err(e) => Err(classify("complete idempotency key", e)),
+        Ok(_) => Ok(()),
+    }
+}
+
+pub(crate) async fn release(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    k: &IdempotencyKey,
+    fingerprint: &[u8; 32],
+) -> PortResult<()> {
+    let released = client
+        .delete_item()
+        .table_name(table)
+        .set_key(Some(key(tenant_pk(tenant), idempotency_sk(k.as_str()))))
+        .condition_expression("#fp = :fp AND #st = :pending")
+        .expression_attribute_names("#st", "state")
+        .expression_attribute_names("#fp", "fingerprint")
+        .expression_attribute_values(":pending", s("pending"))
+        .expression_attribute_values(":fp", AttributeValue::B(Blob::new(fingerprint.to_vec())))
+        .send()
+        .await;
+    match released {
+        // A completed key, or another request's claim, is kept.
+        Err(e) if is_condition_failed(&e) => Ok(()),
+        Err(e) => Err(classify("release idempotency key", e)),
+        Ok(_) => Ok(()),
+    }
+}

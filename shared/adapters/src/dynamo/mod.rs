@@ -1,0 +1,174 @@
+//! The design store on DynamoDB (cargo feature `dynamodb`): one table holding designs, their
+//! timelines, reports, accepted-revision markers and idempotency keys (docs/DYNAMODB.md).
+//!
+//! - [`table`]: keys, item types, attribute names, and the table definition that
+//!   [`DynamoDesignStore::create_table_if_missing`] creates against a local endpoint.
+//! - `apply`: the revision rules ([`openqq_core::revision::plan`]) executed as one
+//!   `TransactWriteItems` per state change, conditional on the design's write counter and
+//!   revision; a lost race reads and plans again.
+//! - `reads`: strongly consistent reads, listing per tenant with a cursor, usage, accepted
+//!   markers.
+//! - `idempotency`: claims, completions and releases of idempotency keys.
+//! - `error`: every SDK error classified (throttled, unavailable, invalid, permanent), never
+//!   flattened into one kind of failure.
+
+mod apply;
+mod error;
+mod idempotency;
+mod reads;
+pub mod table;
+
+pub use apply::MAX_REPORT_ITEM_BYTES;
+pub use reads::MAX_PAGE;
+
+use async_trait::async_trait;
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::Client;
+use openqq_core::ports::{PortResult, Usage};
+use openqq_core::{
+    AcceptedRevision, Applied, Change, DesignId, DesignStore, DesignView, IdempotencyClaim, IdempotencyKey,
+    KeptResponse, Page, PortError, StoredReport, TenantId, TimelineEntry,
+};
+use std::time::Duration;
+
+/// Where the store is: the table and, for a local stand-in, an endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamoSettings {
+    /// The table (`--dynamodb-table`).
+    pub table: String,
+    /// An endpoint other than AWS's (`--dynamodb-endpoint`, a local server). `AWS_ENDPOINT_URL`
+    /// and `AWS_ENDPOINT_URL_DYNAMODB` are honoured too, as by every AWS SDK.
+    pub endpoint: Option<String>,
+}
+
+/// The region used against a local endpoint when the environment names none: a local server
+/// answers for any region, and the SDK needs one to sign requests.
+const LOCAL_REGION: &str = "us-east-1";
+
+pub struct DynamoDesignStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoDesignStore {
+    /// A store on `table` through `client` (tests hand in one configured for a local server or
+    /// one that replays recorded responses).
+    pub fn new(client: Client, table: impl Into<String>) -> PortResult<Self> {
+        let table = table.into();
+        if !table::valid_table_name(&table) {
+            return Err(PortError::Invalid(format!(
+                "the DynamoDB table name {table:?} is not valid: 3 to 255 letters, digits, '_', '-' or '.'"
+            )));
+        }
+        Ok(Self { client, table })
+    }
+
+    /// A store with the AWS settings and credentials of the environment. With an endpoint
+    /// (given, or in `AWS_ENDPOINT_URL`) the table is created when missing; against AWS nothing
+    /// is ever created (the deployment template owns the table).
+    pub async fn connect(settings: &DynamoSettings) -> PortResult<Self> {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest());
+        if let Some(endpoint) = &settings.endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        let mut config = loader.load().await;
+        let local = config.endpoint_url().is_some();
+        if local && config.region().is_none() {
+            config = config.into_builder().region(Region::new(LOCAL_REGION)).build();
+        }
+        if config.region().is_none() {
+            return Err(PortError::Invalid(
+                "the DynamoDB store needs an AWS region: set AWS_REGION (or give --dynamodb-endpoint)".into(),
+            ));
+        }
+        let store = Self::new(Client::new(&config), settings.table.clone())?;
+        if local {
+            store.create_table_if_missing().await?;
+        }
+        Ok(store)
+    }
+
+    /// Creates the table from [`table`]'s definition unless it exists; returns whether it did.
+    pub async fn create_table_if_missing(&self) -> PortResult<bool> {
+        table::create_table_if_missing(&self.client, &self.table).await
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+#[async_trait]
+impl DesignStore for DynamoDesignStore {
+    async fn apply(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied> {
+        apply::apply(&self.client, &self.table, tenant, design, entry, change).await
+    }
+
+    async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
+        reads::get(&self.client, &self.table, tenant, design).await
+    }
+
+    async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<DesignView>> {
+        reads::list(&self.client, &self.table, tenant, cursor, limit).await
+    }
+
+    async fn report(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        revision: Option<u64>,
+    ) -> PortResult<Option<StoredReport>> {
+        reads::report(&self.client, &self.table, tenant, design, revision).await
+    }
+
+    async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>> {
+        reads::timeline(&self.client, &self.table, tenant, design).await
+    }
+
+    async fn usage(&self, tenant: &TenantId) -> PortResult<Usage> {
+        reads::usage(&self.client, &self.table, tenant).await
+    }
+
+    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
+        reads::record_accepted(&self.client, &self.table, tenant, accepted).await
+    }
+
+    async fn claim_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+        lease: Duration,
+    ) -> PortResult<IdempotencyClaim> {
+        idempotency::claim(&self.client, &self.table, tenant, key, fingerprint, lease).await
+    }
+
+    async fn complete_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+        response: &KeptResponse,
+        ttl: Duration,
+    ) -> PortResult<()> {
+        idempotency::complete(&self.client, &self.table, tenant, key, fingerprint, response, ttl).await
+    }
+
+    async fn release_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        fingerprint: &[u8; 32],
+    ) -> PortResult<()> {
+        idempotency::release(&self.client, &self.table, tenant, key, fingerprint).await
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+//! The one table: its keys, item types and attribute names, and its definition, which
+//! [`create_table_if_missing`] creates against a local endpoint and the deployment template
+//! declares the same way (docs/DYNAMODB.md).
+//!
+//! Two partitions per tenant and design:
+//!
+//! | item        | `pk`               | `sk`                       |
+//! |-------------|--------------------|----------------------------|
+//! | design      | `T#{tenant}`       | `D#{design}`               |
+//! | accepted    | `T#{tenant}`       | `A#{design}`               |
+//! | idempotency | `T#{tenant}`       | `I#{key}`                  |
+//! | entry       | `T#{tenant}#D#{d}` | `E#{seq:016}` (applied order) |
+//! | applied     | `T#{tenant}#D#{d}` | `K#{kind}#{revision:020}`  |
+//! | report      | `T#{tenant}#D#{d}` | `R#{revision:020}`         |
+//!
+//! Tenant and design ids never contain `#` (see `openqq_core::ids`), so keys cannot collide.
+
+use super::error::classify;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
+    TimeToLiveSpecification,
+};
+use aws_sdk_dynamodb::Client;
+use openqq_core::ports::PortResult;
+use openqq_core::{DesignId, EventKind, PortError, TenantId};
+use std::collections::HashMap;
+use std::time::Duration;
+
+pub(crate) const PK: &str = "pk";
+pub(crate) const SK: &str = "sk";
+/// The TTL attribute (epoch seconds): DynamoDB deletes an item some time after it passes.
+/// Reads never rely on the deletion: expiring items carry their exact expiry too.
+pub(crate) const TTL: &str = "expires_at";
+
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+pub(crate) fn tenant_pk(tenant: &TenantId) -> String {
+    format!("T#{tenant}")
+}
+
+pub(crate) fn design_pk(tenant: &TenantId, design: &DesignId) -> String {
+    format!("T#{tenant}#D#{design}")
+}
+
+pub(crate) const DESIGN_PREFIX: &str = "D#";
+pub(crate) const ACCEPTED_PREFIX: &str = "A#";
+pub(crate) const ENTRY_PREFIX: &str = "E#";
+pub(crate) const REPORT_PREFIX: &str = "R#";
+
+pub(crate) fn design_sk(design: &DesignId) -> String {
+    format!("{DESIGN_PREFIX}{design}")
+}
+
+pub(crate) fn accepted_sk(design: &DesignId) -> String {
+    format!("{ACCEPTED_PREFIX}{design}")
+}
+
+pub(crate) fn idempotency_sk(key: &str) -> String {
+    format!("I#{key}")
+}
+
+pub(crate) fn entry_sk(seq: u64) -> String {
+    format!("{ENTRY_PREFIX}{seq:016}")
+}
+
+pub(crate) fn applied_sk(kind: EventKind, revision: u64) -> String {
+    format!("K#{}#{revision:020}", kind.as_str())
+}
+
+pub(crate) fn report_sk(revision: u64) -> String {
+    format!("{REPORT_PREFIX}{revision:020}")
+}
+
+pub(crate) fn key(pk: String, sk: String) -> Item {
+    HashMap::from([(PK.to_owned(), AttributeValue::S(pk)), (SK.to_owned(), AttributeValue::S(sk))])
+}
+
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+pub(crate) fn n(v: u64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// Reading attributes of a stored item; a missing or mistyped attribute is a permanent error
+/// naming it (the item was not written by this adapter).
+pub(crate) trait Attrs {
+    fn str_attr(&self, name: &str) -> PortResult<&str>;
+    fn opt_str(&self, name: &str) -> Option<&str>;
+    fn num(&self, name: &str) -> PortResult<u64>;
+    fn opt_num(&self, name: &str) -> PortResult<Option<u64>>;
+}
+
+pub(crate) fn corrupt(what: &str) -> PortError {
+    PortError::Invalid(format!("a stored DynamoDB item has a missing or malformed {what}"))
+}
+
+impl Attrs for Item {
+    fn str_attr(&self, name: &str) -> PortResult<&str> {
+        self.opt_str(name).ok_or_else(|| corrupt(name))
+    }
+
+    fn opt_str(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+    }
+
+    fn num(&self, name: &str) -> PortResult<u64> {
+        self.opt_num(name)?.ok_or_else(|| corrupt(name))
+    }
+
+    fn opt_num(&self, name: &str) -> PortResult<Option<u64>> {
+        match self.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(None),
+            Some(v) => v.as_n().ok().and_then(|n| n.parse().ok()).map(Some).ok_or_else(|| corrupt(name)),
+        }
+    }
+}
+
+/// Whether `name` is a valid DynamoDB table name (3 to 255 of letters, digits, `_`, `-`, `.`).
+pub fn valid_table_name(name: &str) -> bool {
+    (3..=255).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// Creates `table` (on-demand, keys `pk`/`sk` as strings, TTL on [`TTL`]) unless it exists, and
+/// waits until it is active. Returns whether it created it. For local endpoints only: against
+/// AWS the deployment template owns the table.
+pub(crate) async fn create_table_if_missing(client: &Client, table: &str) -> PortResult<bool> {
+    match client.describe_table().table_name(table).send().await {
+        Ok(_) => {
+            wait_active(client, table).await?;
+            return Ok(false);
+        }
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {}
+        Err(e) => return Err(classify("describe table", e)),
+    }
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .expect("name and type are set")
+    };
+    let key_part =
+        |name: &str, kind| KeySchemaElement::builder().attribute_name(name).key_type(kind).build().expect("set");
+    let created = client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute(PK))
+        .attribute_definitions(attribute(SK))
+        .key_schema(key_part(PK, KeyType::Hash))
+        .key_schema(key_part(SK, KeyType::Range))
+        .send()
+        .await;
+    let created = match created {
+        Ok(_) => true,
+        // Another process created it meanwhile.
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => false,
+        Err(e) => return Err(classify("create table", e)),
+    };
+    wait_active(client, table).await?;
+    if created {
+        let ttl = TimeToLiveSpecification::builder().enabled(true).attribute_name(TTL).build().expect("set");
+        client
+            .update_time_to_live()
+            .table_name(table)
+            .time_to_live_specification(ttl)
+            .send()
+            .await
+            .map_err(|e| classify("enable TTL", e))?;
+    }
+    Ok(created)
+}
+
+async fn wait_active(client: &Client, table: &str) -> PortResult<()> {
+    for _ in 0..600 {
+        let out = client.describe_table().table_name(table).send().await.map_err(|e| classify("describe table", e))?;
+        if out.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(PortError::Unavailable(format!("the DynamoDB table {table} did not become active within a minute")))
+}

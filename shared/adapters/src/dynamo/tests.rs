@@ -1,0 +1,135 @@
+//! Error classification and lost races against recorded DynamoDB answers (the SDK's replaying
+//! test client): throttling and server errors that a local server never produces on demand.
+
+use super::*;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
+use aws_smithy_types::body::SdkBody;
+use openqq_core::{CorrelationId, EventKind};
+
+const TYPE_PREFIX: &str = "com.amazonaws.dynamodb.v20120810#";
+
+/// A recorded answer of DynamoDB; the request side is not compared.
+fn answer(status: u16, body: String) -> ReplayEvent {
+    let request = http::Request::builder().uri("https://dynamodb.eu-west-1.amazonaws.com/").body(SdkBody::empty());
+    let response = http::Response::builder()
+        .status(status)
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amzn-requestid", "RECORDED")
+        .body(SdkBody::from(body));
+    ReplayEvent::new(request.unwrap(), response.unwrap())
+}
+
+fn error(status: u16, code: &str, extra: &str) -> ReplayEvent {
+    answer(status, format!(r#"{{"__type":"{TYPE_PREFIX}{code}","message":"recorded {code}"{extra}}}"#))
+}
+
+/// A store whose client replays `events` in order, with the SDK's own retries off so that each
+/// answer reaches the classification.
+fn store(events: Vec<ReplayEvent>) -> (DynamoDesignStore, StaticReplayClient) {
+    let replay = StaticReplayClient::new(events);
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("eu-west-1"))
+        .credentials_provider(Credentials::new("AKIDEXAMPLE", "secret", None, None, "test"))
+        .retry_config(RetryConfig::disabled())
+        .http_client(replay.clone())
+        .build();
+    (DynamoDesignStore::new(Client::from_conf(config), "openqq").unwrap(), replay)
+}
+
+fn ids() -> (TenantId, DesignId) {
+    (TenantId::parse("acme").unwrap(), DesignId::parse("d-1").unwrap())
+}
+
+fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
+    TimelineEntry {
+        event_id: uuid::Uuid::now_v7(),
+        kind,
+        revision,
+        correlation_id: CorrelationId::parse("c").unwrap(),
+        occurred_at: chrono::Utc::now(),
+    }
+}
+
+/// What `TransactGetItems` returns for a design at revision 1, `submitted`, write counter 1,
+/// with or without the applied marker of the entry read.
+fn held_design(applied: bool) -> ReplayEvent {
+    let design = r#"{"Item":{"pk":{"S":"T#acme"},"sk":{"S":"D#d-1"},"revision":{"N":"1"},"status":{"S":"submitted"},"seq":{"N":"1"},"latest":{"M":{"design.submitted":{"N":"1"}}}}}"#;
+    let marker = if applied { r#"{"Item":{"pk":{"S":"T#acme#D#d-1"},"sk":{"S":"K"}}}"# } else { "{}" };
+    answer(200, format!(r#"{{"Responses":[{design},{marker}]}}"#))
+}
+
+#[tokio::test]
+async fn throttling_of_the_read_is_classified_retriable() {
+    let (t, d) = ids();
+    for code in ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"] {
+        let (store, _) = store(vec![error(400, code, "")]);
+        let err = store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await;
+        let err = err.unwrap_err();
+        assert!(matches!(err, PortError::Throttled { .. }), "{code}: {err:?}");
+        assert!(err.is_retriable(), "{code}");
+    }
+}
+
+#[tokio::test]
+async fn a_transaction_cancelled_for_throughput_is_throttled_and_never_taken_for_a_lost_race() {
+    let (t, d) = ids();
+    let reasons = r#","CancellationReasons":[{"Code":"ProvisionedThroughputExceeded","Message":"m"},{"Code":"None"},{"Code":"None"}]"#;
+    let (store, replay) = store(vec![held_design(false), error(400, "TransactionCanceledException", reasons)]);
+    let err = store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await;
+    let err = err.unwrap_err();
+    assert!(matches!(err, PortError::Throttled { .. }), "{err:?}");
+    assert_eq!(replay.actual_requests().count(), 2, "one read, one write, no re-read");
+}
+
+#[tokio::test]
+async fn a_lost_race_reads_again_and_a_replay_then_comes_out_duplicate() {
+    let (t, d) = ids();
+    let reasons = r#","CancellationReasons":[{"Code":"ConditionalCheckFailed","Message":"m"},{"Code":"ConditionalCheckFailed"},{"Code":"None"}]"#;
+    let (store, replay) =
+        store(vec![held_design(false), error(400, "TransactionCanceledException", reasons), held_design(true)]);
+    let applied = store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await;
+    assert_eq!(applied.unwrap(), Applied::Duplicate);
+    assert_eq!(replay.actual_requests().count(), 3);
+}
+
+#[tokio::test]
+async fn server_errors_and_timeouts_are_retriable_and_validation_errors_permanent() {
+    let (t, d) = ids();
+    let (store_500, _) = store(vec![error(500, "InternalServerError", "")]);
+    let err = store_500.get(&t, &d).await.unwrap_err();
+    assert!(matches!(err, PortError::Unavailable(_)) && err.is_retriable(), "{err:?}");
+    let (store_503, _) = store(vec![error(503, "SomethingNew", "")]);
+    let err = store_503.report(&t, &d, Some(1)).await.unwrap_err();
+    assert!(err.is_retriable(), "an unknown code with a 5xx is retriable: {err:?}");
+    let (invalid, _) = store(vec![error(400, "ValidationException", "")]);
+    let err = invalid.report(&t, &d, Some(1)).await.unwrap_err();
+    assert!(matches!(err, PortError::Invalid(_)) && !err.is_retriable(), "{err:?}");
+    assert!(err.to_string().contains("recorded ValidationException"), "the cause is kept: {err}");
+    let (missing, _) = store(vec![error(400, "ResourceNotFoundException", "")]);
+    let err = missing.report(&t, &d, Some(1)).await.unwrap_err();
+    assert!(!err.is_retriable(), "a missing table does not appear by retrying: {err:?}");
+    // No recorded answer left: the client fails to get a response, as on a dropped connection.
+    let (silent, _) = store(vec![]);
+    assert!(silent.get(&t, &d).await.unwrap_err().is_retriable());
+}
+
+#[tokio::test]
+async fn an_event_for_a_design_that_never_materialised_is_not_found_without_a_write() {
+    let (t, d) = ids();
+    let (store, replay) = store(vec![answer(200, r#"{"Responses":[{},{}]}"#.into())]);
+    let err = store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await;
+    assert!(matches!(err, Err(PortError::NotFound)), "{err:?}");
+    assert_eq!(replay.actual_requests().count(), 1);
+}
+
+#[test]
+fn a_table_name_is_checked_before_any_request() {
+    let config = aws_sdk_dynamodb::Config::builder().behavior_version(BehaviorVersion::latest()).build();
+    for bad in ["", "ab", "has space", "a/b"] {
+        let err = DynamoDesignStore::new(Client::from_conf(config.clone()), bad).err().unwrap();
+        assert!(err.to_string().contains("is not valid"), "{bad:?}: {err}");
+    }
+}
