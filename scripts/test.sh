@@ -69,5 +69,8 @@ cargo fmt --all --check
 step "Building"
 cargo build --locked --workspace --all-targets
 
+step "Fuzzing a live openqq up against the API contract (docs/openapi.yaml) with schemathesis"
+scripts/services/schemathesis.sh
+
 step "Running every suite"
 cargo test --locked --workspace --no-fail-fast

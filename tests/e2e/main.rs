@@ -1,8 +1,10 @@
 //! End-to-end suites against the real `openqq` binary. One test binary, a module per area.
 
 mod api_semantics;
+mod contract;
 mod durability;
 mod front_door;
+mod isolation;
 mod kafka;
 mod lifecycle;
 mod load;

@@ -28,7 +28,7 @@ pub const MAX_REVISION: u64 = (1 << 53) - 1;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitRequest {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub revision: Option<u64>,
     #[serde(default)]
     pub name: Option<String>,
@@ -39,6 +39,21 @@ pub struct SubmitRequest {
     pub bitstream_base64: Option<String>,
     #[serde(default)]
     pub options: Options,
+}
+
+/// A whole number however JSON writes it (`2`, `2.0`, `2e0`): JSON does not tell them apart, and
+/// neither does the contract (`type: integer`). Fractions and negatives are refused.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::de::{Error, Unexpected};
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else { return Ok(None) };
+    if let Some(u) = n.as_u64() {
+        return Ok(Some(u));
+    }
+    match n.as_f64() {
+        Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= MAX_REVISION as f64 => Ok(Some(f as u64)),
+        Some(f) => Err(D::Error::invalid_value(Unexpected::Float(f), &"a whole number from 0 to 2^53 - 1")),
+        None => Err(D::Error::custom("expected a whole number")),
+    }
 }
 
 impl SubmitRequest {
