@@ -65,9 +65,10 @@ pub trait BatchHandler: Send + Sync {
     /// The function's name, also its consumer group.
     fn name(&self) -> &str;
     async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError>;
-    /// The trigger is about to dead-letter `records` for `reason` (their batch failed every
-    /// retry): the function records what that means for them. An error keeps the records
-    /// uncommitted, to be tried again later.
+    /// The trigger is about to dead-letter a batch that failed every retry, for `reason`;
+    /// `records` are the ones the handler never got past (the record its error named and those
+    /// after it; all of them after a panic). The function records what that means for them. An
+    /// error keeps the whole batch uncommitted, to be tried again later.
     async fn dead_lettered(&self, _records: &[Incoming], _reason: &str) -> Result<(), PortError> {
         Ok(())
     }

@@ -16,7 +16,7 @@
 
 use crate::consumer::BatchHandler;
 use crate::dead_letter::{dead_letter_record, panic_message};
-use crate::kafka::{to_event, Incoming};
+use crate::kafka::{records, to_event, Incoming};
 use futures_util::FutureExt;
 use openqq_core::{EventLog, Lease, LogRecord, LogSource, PortError};
 use std::panic::AssertUnwindSafe;
@@ -259,10 +259,12 @@ impl EventSourceMapping {
         // A panic that escapes the handler is a failed batch, not a dead worker holding its
         // partitions for good.
         let result = match AssertUnwindSafe(self.handler.handle(to_event(&batch))).catch_unwind().await {
-            Ok(result) => result.map_err(|e| e.to_string()),
+            Ok(result) => result
+                .map_err(|e| Failure { reason: e.to_string(), at: Some((e.topic.clone(), e.partition, e.offset)) }),
             Err(panic) => {
                 metrics::counter!("openqq_handler_panics_total", "function" => function.clone()).increment(1);
-                Err(format!("bug: the {function} handler panicked: {}", panic_message(panic.as_ref())))
+                let reason = format!("bug: the {function} handler panicked: {}", panic_message(panic.as_ref()));
+                Err(Failure { reason, at: None })
             }
         };
         metrics::histogram!("openqq_batch_duration_seconds", "function" => function.clone())
@@ -301,7 +303,8 @@ impl EventSourceMapping {
         }
     }
 
-    async fn fail_batch(&self, batch: &[LogRecord], reason: &str) {
+    async fn fail_batch(&self, batch: &[LogRecord], failure: &Failure) {
+        let reason = failure.reason.as_str();
         let partitions: Vec<u32> = last_offsets(batch).into_iter().map(|(p, _)| p).collect();
         let attempts = {
             let mut parts = self.parts.lock().unwrap();
@@ -322,7 +325,7 @@ impl EventSourceMapping {
         error!(function = self.function(), records = batch.len(), %reason, "The batch failed after every retry; its records go to the dead-letter topic.");
         let reason = format!("retries exhausted: {reason}");
         let incoming: Vec<Incoming> = batch.iter().map(Incoming::from).collect();
-        if let Err(e) = self.handler.dead_lettered(&incoming, &reason).await {
+        if let Err(e) = self.handler.dead_lettered(&not_reached(batch, failure), &reason).await {
             warn!(function = self.function(), error = %e, "Failing the batch's revisions did not succeed; the batch will be retried.");
             return;
         }
@@ -362,6 +365,28 @@ impl EventSourceMapping {
         }
         debug!(function = self.function(), "Lag recorded.");
     }
+}
+
+/// Why a batch failed, and at which record (`topic`, `partition`, `offset`) when the handler said.
+#[derive(Debug)]
+struct Failure {
+    reason: String,
+    at: Option<(String, u32, u64)>,
+}
+
+/// The records of `batch` the handler never got past: the one it failed at and every one after
+/// it in the order it handles them (the event's order). The ones before it were applied, so the
+/// handler is not told they were given up on. Without a position (a panic), all of them.
+fn not_reached(batch: &[LogRecord], failure: &Failure) -> Vec<Incoming> {
+    let ordered = records(&to_event(batch));
+    let from = failure
+        .at
+        .as_ref()
+        .and_then(|(topic, partition, offset)| {
+            ordered.iter().position(|r| r.topic == *topic && r.partition == *partition && r.offset == *offset)
+        })
+        .unwrap_or(0);
+    ordered[from..].to_vec()
 }
 
 /// A partition taken for one batch, in the lease epoch it was taken in.

@@ -259,3 +259,21 @@ async fn records_whose_revisions_cannot_be_failed_are_neither_dead_lettered_nor_
     assert!(log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0), "nothing was dead-lettered");
     assert_eq!(log.committed("scripted", "in", 0).await.unwrap(), 0, "the record waits to be tried again");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_records_a_batch_never_got_past_are_reported_given_up_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 1, Durability::Process).unwrap());
+    log.publish("in", vec![rec("a", 0), rec("a", 1), rec("a", 2)]).await.unwrap();
+    let h = Arc::new(Script { poison: vec![(b"a:1".to_vec(), u32::MAX)], ..Script::default() });
+    let (stop, task) = start(log.clone(), h.clone(), config(0)).await;
+    until("the dead letters", Duration::from_secs(10), || !h.told.lock().unwrap().is_empty()).await;
+    until("the commit", Duration::from_secs(5), || {
+        futures_lite_block(log.committed("scripted", "in", 0)).unwrap() == 3
+    })
+    .await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert_eq!(h.told.lock().unwrap()[0].0, vec![1, 2], "a:0 was handled before the failure; a:1 and a:2 never were");
+    assert_eq!(log.read("dlq", 0, 0, 10).await.unwrap().len(), 3, "the whole batch is dead-lettered, as on AWS");
+}
