@@ -9,9 +9,9 @@
 //! oldest claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent`.
 //! Offsets are committed only after the handler succeeded. A failed batch leaves its offsets
 //! where they were: its partitions back off exponentially while the others go on, and are read
-//! again from the committed offset. After `max_retries` retries the handler is told (so the
-//! records' revisions become `failed`), the batch's records go to the dead-letter topic with the
-//! reason, and the partitions move on. A handler that panics fails its batch like an error: the
+//! again from the committed offset. After `max_retries` retries the handler is told which records
+//! it never got past (so their revisions become `failed`), the batch's records go to the
+//! dead-letter topic with the reason, and the partitions move on. A handler that panics fails its batch like an error: the
 //! worker goes on and its partitions are released.
 
 use crate::consumer::BatchHandler;
