@@ -133,3 +133,41 @@ fn a_table_name_is_checked_before_any_request() {
         assert!(err.to_string().contains("is not valid"), "{bad:?}: {err}");
     }
 }
+
+#[tokio::test]
+async fn an_applied_change_is_one_transaction_conditional_on_the_state_it_was_planned_from() {
+    let (t, d) = ids();
+    let (store, replay) = store(vec![held_design(false), answer(200, "{}".into())]);
+    let applied = store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await;
+    assert_eq!(applied.unwrap(), Applied::Applied);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 2, "one read, one write");
+    assert_eq!(sent[1].headers().get("x-amz-target"), Some("DynamoDB_20120810.TransactWriteItems"));
+    let body: serde_json::Value = serde_json::from_slice(sent[1].body().bytes().unwrap()).unwrap();
+    let items = body["TransactItems"].as_array().unwrap();
+    assert_eq!(items.len(), 3, "design, applied marker, timeline entry: {body}");
+    let design = &items[0]["Update"];
+    assert_eq!(design["ConditionExpression"], "#seq = :v0 AND #revision = :v1");
+    assert_eq!(
+        (&design["ExpressionAttributeValues"][":v0"], &design["ExpressionAttributeValues"][":v1"]),
+        (&serde_json::json!({"N": "1"}), &serde_json::json!({"N": "1"}))
+    );
+    assert!(design["UpdateExpression"].as_str().unwrap().contains("#status = "), "{design}");
+    for put in &items[1..] {
+        assert_eq!(put["Put"]["ConditionExpression"], "attribute_not_exists(#pk)");
+    }
+}
+
+#[tokio::test]
+async fn a_report_too_large_for_an_item_is_refused_before_any_request() {
+    let (t, d) = ids();
+    let (store, replay) = store(vec![]);
+    let huge = format!("{{\"x\":\"{}\"}}", "a".repeat(MAX_REPORT_ITEM_BYTES));
+    let change = Change::ValidationFinished {
+        verdict: openqq_core::Verdict::Pass,
+        report: serde_json::value::RawValue::from_string(huge).unwrap(),
+    };
+    let err = store.apply(&t, &d, &entry(EventKind::ValidationFinished, 1), &change).await.unwrap_err();
+    assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
+    assert_eq!(replay.actual_requests().count(), 0);
+}
