@@ -90,7 +90,7 @@ impl DesignSpec {
             use_base64_alphabet(b).map_err(|m| field_error("bitstream_base64", m))?;
         }
         if let Some(top) = &self.options.top {
-            if top.is_empty() || top.len() > 256 {
+            if top.is_empty() || top.chars().count() > 256 {
                 return Err(field_error("options.top", "must be 1 to 256 characters"));
             }
         }
@@ -255,6 +255,16 @@ mod tests {
         let mut j = good();
         j["constraints"]["format"] = "xdc".into();
         assert!(spec(j).is_err());
+    }
+
+    #[test]
+    fn the_top_module_is_limited_in_characters_as_its_message_and_the_api_contract_say() {
+        let mut j = good();
+        j["options"] = serde_json::json!({"top": "\u{e9}".repeat(256)});
+        assert_eq!(spec(j).unwrap().check(), Ok(()), "256 characters of two bytes each");
+        let mut j = good();
+        j["options"] = serde_json::json!({"top": "t".repeat(257)});
+        assert_eq!(spec(j).unwrap().check().unwrap_err().field, "options.top");
     }
 
     #[test]
