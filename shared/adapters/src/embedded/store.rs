@@ -12,6 +12,7 @@ use openqq_core::{
     Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId,
     TimelineEntry, Verdict,
 };
+use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::{CorrelationId, EventKind};
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::value::RawValue;
@@ -73,6 +74,7 @@ impl EmbeddedDesignStore {
     }
 }
 
+/// Reads what [`revision::plan`] needs inside the transaction, and executes its plan.
 fn apply_tx(
     tx: &Transaction<'_>,
     tenant: &str,
@@ -81,72 +83,58 @@ fn apply_tx(
     change: &Change,
 ) -> PortResult<Applied> {
     let kind = entry.kind.as_str();
-    // Duplicate first: a re-read of an applied revision must be recognised as such even after
-    // newer revisions were applied (a crash can lose the events it was about to publish).
     let (seen, latest): (bool, Option<i64>) = tx
         .prepare_cached("SELECT COALESCE(MAX(revision = ?4), 0), MAX(revision) FROM timeline WHERE tenant=?1 AND design_id=?2 AND kind=?3")
         .and_then(|mut s| s.query_row(params![tenant, design, kind, entry.revision as i64], |r| Ok((r.get(0)?, r.get(1)?))))
         .map_err(|e| unavailable("read timeline", e))?;
-    if seen {
-        return Ok(Applied::Duplicate);
-    }
-    if latest.is_some_and(|l| l as u64 > entry.revision) {
-        return Ok(Applied::Stale);
-    }
-    let now = Utc::now().to_rfc3339();
     let current: Option<(u64, String)> = tx
         .prepare_cached("SELECT revision, status FROM designs WHERE tenant=?1 AND design_id=?2")
         .and_then(|mut s| {
             s.query_row(params![tenant, design], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))).optional()
         })
         .map_err(|e| unavailable("read design", e))?;
-    match (change, &current) {
-        (Change::Submitted { name }, None) => {
-            tx.prepare_cached("INSERT INTO designs(tenant, design_id, name, revision, status, verdict, updated_at) VALUES (?1, ?2, ?3, ?4, 'submitted', NULL, ?5)")
-                .and_then(|mut s| s.execute(params![tenant, design, name.as_deref().unwrap_or(design), entry.revision as i64, now]))
+    let held_design = match current {
+        Some((revision, status)) => Some(HeldDesign {
+            revision,
+            status: DesignStatus::parse(&status)
+                .ok_or_else(|| PortError::Invalid(format!("stored status {status:?}")))?,
+        }),
+        None => None,
+    };
+    let held = Held { seen, latest_of_kind: latest.map(|l| l as u64), design: held_design };
+    let writes = match revision::plan(&held, entry, change) {
+        Plan::Duplicate => return Ok(Applied::Duplicate),
+        Plan::Stale => return Ok(Applied::Stale),
+        Plan::NotFound => return Err(PortError::NotFound),
+        Plan::Apply(writes) => writes,
+    };
+    let now = Utc::now().to_rfc3339();
+    match writes.design {
+        DesignWrite::Insert { name, revision, status, failure_reason } => {
+            tx.prepare_cached("INSERT INTO designs(tenant, design_id, name, revision, status, verdict, updated_at, failure_reason) VALUES (?1, ?2, COALESCE(?3, ?2), ?4, ?5, NULL, ?6, ?7)")
+                .and_then(|mut s| s.execute(params![tenant, design, name, revision as i64, status.as_str(), now, failure_reason]))
                 .map_err(|e| unavailable("insert design", e))?;
         }
-        (Change::Submitted { name }, Some((rev, _))) if *rev < entry.revision => {
-            tx.prepare_cached("UPDATE designs SET name=COALESCE(?3, name), revision=?4, status='submitted', verdict=NULL, failure_reason=NULL, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
-                .and_then(|mut s| s.execute(params![tenant, design, name, entry.revision as i64, now]))
-                .map_err(|e| unavailable("update design", e))?;
+        DesignWrite::Revise { name, revision, status, failure_reason } => {
+            tx.prepare_cached("UPDATE designs SET name=COALESCE(?3, name), revision=?4, status=?5, verdict=NULL, updated_at=?6, failure_reason=?7 WHERE tenant=?1 AND design_id=?2")
+                .and_then(|mut s| s.execute(params![tenant, design, name, revision as i64, status.as_str(), now, failure_reason]))
+                .map_err(|e| unavailable("revise design", e))?;
         }
-        (Change::Submitted { .. }, Some(_)) => {}
-        // A revision the platform gave up on before it materialised (its `design.submitted` was
-        // dead-lettered) still shows, as failed: the tenant was told it was accepted.
-        (Change::Failed { reason }, None) => {
-            tx.prepare_cached("INSERT INTO designs(tenant, design_id, name, revision, status, verdict, updated_at, failure_reason) VALUES (?1, ?2, ?2, ?3, 'failed', NULL, ?4, ?5)")
-                .and_then(|mut s| s.execute(params![tenant, design, entry.revision as i64, now, reason]))
-                .map_err(|e| unavailable("insert failed design", e))?;
+        DesignWrite::Move { to, verdict, failure_reason, .. } => {
+            tx.prepare_cached("UPDATE designs SET status=?3, verdict=COALESCE(?4, verdict), updated_at=?5, failure_reason=?6 WHERE tenant=?1 AND design_id=?2")
+                .and_then(|mut s| s.execute(params![tenant, design, to.as_str(), verdict.map(Verdict::as_str), now, failure_reason]))
+                .map_err(|e| unavailable("update status", e))?;
         }
-        (Change::Failed { reason }, Some((rev, _))) if *rev < entry.revision => {
-            tx.prepare_cached("UPDATE designs SET revision=?3, status='failed', verdict=NULL, failure_reason=?5, updated_at=?4 WHERE tenant=?1 AND design_id=?2")
-                .and_then(|mut s| s.execute(params![tenant, design, entry.revision as i64, now, reason]))
-                .map_err(|e| unavailable("fail design", e))?;
-        }
-        (_, None) => return Err(PortError::NotFound),
-        (change, Some((rev, status))) => {
-            if let Change::ValidationFinished { verdict, report } = change {
-                tx.prepare_cached("INSERT OR IGNORE INTO reports(tenant, design_id, revision, verdict, report) VALUES (?1, ?2, ?3, ?4, ?5)")
-                    .and_then(|mut s| s.execute(params![tenant, design, entry.revision as i64, verdict.as_str(), report.get()]))
-                    .map_err(|e| unavailable("insert report", e))?;
-            }
-            let from =
-                DesignStatus::parse(status).ok_or_else(|| PortError::Invalid(format!("stored status {status:?}")))?;
-            if let Some(to) = change.status().filter(|to| *rev == entry.revision && from.may_become(*to)) {
-                let verdict = match change {
-                    Change::ResultsReady { verdict } => Some(verdict.as_str()),
-                    _ => None,
-                };
-                let reason = match change {
-                    Change::Failed { reason } => Some(reason.as_str()),
-                    _ => None,
-                };
-                tx.prepare_cached("UPDATE designs SET status=?3, verdict=COALESCE(?4, verdict), failure_reason=?6, updated_at=?5 WHERE tenant=?1 AND design_id=?2")
-                    .and_then(|mut s| s.execute(params![tenant, design, to.as_str(), verdict, now, reason]))
-                    .map_err(|e| unavailable("update status", e))?;
-            }
-        }
+        DesignWrite::Keep => {}
+    }
+    if let Some(report) = writes.report {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO reports(tenant, design_id, revision, verdict, report) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![tenant, design, report.revision as i64, report.verdict.as_str(), report.report.get()])
+        })
+        .map_err(|e| unavailable("insert report", e))?;
     }
     tx.prepare_cached("INSERT INTO timeline(tenant, design_id, kind, revision, event_id, correlation_id, occurred_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
         .and_then(|mut s| {
