@@ -86,3 +86,85 @@ async fn racing_writers_on_one_design_each_land_once() {
     let timeline = store.timeline(&t, &d).await.unwrap().unwrap();
     assert_eq!(timeline.len(), 3, "each entry once: {timeline:?}");
 }
+
+/// A small deterministic generator (xorshift), so a failing sequence reproduces.
+struct Draws(u64);
+
+impl Draws {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn random_event(draws: &mut Draws) -> (TimelineEntry, Change) {
+    let revision = 1 + draws.below(3);
+    let verdict = if draws.below(2) == 0 { openqq_core::Verdict::Pass } else { openqq_core::Verdict::Fail };
+    let (kind, change) = match draws.below(6) {
+        0 => (EventKind::DesignSubmitted, Change::Submitted { name: Some(format!("n{revision}")) }),
+        1 => (EventKind::DesignSubmitted, Change::Submitted { name: None }),
+        2 => (EventKind::ValidationStarted, Change::ValidationStarted),
+        3 => {
+            let report = serde_json::value::RawValue::from_string(format!("{{\"r\":{revision}}}")).unwrap();
+            (EventKind::ValidationFinished, Change::ValidationFinished { verdict, report })
+        }
+        4 => (EventKind::ResultsReady, Change::ResultsReady { verdict }),
+        _ => (EventKind::DesignFailed, Change::Failed { reason: format!("r{revision}") }),
+    };
+    (entry(kind, revision), change)
+}
+
+/// Any sequence of events, however out of order, repeated or premature, gets the same outcome
+/// from DynamoDB as from the embedded store, and leaves the same design, timeline and reports:
+/// both execute the core's one plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dynamodb_store_and_the_embedded_store_agree_on_random_event_sequences() {
+    let Some(dynamo) = store().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let embedded =
+        openqq_adapters::EmbeddedDesignStore::open(dir.path(), openqq_adapters::Durability::Process).unwrap();
+    let t = TenantId::parse(conformance::unique("diff")).unwrap();
+    let mut draws = Draws(0x9E37_79B9_7F4A_7C15);
+    for sequence in 0..25 {
+        let d = DesignId::generate();
+        let mut sent: Vec<(TimelineEntry, Change)> = Vec::new();
+        for _ in 0..12 {
+            // Now and then a re-delivery of an event sent before (the same entry again).
+            let (e, c) = match sent.len() {
+                n if n > 0 && draws.below(4) == 0 => sent[draws.below(n as u64) as usize].clone(),
+                _ => random_event(&mut draws),
+            };
+            let ours = dynamo.apply(&t, &d, &e, &c).await.map_err(|e| e.label());
+            let theirs = embedded.apply(&t, &d, &e, &c).await.map_err(|e| e.label());
+            assert_eq!(ours, theirs, "sequence {sequence}: {:?} {} after {sent:?}", e.kind, e.revision);
+            sent.push((e, c));
+        }
+        let strip =
+            |v: Option<openqq_core::DesignView>| v.map(|v| (v.name, v.revision, v.status, v.verdict, v.failure_reason));
+        assert_eq!(
+            strip(dynamo.get(&t, &d).await.unwrap()),
+            strip(embedded.get(&t, &d).await.unwrap()),
+            "sequence {sequence}"
+        );
+        let entries = |tl: Option<Vec<TimelineEntry>>| {
+            tl.map(|tl| tl.into_iter().map(|e| (e.event_id, e.kind, e.revision)).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            entries(dynamo.timeline(&t, &d).await.unwrap()),
+            entries(embedded.timeline(&t, &d).await.unwrap()),
+            "sequence {sequence}"
+        );
+        for revision in [None, Some(1), Some(2), Some(3)] {
+            let report =
+                |r: Option<openqq_core::StoredReport>| r.map(|r| (r.revision, r.verdict, r.report.get().to_owned()));
+            assert_eq!(
+                report(dynamo.report(&t, &d, revision).await.unwrap()),
+                report(embedded.report(&t, &d, revision).await.unwrap()),
+                "sequence {sequence}, report {revision:?}"
+            );
+        }
+    }
+    assert_eq!(dynamo.usage(&t).await.unwrap(), embedded.usage(&t).await.unwrap(), "usage counts alike");
+}
