@@ -285,32 +285,65 @@ fn history() -> impl Strategy<Value = History> {
 /// Where one delivery comes from: a revision's chain and a position in it.
 type Step = (usize, usize);
 
-/// A delivery order of `history` drawn from `choices`: each event after the one that caused it;
-/// a revision's submission after the previous revision's submission was handled (one partition
-/// of one topic); with `per_kind_order`, each kind's events in revision order (each kind is one
-/// topic and a tenant's records share a partition). `dups` re-deliver already delivered events
-/// (a consumer re-reading after a crash, a retried batch).
-fn schedule(history: &History, choices: &[usize], dups: &[(usize, usize)], per_kind_order: bool) -> Vec<Step> {
+/// How a delivery order is drawn.
+struct Delivery<'a> {
+    /// Which ready event goes next, cycled through.
+    choices: &'a [usize],
+    /// Re-deliveries of already delivered events (a consumer re-reading after a crash, a retried
+    /// batch): after how many deliveries, which earlier one.
+    dups: &'a [(usize, usize)],
+    /// Deliveries (counted from 1) whose handler crashed after its write and before publishing:
+    /// what the event causes waits until the event is delivered again.
+    crashes: &'a [usize],
+    /// Each kind's events in revision order (each kind is one topic and a tenant's records
+    /// share a partition).
+    per_kind_order: bool,
+}
+
+/// A delivery order of `history`: each event after the one that caused it was handled; a
+/// revision's submission after the previous revision's submission was handled (one partition
+/// of one topic); a crashed event delivered again before anything it causes.
+fn schedule(history: &History, how: &Delivery<'_>) -> Vec<Step> {
     let chains = &history.chains;
     let mut next = vec![0usize; chains.len()];
+    // Whether chain c's last delivered event crashed before publishing.
+    let mut lost = vec![false; chains.len()];
     let mut delivered: Vec<Step> = Vec::new();
-    let mut choice = choices.iter().cycle();
-    let mut dups = dups.iter().peekable();
+    let mut choice = how.choices.iter().cycle();
+    let mut dups = how.dups.iter().peekable();
     loop {
+        let pending = |c: usize, next: &[usize], lost: &[bool]| match lost[c] {
+            true => Some(next[c] - 1),
+            false => (next[c] < chains[c].len()).then_some(next[c]),
+        };
+        let handled_first = |c: usize| next[c] > 1 || (next[c] == 1 && !lost[c]);
         let ready: Vec<usize> = (0..chains.len())
-            .filter(|&c| next[c] < chains[c].len())
-            .filter(|&c| c == 0 || next[c] > 0 || next[c - 1] > 0)
+            .filter(|&c| pending(c, &next, &lost).is_some())
+            .filter(|&c| c == 0 || next[c] > 0 || handled_first(c - 1))
             .filter(|&c| {
-                let kind = chains[c][next[c]].kind;
-                !per_kind_order || (0..c).all(|earlier| chains[earlier][next[earlier]..].iter().all(|e| e.kind != kind))
+                let kind = chains[c][pending(c, &next, &lost).unwrap()].kind;
+                !how.per_kind_order
+                    || (0..c).all(|e| {
+                        let from = if lost[e] { next[e] - 1 } else { next[e] };
+                        chains[e][from..].iter().all(|ev| ev.kind != kind)
+                    })
             })
             .collect();
         if ready.is_empty() {
             break;
         }
         let c = ready[*choice.next().unwrap() % ready.len()];
-        delivered.push((c, next[c]));
-        next[c] += 1;
+        let step = (c, pending(c, &next, &lost).unwrap());
+        let retry = lost[c];
+        if retry {
+            lost[c] = false;
+        } else {
+            next[c] += 1;
+        }
+        delivered.push(step);
+        if !retry && how.crashes.contains(&delivered.len()) {
+            lost[c] = true;
+        }
         if let Some(&&(at, which)) = dups.peek() {
             if at <= delivered.len() {
                 dups.next();
@@ -318,7 +351,8 @@ fn schedule(history: &History, choices: &[usize], dups: &[(usize, usize)], per_k
             }
         }
     }
-    assert!(next.iter().zip(chains).all(|(n, c)| *n == c.len()), "every event is delivered");
+    let done = next.iter().zip(chains).zip(&lost).all(|((n, c), l)| *n == c.len() && !l);
+    assert!(done, "every event is delivered");
     delivered
 }
 
@@ -386,9 +420,9 @@ fn expected_row(history: &History) -> Row {
     Row { name, revision, status, verdict, failure_reason }
 }
 
-/// A history, two sequences of scheduling choices, and re-deliveries (after how many deliveries,
-/// which earlier one).
-type Draw = (History, Vec<usize>, Vec<usize>, Vec<(usize, usize)>);
+/// A history, two sequences of scheduling choices, re-deliveries (after how many deliveries,
+/// which earlier one) and crashes between write and publish (which deliveries).
+type Draw = (History, Vec<usize>, Vec<usize>, Vec<(usize, usize)>, Vec<usize>);
 
 fn draws() -> impl Strategy<Value = Draw> {
     (
@@ -399,6 +433,7 @@ fn draws() -> impl Strategy<Value = Draw> {
             d.sort();
             d
         }),
+        prop::collection::vec(1..30usize, 0..6),
     )
 }
 
@@ -406,12 +441,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Within a partition's promise (each kind in revision order), any interleaving of the kinds
-    /// with any re-deliveries ends in the same design, the same timeline entries and the same
-    /// reports, and the design is the last revision's fate.
+    /// with any re-deliveries and crashes between write and publish ends in the same design, the
+    /// same timeline entries and the same reports, and the design is the last revision's fate.
     #[test]
-    fn the_outcome_never_depends_on_interleaving_or_duplicates((history, a, b, dups) in draws()) {
-        let one = run(&history, &schedule(&history, &a, &[], true));
-        let other = run(&history, &schedule(&history, &b, &dups, true));
+    fn the_outcome_never_depends_on_interleaving_duplicates_or_crashes((history, a, b, dups, crashes) in draws()) {
+        let one = run(&history, &schedule(&history, &Delivery { choices: &a, dups: &[], crashes: &[], per_kind_order: true }));
+        let other = run(&history, &schedule(&history, &Delivery { choices: &b, dups: &dups, crashes: &crashes, per_kind_order: true }));
         prop_assert_eq!(&one.row, &other.row);
         prop_assert_eq!(one.row.as_ref().unwrap(), &expected_row(&history));
         let entries = |m: &Model| m.timeline.iter().map(|(k, r)| (k.as_str(), *r)).collect::<BTreeSet<_>>();
@@ -426,8 +461,9 @@ proptest! {
     /// or topics re-driven together), the design still ends as the last revision's fate and never
     /// moves backwards on the way; only older revisions' entries may be dropped as stale.
     #[test]
-    fn the_design_never_goes_backwards_whatever_the_order((history, a, _b, dups) in draws()) {
-        let model = run(&history, &schedule(&history, &a, &dups, false));
+    fn the_design_never_goes_backwards_whatever_the_order((history, a, _b, dups, crashes) in draws()) {
+        let how = Delivery { choices: &a, dups: &dups, crashes: &crashes, per_kind_order: false };
+        let model = run(&history, &schedule(&history, &how));
         prop_assert_eq!(model.row.unwrap(), expected_row(&history));
     }
 }
