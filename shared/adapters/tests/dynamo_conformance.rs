@@ -168,3 +168,27 @@ async fn the_dynamodb_store_and_the_embedded_store_agree_on_random_event_sequenc
     }
     assert_eq!(dynamo.usage(&t).await.unwrap(), embedded.usage(&t).await.unwrap(), "usage counts alike");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_in_any_text_form_of_its_design_id_pages_on_from_that_design() {
+    let Some(store) = store().await else { return };
+    let t = TenantId::parse(conformance::unique("cursor")).unwrap();
+    for _ in 0..3 {
+        let d = DesignId::generate();
+        store
+            .apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &Change::Submitted { name: Some("c".into()) })
+            .await
+            .unwrap();
+    }
+    let first = store.list(&t, None, 1).await.unwrap();
+    let cursor = first.next.unwrap();
+    let canonical = store.list(&t, Some(&cursor), 5).await.unwrap();
+    let upper = store.list(&t, Some(&cursor.to_uppercase()), 5).await.unwrap();
+    let ids = |p: &openqq_core::Page<openqq_core::DesignView>| {
+        p.items.iter().map(|v| v.design_id.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&canonical).len(), 2);
+    assert_eq!(ids(&upper), ids(&canonical));
+    let err = store.list(&t, Some("not a cursor"), 5).await.unwrap_err();
+    assert!(!err.is_retriable(), "{err:?}");
+}

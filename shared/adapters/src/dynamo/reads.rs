@@ -141,9 +141,11 @@ pub(crate) async fn list(
     limit: usize,
 ) -> PortResult<Page<DesignView>> {
     let limit = limit.clamp(1, MAX_PAGE);
-    if let Some(c) = cursor {
-        DesignId::parse(c).map_err(|_| PortError::Invalid("the cursor is not one this listing returned".into()))?;
-    }
+    let cursor = cursor
+        .map(DesignId::parse)
+        .transpose()
+        .map_err(|_| PortError::Invalid("the cursor is not one this listing returned".into()))?;
+    let cursor = cursor.as_ref().map(DesignId::as_str);
     // Design ids are UUIDv7, so descending id order is newest first, and the last id of a page
     // is a stable cursor. The range runs up to the cursor; the cursor's own design is dropped.
     let range = |prefix: &str| match cursor {
