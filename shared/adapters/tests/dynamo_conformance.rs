@@ -192,3 +192,17 @@ async fn a_cursor_in_any_text_form_of_its_design_id_pages_on_from_that_design() 
     let err = store.list(&t, Some("not a cursor"), 5).await.unwrap_err();
     assert!(!err.is_retriable(), "{err:?}");
 }
+
+/// What `openqq up --dynamodb-endpoint` does: the environment's settings, the table created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_to_an_endpoint_creates_the_table_and_serves_from_it() {
+    let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else { return };
+    let settings = openqq_adapters::DynamoSettings { table: conformance::unique("connect"), endpoint: Some(endpoint) };
+    let store = DynamoDesignStore::connect(&settings).await.unwrap();
+    let (t, d) = (TenantId::parse("connect").unwrap(), DesignId::generate());
+    let applied = store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &Change::Submitted { name: None }).await;
+    assert_eq!(applied.unwrap(), Applied::Applied);
+    assert!(!store.create_table_if_missing().await.unwrap(), "the table is there");
+    let again = DynamoDesignStore::connect(&settings).await.unwrap();
+    assert_eq!(again.get(&t, &d).await.unwrap().unwrap().revision, 1, "a second start finds the same table");
+}

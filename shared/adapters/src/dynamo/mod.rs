@@ -23,6 +23,7 @@ pub use reads::MAX_PAGE;
 
 use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
 use openqq_core::ports::{PortResult, Usage};
 use openqq_core::{
@@ -64,24 +65,31 @@ impl DynamoDesignStore {
     }
 
     /// A store with the AWS settings and credentials of the environment. With an endpoint
-    /// (given, or in `AWS_ENDPOINT_URL`) the table is created when missing; against AWS nothing
-    /// is ever created (the deployment template owns the table).
+    /// (given, or in `AWS_ENDPOINT_URL`) the table is created when missing and, when the
+    /// environment names no region or credentials, a local server's stand-ins are used; against
+    /// AWS nothing is ever created (the deployment template owns the table).
     pub async fn connect(settings: &DynamoSettings) -> PortResult<Self> {
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
         if let Some(endpoint) = &settings.endpoint {
             loader = loader.endpoint_url(endpoint);
         }
-        let mut config = loader.load().await;
-        let local = config.endpoint_url().is_some();
-        if local && config.region().is_none() {
-            config = config.into_builder().region(Region::new(LOCAL_REGION)).build();
+        let sdk = loader.load().await;
+        let local = sdk.endpoint_url().is_some();
+        let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk);
+        if local && sdk.region().is_none() {
+            config = config.region(Region::new(LOCAL_REGION));
         }
+        if local && !credentials_in_environment() {
+            // A local server accepts any key; without one the SDK would search instance metadata.
+            config = config.credentials_provider(Credentials::new("local", "local", None, None, "local-endpoint"));
+        }
+        let config = config.build();
         if config.region().is_none() {
             return Err(PortError::Invalid(
                 "the DynamoDB store needs an AWS region: set AWS_REGION (or give --dynamodb-endpoint)".into(),
             ));
         }
-        let store = Self::new(Client::new(&config), settings.table.clone())?;
+        let store = Self::new(Client::from_conf(config), settings.table.clone())?;
         if local {
             store.create_table_if_missing().await?;
         }
@@ -96,6 +104,19 @@ impl DynamoDesignStore {
     pub fn table(&self) -> &str {
         &self.table
     }
+}
+
+/// Whether the environment names AWS credentials or where to find them.
+fn credentials_in_environment() -> bool {
+    [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
 }
 
 #[async_trait]
