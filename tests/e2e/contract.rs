@@ -257,3 +257,54 @@ async fn a_revision_number_written_as_a_whole_float_is_that_number_as_the_contra
     let (status, problem) = client.post("/v1/designs", &body).await.unwrap();
     assert_eq!((status, &problem["field"]), (422, &serde_json::json!("revision")), "{problem}");
 }
+
+/// Every problem `type` slug the API's source can answer with: the first string literal of each
+/// `Problem::new(…)` (and `Self::new(…)` in problem.rs), and every `urn:openqq:problem:…` literal.
+fn problem_slugs_in_source() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut files: Vec<_> = vec![repo_root().join("functions/api/src")];
+    while let Some(file) = files.pop() {
+        if file.is_dir() {
+            files.extend(std::fs::read_dir(&file).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if file.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut calls = vec!["Problem::new("];
+        if file.ends_with("problem.rs") {
+            calls.push("Self::new(");
+        }
+        for call in calls {
+            for (at, _) in text.match_indices(call) {
+                let rest = &text[at + call.len()..];
+                let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
+                if let Some(open) = statement.find('"') {
+                    let literal = &statement[open + 1..];
+                    found.insert(literal[..literal.find('"').unwrap()].to_owned());
+                }
+            }
+        }
+        for (at, _) in text.match_indices("urn:openqq:problem:") {
+            let rest = &text[at + "urn:openqq:problem:".len()..];
+            let end = rest.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')).unwrap();
+            if end > 0 {
+                found.insert(rest[..end].to_owned());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_problem_type_the_api_can_answer_is_named_in_the_contract() {
+    let slugs = problem_slugs_in_source();
+    assert!(
+        slugs.contains("invalid-field") && slugs.contains("rate-limited"),
+        "the scan finds the problems: {slugs:?}"
+    );
+    let text = std::fs::read_to_string(repo_root().join("docs/openapi.yaml")).unwrap();
+    let missing: Vec<_> = slugs.iter().filter(|s| !text.contains(&format!("`{s}`"))).collect();
+    assert!(missing.is_empty(), "problem types the API answers that docs/openapi.yaml never names: {missing:?}");
+}
