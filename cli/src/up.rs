@@ -122,8 +122,6 @@ pub struct UpArgs {
     /// Fsync every commit (survives power loss, not just a killed process).
     #[arg(long, env = "OPENQQ_FSYNC")]
     fsync: bool,
-    #[command(flatten)]
-    jwt: crate::token::JwtRuleArgs,
     /// Embedded log: records older than this, once every consumer group has read them, are deleted.
     #[arg(long, env = "OPENQQ_LOG_RETENTION", default_value = "7d", value_parser = humantime::parse_duration)]
     log_retention: Duration,
@@ -139,6 +137,8 @@ pub struct UpArgs {
     /// Designs one tenant may have; new ones get 403 above (revisions still go through).
     #[arg(long, env = "OPENQQ_TENANT_DESIGNS", default_value_t = openqq_api::quota::DEFAULT_TENANT_DESIGNS)]
     tenant_designs: u64,
+    #[command(flatten)]
+    jwt: crate::token::JwtRuleArgs,
     #[command(flatten)]
     kafka: openqq_runtime::kafka_flags::KafkaArgs,
     /// Topic name prefix; consumer groups carry it too.
@@ -159,6 +159,16 @@ pub fn run(args: UpArgs) -> Result<()> {
     front_door(&args)?;
     storage(&args)?;
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve(args))
+}
+
+/// The per-tenant limits the flags ask for.
+fn tenant_limits(args: &UpArgs) -> TenantLimits {
+    TenantLimits {
+        concurrency: args.tenant_concurrency,
+        streams: args.tenant_streams,
+        body_timeout: args.body_timeout,
+        bytes: args.byte_limit.0,
+    }
 }
 
 /// Checks the storage settings before anything is opened; each error names its setting.
@@ -185,16 +195,6 @@ fn embedded_options(args: &UpArgs, topics: &Topics) -> openqq_adapters::embedded
     retention.default = args.log_retention;
     retention.per_topic.insert(topics.dead_letter(), args.dead_letter_retention);
     openqq_adapters::embedded::EmbeddedOptions { retention: Some(retention), store_readers: args.store_readers }
-}
-
-/// The per-tenant limits the flags ask for.
-fn tenant_limits(args: &UpArgs) -> TenantLimits {
-    TenantLimits {
-        concurrency: args.tenant_concurrency,
-        streams: args.tenant_streams,
-        body_timeout: args.body_timeout,
-        bytes: args.byte_limit.0,
-    }
 }
 
 /// Checks the front door's settings before anything is opened; each error names its setting.

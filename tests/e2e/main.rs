@@ -8,6 +8,7 @@ mod isolation;
 mod kafka;
 mod lifecycle;
 mod load;
+mod noisy;
 mod problems;
 mod records;
 mod tansu;

@@ -3,7 +3,9 @@
 //! attack, measured first on the same server, and the attacker's own designs must reach a final
 //! state (`ready` or `failed`): nothing the attacker does may wedge a partition.
 
-use openqq_e2e::noisy::{all_final, allowed_under_attack, wide_port_design, worst_latency, Arena};
+use openqq_e2e::noisy::{
+    all_final, allowed_under_attack, long_named_bus_design, pll_netnames_design, wide_port_design, worst_latency, Arena,
+};
 use openqq_e2e::Client;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -154,4 +156,67 @@ async fn opening_many_live_streams_slows_no_victim_and_is_refused_past_the_cap()
     let resp = v.http.get(format!("{}/v1/stream", v.base)).bearer_auth(&v.token).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     drop(open);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn netlists_built_to_be_slow_to_validate_slow_no_victim() {
+    let arena = Arena::start(VICTIMS, &[]);
+    // Each just under the default body limit (900 KiB), as fast as the tenant's limits allow.
+    let designs = [long_named_bus_design("bus", 850_000), pll_netnames_design("plls", 850_000)];
+    let ids = victims_keep_their_latency(&arena, move |c, stop| async move {
+        let mut ids = Vec::new();
+        for design in designs.iter().cycle().take(400) {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            match c.post("/v1/designs", design).await {
+                Ok((202, body)) => ids.push(body["design_id"].as_str().unwrap().to_owned()),
+                Ok((429, _)) => tokio::time::sleep(Duration::from_millis(500)).await,
+                _ => {}
+            }
+        }
+        ids
+    })
+    .await;
+    assert!(!ids.is_empty(), "the attacker's designs were accepted");
+    all_final(&arena.attacker, &ids, Duration::from_secs(180))
+        .await
+        .expect("the attacker's designs reach a final state");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_sending_as_many_bytes_as_it_can_is_held_to_its_byte_limit_and_slows_no_victim() {
+    let arena = Arena::start(VICTIMS, &["--byte-limit", "8MiB/1m"]);
+    let big = wide_port_design("bytes", 40_000);
+    let most = 8 * 1024 * 1024 / serde_json::to_vec(&big).unwrap().len();
+    let (refused, accepted) = (Arc::new(AtomicBool::new(false)), Arc::new(std::sync::Mutex::new(0usize)));
+    let (r, a) = (refused.clone(), accepted.clone());
+    let ids = victims_keep_their_latency(&arena, move |c, stop| async move {
+        let mut ids = Vec::new();
+        for _ in 0..400 {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let resp = c.http.post(format!("{}/v1/designs", c.base)).bearer_auth(&c.token).json(&big).send().await;
+            let Ok(resp) = resp else { continue };
+            match resp.status().as_u16() {
+                202 => {
+                    *a.lock().unwrap() += 1;
+                    ids.push(resp.json::<serde_json::Value>().await.unwrap()["design_id"].as_str().unwrap().to_owned());
+                }
+                429 => {
+                    assert!(resp.headers().contains_key("retry-after"), "a 429 says when to retry");
+                    r.store(true, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                s => panic!("the attacker got {s}"),
+            }
+        }
+        ids
+    })
+    .await;
+    assert!(refused.load(Ordering::SeqCst), "the byte limit refused the flood");
+    // The run is shorter than the window: no more than 8 MiB of bodies can have been accepted.
+    assert!(*accepted.lock().unwrap() <= most, "accepted {} bodies of at most {most}", accepted.lock().unwrap());
+    all_final(&arena.attacker, &ids, WITHIN).await.expect("the attacker's designs reach a final state");
 }

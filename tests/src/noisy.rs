@@ -128,3 +128,46 @@ pub async fn all_final(c: &Client, ids: &[String], within: Duration) -> Result<(
     }
     Ok(())
 }
+
+/// The slowest netlist shape known for the validator (a port whose name is as long as its bit
+/// list, no constraints: one finding per bit, each naming the port), about `bytes` long.
+pub fn long_named_bus_design(name: &str, bytes: usize) -> Value {
+    let bits: Vec<usize> = (1_000_000..1_000_000 + bytes / 14).collect();
+    let port = "w".repeat(bytes / 2);
+    json!({
+        "name": name,
+        "target": {"device": "hx8k", "package": "ct256"},
+        "netlist": {"modules": {"top": {
+            "attributes": {"top": "1"},
+            "ports": {port: {"direction": "input", "bits": bits}},
+            "cells": {},
+            "netnames": {}
+        }}},
+        "constraints": {"format": "pcf", "text": ""},
+    })
+}
+
+/// Core PLLs each on its own reference net beside one netname with many bits: the shape that
+/// once cost PLL cells × netname bits, about `bytes` long.
+pub fn pll_netnames_design(name: &str, bytes: usize) -> Value {
+    let (plls, named) = (bytes / 260, bytes / 16);
+    let cells: serde_json::Map<String, Value> = (0..plls)
+        .map(|i| {
+            let cell =
+                json!({"type": "SB_PLL40_CORE", "parameters": {"DIVF": 3}, "connections": {"REFERENCECLK": [10 + i]}});
+            (format!("p{i}"), cell)
+        })
+        .collect();
+    let net_bits: Vec<usize> = (10 + plls..10 + plls + named).collect();
+    json!({
+        "name": name,
+        "target": {"device": "hx8k", "package": "ct256"},
+        "netlist": {"modules": {"top": {
+            "attributes": {"top": "1"},
+            "ports": {},
+            "cells": cells,
+            "netnames": {"n": {"bits": net_bits}}
+        }}},
+        "constraints": {"format": "pcf", "text": ""},
+    })
+}

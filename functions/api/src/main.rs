@@ -28,9 +28,9 @@ async fn main() -> Result<(), lambda_http::Error> {
         store: backends.store,
         objects: backends.objects,
         limiter: Arc::new(InProcessRateLimiter::new()),
+        limits: Arc::new(LimitPolicy::new(settings.rate_limit)),
         // OPENQQ_JWT_ISSUER / OPENQQ_JWT_AUDIENCE, when set, are required claims.
         keys: Arc::new(JwtKeys::with_rules(secret.as_bytes(), openqq_api::auth::ClaimRules::from_env())?),
-        limits: Arc::new(LimitPolicy::new(settings.rate_limit)),
         topics,
         metrics: None,
         max_body_bytes: settings.max_body_bytes,

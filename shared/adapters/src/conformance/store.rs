@@ -162,50 +162,6 @@ pub async fn events_for_an_unknown_design_are_refused<S: DesignStore + ?Sized>(s
     assert!(!err.is_retriable(), "an event for a design that was never submitted cannot succeed later");
 }
 
-fn failed(reason: &str) -> Change {
-    Change::Failed { reason: reason.into() }
-}
-
-pub async fn a_failed_revision_shows_its_reason_and_stays_failed<S: DesignStore + ?Sized>(store: &S) {
-    let (t, d) = ids();
-    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted("f")).await.unwrap();
-    store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap();
-    let applied = store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("the validator crashed")).await;
-    assert_eq!(applied.unwrap(), Applied::Applied);
-    let v = store.get(&t, &d).await.unwrap().unwrap();
-    assert_eq!((v.status, v.failure_reason.as_deref()), (DesignStatus::Failed, Some("the validator crashed")));
-    let again = store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("again")).await.unwrap();
-    assert_eq!(again, Applied::Duplicate, "a dead letter handled twice fails its revision once");
-    store
-        .apply(&t, &d, &entry(EventKind::ResultsReady, 1), &Change::ResultsReady { verdict: Verdict::Pass })
-        .await
-        .unwrap();
-    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Failed, "failed is final");
-    let kinds: Vec<EventKind> = store.timeline(&t, &d).await.unwrap().unwrap().iter().map(|e| e.kind).collect();
-    assert!(kinds.contains(&EventKind::DesignFailed), "the failure is in the timeline: {kinds:?}");
-    // A new revision starts afresh.
-    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 2), &submitted("f")).await.unwrap();
-    let v = store.get(&t, &d).await.unwrap().unwrap();
-    assert_eq!((v.revision, v.status, v.failure_reason), (2, DesignStatus::Submitted, None));
-    // A late failure of revision 1 does not touch revision 2.
-    store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("late")).await.unwrap();
-    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Submitted);
-}
-
-pub async fn a_revision_that_never_materialised_still_shows_as_failed<S: DesignStore + ?Sized>(store: &S) {
-    let (t, d) = ids();
-    store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("the submission is undecodable")).await.unwrap();
-    let v = store.get(&t, &d).await.unwrap().expect("a failed submission is visible");
-    assert_eq!((v.revision, v.status), (1, DesignStatus::Failed));
-    assert_eq!(v.failure_reason.as_deref(), Some("the submission is undecodable"));
-    assert!(store.timeline(&t, &d).await.unwrap().is_some());
-    // Likewise a later revision of an existing design whose submission was dead-lettered.
-    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted("g")).await.unwrap();
-    store.apply(&t, &d, &entry(EventKind::DesignFailed, 2), &failed("lost")).await.unwrap();
-    let v = store.get(&t, &d).await.unwrap().unwrap();
-    assert_eq!((v.revision, v.status, v.failure_reason.as_deref()), (2, DesignStatus::Failed, Some("lost")));
-}
-
 fn accepted(d: &DesignId, revision: u64, name: Option<&str>) -> AcceptedRevision {
     AcceptedRevision {
         design_id: d.clone(),
@@ -362,4 +318,48 @@ pub async fn a_released_abandoned_or_expired_idempotency_key_can_be_claimed_agai
         IdempotencyClaim::Claimed,
         "a key past its lifetime is free"
     );
+}
+
+fn failed(reason: &str) -> Change {
+    Change::Failed { reason: reason.into() }
+}
+
+pub async fn a_failed_revision_shows_its_reason_and_stays_failed<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted("f")).await.unwrap();
+    store.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap();
+    let applied = store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("the validator crashed")).await;
+    assert_eq!(applied.unwrap(), Applied::Applied);
+    let v = store.get(&t, &d).await.unwrap().unwrap();
+    assert_eq!((v.status, v.failure_reason.as_deref()), (DesignStatus::Failed, Some("the validator crashed")));
+    let again = store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("again")).await.unwrap();
+    assert_eq!(again, Applied::Duplicate, "a dead letter handled twice fails its revision once");
+    store
+        .apply(&t, &d, &entry(EventKind::ResultsReady, 1), &Change::ResultsReady { verdict: Verdict::Pass })
+        .await
+        .unwrap();
+    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Failed, "failed is final");
+    let kinds: Vec<EventKind> = store.timeline(&t, &d).await.unwrap().unwrap().iter().map(|e| e.kind).collect();
+    assert!(kinds.contains(&EventKind::DesignFailed), "the failure is in the timeline: {kinds:?}");
+    // A new revision starts afresh.
+    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 2), &submitted("f")).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().unwrap();
+    assert_eq!((v.revision, v.status, v.failure_reason), (2, DesignStatus::Submitted, None));
+    // A late failure of revision 1 does not touch revision 2.
+    store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("late")).await.unwrap();
+    assert_eq!(store.get(&t, &d).await.unwrap().unwrap().status, DesignStatus::Submitted);
+}
+
+pub async fn a_revision_that_never_materialised_still_shows_as_failed<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    store.apply(&t, &d, &entry(EventKind::DesignFailed, 1), &failed("the submission is undecodable")).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().expect("a failed submission is visible");
+    assert_eq!((v.revision, v.status), (1, DesignStatus::Failed));
+    assert_eq!(v.failure_reason.as_deref(), Some("the submission is undecodable"));
+    assert!(store.timeline(&t, &d).await.unwrap().is_some());
+    // Likewise a later revision of an existing design whose submission was dead-lettered.
+    store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted("g")).await.unwrap();
+    store.apply(&t, &d, &entry(EventKind::DesignFailed, 2), &failed("lost")).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().unwrap();
+    assert_eq!((v.revision, v.status, v.failure_reason.as_deref()), (2, DesignStatus::Failed, Some("lost")));
 }

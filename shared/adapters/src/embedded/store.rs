@@ -8,11 +8,11 @@ use super::db::{default_readers, open, open_readers, unavailable, Db, Durability
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
+use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::{
     Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId,
     TimelineEntry, Verdict,
 };
-use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::{CorrelationId, EventKind};
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::value::RawValue;
@@ -64,11 +64,11 @@ impl EmbeddedDesignStore {
     pub fn open_with_readers(dir: &Path, durability: Durability, readers: usize) -> PortResult<Self> {
         let path = dir.join("store.db");
         let writer = open(&path, durability, SCHEMA)?;
+        migrate(&writer)?;
         // The API's own tables: accepted-revision markers and idempotency keys.
         writer
             .execute_batch(&format!("{}{}", accepted::SCHEMA, idempotency::SCHEMA))
             .map_err(|e| unavailable("initialise schema", e))?;
-        migrate(&writer)?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
     }
