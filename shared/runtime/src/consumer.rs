@@ -1,23 +1,30 @@
 //! The per-record driver shared by the consumer functions.
 //!
 //! A function implements [`RecordHandler`] for one decoded envelope of its kind; [`Consumer`]
-//! turns it into a [`BatchHandler`] over a whole `KafkaEvent`. Records are handled partition by
-//! partition, in offset order. What a handler publishes goes into an [`Outbox`] that is flushed
-//! once per batch (in order), so a batch of 100 records costs one append per topic, not 100.
+//! turns it into a [`BatchHandler`] over a whole `KafkaEvent`.
+//!
+//! Order is promised per tenant, not per partition: a batch is split into **lanes**, the records
+//! of one key (tenant) of one partition in offset order. A lane is handled record by record;
+//! lanes run concurrently (at most [`LANES`] at once), so a tenant whose records are slow (a
+//! large netlist, a validation that runs to its budget) holds back only its own records, never
+//! another tenant's that share its partition. What a lane's handlers publish goes into the
+//! lane's [`Outbox`], flushed once when the lane ends (in order), so a lane of 100 records costs
+//! one append per topic, not 100, and a quick tenant's events leave without waiting for a slow
+//! one's.
 //!
 //! A permanent failure gives up on that record and the partition moves on: its revision becomes
 //! `failed` with the reason, and the record goes to the dead-letter topic as it was. Permanent
 //! failures are the handler's own verdict, a panic (a bug: caught per record, so the worker and
 //! the rest of the batch go on), and an event the handler produced that is over the log's record
-//! limit. A retriable failure flushes what came before it and fails the batch, so the trigger
-//! retries it from the last committed offset — everything applied before it in the batch is
-//! applied again as a no-op, because every write is conditional on revision.
+//! limit. A retriable failure flushes what its lane did before it and fails the batch, so the
+//! trigger retries it from the last committed offset — everything applied in the batch (in any
+//! lane) is applied again as a no-op, because every write is conditional on revision.
 
 use crate::dead_letter::{dead_letter_record, fail_revision, panic_message};
 use crate::kafka::{records, Incoming};
 use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
-use futures_util::FutureExt;
+use futures_util::{FutureExt, StreamExt};
 use openqq_core::event::headers;
 use openqq_core::{DesignStore, Envelope, EventKind, EventLog, PortError, Topics};
 use serde::de::DeserializeOwned;
@@ -170,18 +177,13 @@ impl<H: RecordHandler> Consumer<H> {
             .await
             .map_err(|e| format!("dead-lettering failed: {e}"))
     }
-}
 
-#[async_trait]
-impl<H: RecordHandler> BatchHandler for Consumer<H> {
-    fn name(&self) -> &str {
-        self.handler.name()
-    }
-
-    async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError> {
+    /// Handles one lane (one tenant's records of one partition) in offset order, then publishes
+    /// what its handlers queued. Stops at the first retriable failure.
+    async fn lane(&self, lane: Vec<Incoming>) -> Result<(), BatchError> {
         let function = self.handler.name();
         let mut out = Outbox::new(self.topics.clone());
-        for rec in records(&event) {
+        for rec in &lane {
             let kind = kind_label(rec.header_str(headers::EVENT_KIND).unwrap_or("unknown"));
             let fail = |reason: String| BatchError {
                 function: function.to_owned(),
@@ -190,7 +192,7 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
                 offset: rec.offset,
                 reason,
             };
-            let outcome = match self.guarded(&rec, &mut out).await {
+            let outcome = match self.guarded(rec, &mut out).await {
                 Ok(()) => "applied",
                 Err((_, RecordError::Retriable(reason))) => {
                     metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => "retried").increment(1);
@@ -203,7 +205,7 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
                         correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""), %reason,
                         "The record can never succeed; its revision failed and it was sent to the dead-letter topic.");
                     out.flush(self.log.as_ref()).await.map_err(|e| fail(format!("publishing failed: {e}")))?;
-                    self.give_up(&rec, &reason).await.map_err(fail)?;
+                    self.give_up(rec, &reason).await.map_err(fail)?;
                     metrics::counter!("openqq_dead_letters_total", "function" => function, "source" => source.label())
                         .increment(1);
                     "dead_lettered"
@@ -212,17 +214,36 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
             metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => outcome)
                 .increment(1);
         }
-        if let Err(e) = out.flush(self.log.as_ref()).await {
-            let first = records(&event).into_iter().next();
-            return Err(BatchError {
+        out.flush(self.log.as_ref()).await.map_err(|e| {
+            let first = &lane[0];
+            BatchError {
                 function: function.to_owned(),
-                topic: first.as_ref().map(|r| r.topic.clone()).unwrap_or_default(),
-                partition: first.as_ref().map(|r| r.partition).unwrap_or(0),
-                offset: first.as_ref().map(|r| r.offset).unwrap_or(0),
+                topic: first.topic.clone(),
+                partition: first.partition,
+                offset: first.offset,
                 reason: format!("publishing the batch's events failed: {e}"),
-            });
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl<H: RecordHandler> BatchHandler for Consumer<H> {
+    fn name(&self) -> &str {
+        self.handler.name()
+    }
+
+    async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError> {
+        let outcomes: Vec<Result<(), BatchError>> =
+            futures_util::stream::iter(lanes(records(&event)).into_iter().map(|lane| self.lane(lane)))
+                .buffer_unordered(LANES)
+                .collect()
+                .await;
+        // Every lane ran to its end or its first retriable failure; report the earliest failure.
+        match outcomes.into_iter().filter_map(Result::err).min_by_key(|e| (e.partition, e.offset)) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), PortError> {
@@ -233,7 +254,51 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
     }
 }
 
+/// Lanes of one batch handled at once. Each lane is one tenant's records of one partition; more
+/// lanes than cores is on purpose, since a lane mostly waits (on the store, the log, or the
+/// validator's blocking thread) and the operating system shares the cores among the rest.
+pub const LANES: usize = 16;
+
+/// Splits a batch into lanes: the records of one (topic, partition, key) in offset order, lanes
+/// in the order their first record appears.
+pub(crate) fn lanes(records: Vec<Incoming>) -> Vec<Vec<Incoming>> {
+    let mut lanes: Vec<Vec<Incoming>> = Vec::new();
+    let mut index: std::collections::HashMap<(String, u32, Option<Vec<u8>>), usize> = std::collections::HashMap::new();
+    for rec in records {
+        let at = *index.entry((rec.topic.clone(), rec.partition, rec.key.clone())).or_insert_with(|| {
+            lanes.push(Vec::new());
+            lanes.len() - 1
+        });
+        lanes[at].push(rec);
+    }
+    lanes
+}
+
 /// Keeps the `kind` label bounded: anything unknown is `unknown`.
 fn kind_label(kind: &str) -> &'static str {
     EventKind::parse(kind).map(|k| k.as_str()).unwrap_or("unknown")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(partition: u32, offset: u64, key: &str) -> Incoming {
+        Incoming {
+            topic: "t".into(),
+            partition,
+            offset,
+            key: Some(key.as_bytes().to_vec()),
+            value: Ok(Vec::new()),
+            headers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_batch_splits_into_one_lane_per_tenant_and_partition_each_in_offset_order() {
+        let batch = vec![rec(0, 1, "a"), rec(0, 2, "b"), rec(0, 3, "a"), rec(1, 7, "a"), rec(0, 4, "b")];
+        let got: Vec<Vec<(u32, u64)>> =
+            lanes(batch).iter().map(|l| l.iter().map(|r| (r.partition, r.offset)).collect()).collect();
+        assert_eq!(got, vec![vec![(0, 1), (0, 3)], vec![(0, 2), (0, 4)], vec![(1, 7)]]);
+    }
 }

@@ -31,6 +31,10 @@ impl RecordHandler for Scripted {
             Some("fail") => Err(RecordError::Permanent("scripted: the payload can never be valid".into())),
             Some("retry") => Err(RecordError::Retriable("scripted: the store is down".into())),
             Some("panic") => panic!("scripted: index out of bounds"),
+            Some("slow") => {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                Ok(())
+            }
             Some("huge") => {
                 let big = "x".repeat(MAX_RECORD_BYTES);
                 out.publish(&Envelope::new(EventKind::ValidationFinished, &env.cause(), "scripted", big));
@@ -55,8 +59,13 @@ fn cause(tenant: &str, design: &str, revision: u64) -> Cause {
 
 /// A `design.submitted` record of `design` (tenant `acme`) at `offset`, `pad` bytes of padding.
 fn submitted(design: &str, offset: u64, what: &str, pad: usize) -> LogRecord {
+    submitted_by("acme", design, offset, what, pad)
+}
+
+/// [`submitted`] for another tenant (on the same partition).
+fn submitted_by(tenant: &str, design: &str, offset: u64, what: &str, pad: usize) -> LogRecord {
     let payload = json!({"do": what, "pad": "p".repeat(pad)});
-    let rec = Envelope::new(EventKind::DesignSubmitted, &cause("acme", design, 1), "api", payload).to_record();
+    let rec = Envelope::new(EventKind::DesignSubmitted, &cause(tenant, design, 1), "api", payload).to_record();
     LogRecord {
         topic: "design.submitted".into(),
         partition: 2,
@@ -240,4 +249,30 @@ fn a_caught_panic_is_counted_for_its_function() {
     let counts = counting.0.lock().unwrap();
     assert_eq!(counts.get("openqq_handler_panics_total{function=scripted}"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("openqq_dead_letters_total{function=scripted,source=panic}"), Some(&1), "{counts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_tenant_in_a_batch_holds_back_only_its_own_records_not_another_tenants_on_its_partition() {
+    let rig = rig();
+    // The slow tenant's records come first in the partition; a victim's record follows them.
+    let batch = [
+        submitted_by("slowpoke", "s1", 0, "slow", 0),
+        submitted_by("slowpoke", "s2", 1, "slow", 0),
+        submitted("quick", 2, "ok", 0),
+    ];
+    let consumer = Arc::new(rig.consumer());
+    let started = Instant::now();
+    let running = tokio::spawn({
+        let consumer = consumer.clone();
+        let event = to_event(&batch);
+        async move { consumer.handle(event).await }
+    });
+    while rig.published(EventKind::ValidationRequested).await == 0 {
+        assert!(started.elapsed() < Duration::from_secs(2), "the victim's event waited for the slow tenant");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!running.is_finished(), "the slow tenant's records are still being handled");
+    running.await.unwrap().expect("the batch succeeds");
+    assert!(started.elapsed() >= Duration::from_secs(6), "one tenant's records are handled in order, one at a time");
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 1, "only the victim's record publishes");
 }
