@@ -25,6 +25,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tracing::{debug, error, info, warn};
 
+/// A batch's default byte bound. On AWS a batch is bounded by Lambda's 6 MB invocation payload,
+/// which carries the values base64-encoded (×4/3) with some JSON around each; 4 MiB of raw bytes
+/// stays inside it. It also bounds how long one batch, and so every partition it claimed, can
+/// be held by one tenant's large records.
+pub const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
 #[derive(Debug, Clone)]
 pub struct MappingConfig {
     /// The topic the function consumes.
@@ -32,6 +38,8 @@ pub struct MappingConfig {
     /// Where records go after the last retry (the on-failure destination).
     pub dead_letter_topic: String,
     pub batch_size: usize,
+    /// Most key and value bytes in one batch (at least one record is always taken).
+    pub max_batch_bytes: usize,
     pub batch_window: Duration,
     /// Retries after the first attempt before a batch is dead-lettered.
     pub max_retries: u32,
@@ -50,6 +58,7 @@ impl MappingConfig {
             topic: topic.into(),
             dead_letter_topic: dead_letter_topic.into(),
             batch_size: 100,
+            max_batch_bytes: MAX_BATCH_BYTES,
             batch_window: Duration::from_millis(500),
             max_retries: 5,
             initial_backoff: Duration::from_millis(100),
@@ -202,8 +211,8 @@ impl EventSourceMapping {
         let mut batch = Vec::new();
         let mut cursors: Vec<Option<u64>> = vec![None; claimed.len()];
         loop {
-            self.read_more(claimed, &mut cursors, &mut batch).await;
-            let full = batch.len() >= self.cfg.batch_size;
+            let bytes_full = self.read_more(claimed, &mut cursors, &mut batch).await;
+            let full = bytes_full || batch.len() >= self.cfg.batch_size;
             let oldest = batch.iter().map(|r| r.timestamp_ms).min();
             let waited = oldest.map(|ts| (chrono::Utc::now().timestamp_millis() - ts).max(0) as u64).unwrap_or(0);
             let window = self.cfg.batch_window.as_millis() as u64;
@@ -218,9 +227,11 @@ impl EventSourceMapping {
     }
 
     /// Appends to `batch` what the claimed partitions hold after their `cursors` (the committed
-    /// offset at first), within the batch size. Per partition, the batch stays a run of
-    /// consecutive offsets from the committed one.
-    async fn read_more(&self, claimed: &[Claim], cursors: &mut [Option<u64>], batch: &mut Vec<LogRecord>) {
+    /// offset at first), within the batch size and byte bound. Per partition, the batch stays a
+    /// run of consecutive offsets from the committed one. Says whether the byte bound was reached.
+    async fn read_more(&self, claimed: &[Claim], cursors: &mut [Option<u64>], batch: &mut Vec<LogRecord>) -> bool {
+        let size = |r: &LogRecord| r.key.len() + r.value.len();
+        let mut bytes: usize = batch.iter().map(size).sum();
         for (claim, cursor) in claimed.iter().zip(cursors.iter_mut()) {
             let budget = self.cfg.batch_size.saturating_sub(batch.len());
             if budget == 0 {
@@ -239,14 +250,22 @@ impl EventSourceMapping {
             };
             match self.source.read(&self.cfg.topic, p, from, budget).await {
                 Ok(recs) => {
-                    *cursor = Some(recs.last().map_or(from, |r| r.offset + 1));
-                    batch.extend(recs);
+                    *cursor = Some(from);
+                    for r in recs {
+                        if !batch.is_empty() && bytes + size(&r) > self.cfg.max_batch_bytes {
+                            return true;
+                        }
+                        bytes += size(&r);
+                        *cursor = Some(r.offset + 1);
+                        batch.push(r);
+                    }
                 }
                 Err(e) => {
                     warn!(function = self.function(), partition = p, error = %e, "Reading a partition failed; it will be read again.")
                 }
             }
         }
+        false
     }
 
     async fn invoke(&self, claimed: &[Claim], batch: Vec<LogRecord>) {

@@ -277,3 +277,26 @@ async fn only_the_records_a_batch_never_got_past_are_reported_given_up_on() {
     assert_eq!(h.told.lock().unwrap()[0].0, vec![1, 2], "a:0 was handled before the failure; a:1 and a:2 never were");
     assert_eq!(log.read("dlq", 0, 0, 10).await.unwrap().len(), 3, "the whole batch is dead-lettered, as on AWS");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_holds_at_most_its_byte_bound_but_always_one_record_and_every_record_arrives_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap());
+    // 300 KB records: three fit a 1 MB bound; one 1 MB record is over it on its own.
+    let big = |n: u32, len: usize| Record { key: "a".into(), value: vec![b'0' + (n % 10) as u8; len], headers: vec![] };
+    let mut records: Vec<Record> = (0..9).map(|n| big(n, 300_000)).collect();
+    records.insert(4, big(99, 1_000_000));
+    log.publish("in", records.clone()).await.unwrap();
+    let h = Arc::new(Script::default());
+    let mut cfg = config(50);
+    cfg.max_batch_bytes = 950_000;
+    let (stop, task) = start(log.clone(), h.clone(), cfg).await;
+    until("all records", Duration::from_secs(10), || h.seen.lock().unwrap().len() == records.len()).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    let seen: Vec<Vec<u8>> = h.seen.lock().unwrap().iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(seen, records.iter().map(|r| r.value.clone()).collect::<Vec<_>>(), "once each, in order");
+    let batches = h.batches.lock().unwrap().clone();
+    assert!(batches.iter().all(|n| *n <= 3), "no batch holds more than its byte bound allows: {batches:?}");
+    assert!(batches.contains(&1), "the record over the bound went in a batch of its own: {batches:?}");
+}
