@@ -114,7 +114,7 @@ pub struct UpArgs {
     #[arg(long, env = "OPENQQ_TENANT_STREAMS", default_value_t = openqq_api::tenant_guard::DEFAULT_STREAMS)]
     tenant_streams: usize,
     /// Request-body bytes per tenant per window, SIZE/WINDOW (B, KiB, MiB, GiB); 429 above.
-    #[arg(long, env = "OPENQQ_BYTE_LIMIT", default_value = "64MiB/1m")]
+    #[arg(long, env = "OPENQQ_BYTE_LIMIT", default_value = "8MiB/10s")]
     byte_limit: ByteQuotaSpec,
     /// How long a request may wait for a pool worker before it gets 503.
     #[arg(long, env = "OPENQQ_QUEUE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]

@@ -29,6 +29,18 @@ pub fn openqq_bin() -> PathBuf {
     bin
 }
 
+/// The release build of `openqq` at `OPENQQ_RELEASE_BIN` (the test script builds it), for the
+/// suites whose verdicts depend on speed the way a deployment's do; the debug build otherwise.
+pub fn openqq_release_bin() -> PathBuf {
+    match std::env::var("OPENQQ_RELEASE_BIN") {
+        Ok(p) => PathBuf::from(p),
+        Err(_) => {
+            eprintln!("OPENQQ_RELEASE_BIN is not set: using the debug build, several times slower per request");
+            openqq_bin()
+        }
+    }
+}
+
 /// A function's Lambda binary (`api`, `design-job`, `validation`, `results`), built beside
 /// `openqq` (`cargo build --workspace --bins`, as the test script does).
 pub fn function_bin(name: &str) -> PathBuf {
@@ -70,7 +82,18 @@ impl Server {
 
     /// [`Server::start`] with environment variables for the process.
     pub fn start_with_env(data_dir: &Path, listen: &str, extra_args: &[&str], env: &[(&str, &str)]) -> Result<Self> {
-        let mut child = Command::new(openqq_bin())
+        Self::start_bin(&openqq_bin(), data_dir, listen, extra_args, env)
+    }
+
+    /// [`Server::start_with_env`] with another build of `openqq` (a release build, say).
+    pub fn start_bin(
+        bin: &Path,
+        data_dir: &Path,
+        listen: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Self> {
+        let mut child = Command::new(bin)
             .arg("up")
             .arg("--data-dir")
             .arg(data_dir)

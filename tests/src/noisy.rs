@@ -6,7 +6,7 @@
 //! handled in sequence behind the attacker's records in every topic: that is the victim a
 //! fairness bug hurts first.
 
-use crate::{compact_blink_design, Client, Server};
+use crate::{compact_blink_design, openqq_release_bin, Client, Server};
 use anyhow::{bail, Result};
 use openqq_core::partition::partition_for;
 use serde_json::{json, Value};
@@ -34,7 +34,22 @@ pub async fn victim_round(victims: &[Client], within: Duration) -> Result<Vec<Du
             }
             let id = body["design_id"].as_str().unwrap_or_default().to_owned();
             c.wait_for(&id, within.saturating_sub(started.elapsed()), |d| d["status"] == "ready").await?;
-            Ok(started.elapsed())
+            let took = started.elapsed();
+            if std::env::var("NOISY_DEBUG").is_ok() && took > Duration::from_secs(1) {
+                let (_, ev) = c.get(&format!("/v1/designs/{id}/events")).await?;
+                eprintln!(
+                    "slow victim {took:?}: {}",
+                    ev["events"]
+                        .as_array()
+                        .map(|a| a
+                            .iter()
+                            .map(|e| format!("{} {}", e["kind"], e["occurred_at"]))
+                            .collect::<Vec<_>>()
+                            .join(" | "))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(took)
         }
     });
     futures_join_all(rounds).await.into_iter().collect()
@@ -83,7 +98,9 @@ pub fn allowed_under_attack(baseline: Duration) -> Duration {
     (baseline * 5).max(baseline + Duration::from_secs(3))
 }
 
-/// A server and its tenants: one attacker and `victims` tenants on the attacker's partition.
+/// A server and its tenants: one attacker and `victims` tenants on the attacker's partition. The
+/// server is the release build when there is one: the verdict depends on how much work an
+/// attacker's bytes cost, and the debug build pays several times what a deployment does.
 pub struct Arena {
     pub server: Server,
     pub attacker: Client,
@@ -94,7 +111,7 @@ pub struct Arena {
 impl Arena {
     pub fn start(victims: usize, extra_args: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let server = Server::start(dir.path(), "127.0.0.1:0", extra_args).unwrap();
+        let server = Server::start_bin(&openqq_release_bin(), dir.path(), "127.0.0.1:0", extra_args, &[]).unwrap();
         let attacker = Client::new(&server.url, &server.token("attacker"));
         let victims = same_partition_tenants("attacker", victims)
             .iter()
