@@ -18,7 +18,9 @@ need_debs=()
 command -v yosys >/dev/null || need_debs+=(yosys)
 command -v nextpnr-ice40 >/dev/null || need_debs+=(nextpnr-ice40)
 command -v icepack >/dev/null || need_debs+=(fpga-icestorm)
-ls /usr/share/fpga-icestorm/chipdb-*.txt >/dev/null 2>&1 || ls /usr/share/icebox/chipdb-*.txt >/dev/null 2>&1 || need_debs+=(fpga-icestorm-chipdb)
+# (compgen -G is true when a pattern matches at least one file.)
+compgen -G '/usr/share/fpga-icestorm/chipdb/chipdb-*.txt' >/dev/null || compgen -G '/usr/share/icebox/chipdb-*.txt' >/dev/null ||
+  need_debs+=(fpga-icestorm-chipdb)
 command -v redis-server >/dev/null || need_debs+=(redis-server)
 # librdkafka (the Kafka adapter) builds with cmake; its config includes curl.h even when built
 # without curl, so the headers must be present.
@@ -26,7 +28,8 @@ command -v cmake >/dev/null || need_debs+=(cmake)
 # Webhooks use the system's TLS (OpenSSL) through native-tls, and librdkafka links it for TLS,
 # SASL/SCRAM and OAUTHBEARER (MSK IAM).
 pkg-config --exists openssl 2>/dev/null || need_debs+=(pkg-config libssl-dev)
-ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h >/dev/null 2>&1 || need_debs+=(libcurl4-openssl-dev)
+compgen -G '/usr/include/curl/curl.h' >/dev/null || compgen -G '/usr/include/*/curl/curl.h' >/dev/null ||
+  need_debs+=(libcurl4-openssl-dev)
 if [ ${#need_debs[@]} -gt 0 ]; then
   step "Installing Debian packages: ${need_debs[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -251,26 +251,37 @@ pub struct ReportQuery {
     pub revision: Option<u64>,
 }
 
+/// The stored (capped) report of the design named `id` in the path, at `?revision=` or the latest;
+/// 404 when there is none (yet), as for an id the tenant does not have.
+pub(crate) async fn stored_report(
+    state: &AppState,
+    tenant: &TenantId,
+    id: &str,
+    q: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<openqq_core::StoredReport, Problem> {
+    let design = design_id(id)?;
+    let q = query(q)?;
+    let stored = state
+        .store
+        .report(tenant, &design, q.revision)
+        .await
+        .map_err(|e| Problem::from_port(e, "reading the report"))?;
+    stored.ok_or_else(|| {
+        let detail = match q.revision {
+            Some(r) => format!("no report for revision {r} of this design (yet)"),
+            None => "no report for this design yet; it appears when validation finishes".to_owned(),
+        };
+        Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail)
+    })
+}
+
 pub async fn report(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<String>,
     q: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
-    let design = design_id(&id)?;
-    let q = query(q)?;
-    let stored = state
-        .store
-        .report(&tenant, &design, q.revision)
-        .await
-        .map_err(|e| Problem::from_port(e, "reading the report"))?;
-    let Some(stored) = stored else {
-        let detail = match q.revision {
-            Some(r) => format!("no report for revision {r} of this design (yet)"),
-            None => "no report for this design yet; it appears when validation finishes".to_owned(),
-        };
-        return Err(Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail));
-    };
+    let stored = stored_report(&state, &tenant, &id, q).await?;
     // The stored report is the validator's JSON object; the response adds the revision it belongs
     // to, spliced into the text rather than parsed into a tree (see `report_body`).
     let body = crate::report_body::splice(stored.report.get(), stored.revision, stored.verdict.as_str())

@@ -70,21 +70,8 @@ impl FromStr for ByteQuotaSpec {
     fn from_str(s: &str) -> Result<Self, String> {
         let err = || format!("{s:?} is not SIZE/WINDOW (for example 64MiB/1m, 500KiB/10s)");
         let (size, window) = s.split_once('/').ok_or_else(err)?;
-        let size = size.trim();
-        let split = size.find(|c: char| !c.is_ascii_digit()).unwrap_or(size.len());
-        let (n, unit) = size.split_at(split);
-        let n: u64 = n.parse().map_err(|_| err())?;
-        let scale: u64 = match unit.trim() {
-            "" | "B" => 1,
-            "KiB" => 1 << 10,
-            "MiB" => 1 << 20,
-            "GiB" => 1 << 30,
-            _ => return Err(err()),
-        };
-        let limit = n
-            .checked_mul(scale)
-            .and_then(|b| u32::try_from(b).ok())
-            .ok_or_else(|| format!("{s:?}: the size must be under 4 GiB"))?;
+        let bytes = crate::quota::parse_size(size).map_err(|_| err())?;
+        let limit = u32::try_from(bytes).map_err(|_| format!("{s:?}: the size must be under 4 GiB"))?;
         // The window takes the same forms as a request quota's.
         let QuotaSpec(Quota { window, .. }) = format!("1/{window}").parse::<QuotaSpec>().map_err(|_| err())?;
         if limit == 0 {

@@ -13,7 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use openqq_core::{DesignId, ObjectRef, PortError, TenantId};
+use openqq_core::{ObjectRef, PortError, TenantId};
 use serde::Deserialize;
 
 /// The two fields of a stored report this route reads.
@@ -29,22 +29,7 @@ pub async fn full_report(
     Path(id): Path<String>,
     q: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
-    let design = DesignId::parse_uuid(&id).map_err(|_| Problem::design_not_found())?;
-    let Query(q) = q.map_err(|e| {
-        Problem::new(StatusCode::BAD_REQUEST, "invalid-query", "The query string is invalid", e.body_text())
-    })?;
-    let stored = state
-        .store
-        .report(&tenant, &design, q.revision)
-        .await
-        .map_err(|e| Problem::from_port(e, "reading the report"))?;
-    let Some(stored) = stored else {
-        let detail = match q.revision {
-            Some(r) => format!("no report for revision {r} of this design (yet)"),
-            None => "no report for this design yet; it appears when validation finishes".to_owned(),
-        };
-        return Err(Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail));
-    };
+    let stored = crate::designs::stored_report(&state, &tenant, &id, q).await?;
     let pointer: Pointer = serde_json::from_str(stored.report.get())
         .map_err(|e| Problem::from_port(PortError::Invalid(e.to_string()), "decoding the report"))?;
     let gone = || {
