@@ -70,8 +70,9 @@ python3 shared/fpga/fixtures/generate.py --check
 bash shared/fpga/fixtures/bad/generate.sh "$oracle"
 export FPGA_ORACLE_DIR=$oracle
 
-step "Checking formatting (rustfmt.toml)"
+step "Checking formatting (rustfmt.toml) and lints (clippy, warnings are errors)"
 cargo fmt --all --check
+cargo clippy --locked --workspace --all-targets -- -D warnings
 
 step "Building"
 cargo build --locked --workspace --all-targets

@@ -304,8 +304,10 @@ async fn victim_latencies(c: &Client, rounds: usize) -> (Vec<Duration>, Vec<Dura
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_tenant_is_served_throughout_140_slow_posts_from_one_tenant() {
     let dir = tempfile::tempdir().unwrap();
-    // Default settings but a request quota the victim's back-to-back requests stay within.
-    let server = Server::start(dir.path(), "127.0.0.1:0", &["--rate-limit", "1000/1s"]).unwrap();
+    // Default settings but request and byte quotas the victim's back-to-back requests (200 KB
+    // designs, as fast as they are answered) stay within.
+    let server =
+        Server::start(dir.path(), "127.0.0.1:0", &["--rate-limit", "1000/1s", "--byte-limit", "1GiB/1s"]).unwrap();
     let attacker = server.token("attacker");
     let victim = Client::new(&server.url, &server.token("victim"));
     let rounds = 100;

@@ -52,7 +52,7 @@ pub async fn victim_round(victims: &[Client], within: Duration) -> Result<Vec<Du
             Ok(took)
         }
     });
-    futures_join_all(rounds).await.into_iter().collect()
+    spawn_all(rounds).await.into_iter().collect()
 }
 
 /// A victim is a well-behaved client: it honours a 429's `Retry-After` (its own limit), but any
@@ -68,9 +68,10 @@ async fn submit_retrying(c: &Client, design: &Value, within: Duration) -> Result
     }
 }
 
-async fn futures_join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+/// Runs every future on its own task (victims must not share one) and collects the outputs.
+async fn spawn_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
 where
-    F: Send + 'static,
+    F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();

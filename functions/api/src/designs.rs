@@ -90,7 +90,7 @@ async fn publish(
     corr: CorrelationId,
     spec: DesignSpec,
 ) -> Result<KeptResponse, Problem> {
-    state.quota.check(state.store.as_ref(), &tenant, &design).await?;
+    state.quota.check(state.store.as_ref(), state.objects.as_ref(), &tenant, &design).await?;
     let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let name = spec.name.clone();
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });

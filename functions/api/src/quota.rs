@@ -1,8 +1,10 @@
-//! The storage quota: how much one tenant may keep in the design store.
+//! The storage quota: how much one tenant may keep in the design store and the object store
+//! (full reports).
 //!
 //! Submissions check it before publishing. A tenant at or over its byte quota can submit nothing;
 //! one at its design count can still revise its designs but not create more. Usage comes from
-//! [`DesignStore::usage`](openqq_core::DesignStore::usage) and is cached per tenant for
+//! [`DesignStore::usage`](openqq_core::DesignStore::usage) plus
+//! [`ObjectStore::usage`](openqq_core::ObjectStore::usage) and is cached per tenant for
 //! [`USAGE_TTL`], so the check costs one store query per tenant every few seconds: the quota is
 //! soft by what a tenant can submit in that time (its request and byte limits bound that).
 //!
@@ -14,7 +16,7 @@
 use crate::problem::Problem;
 use axum::http::StatusCode;
 use openqq_core::ports::Usage;
-use openqq_core::{DesignId, DesignStore, TenantId};
+use openqq_core::{DesignId, DesignStore, ObjectStore, TenantId};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -92,8 +94,14 @@ impl StorageQuota {
     /// Refuses a submission of `design` by `tenant` when the tenant is over its quota. If the
     /// store cannot say, the submission goes ahead (it only reaches the log) and a warning is
     /// logged: an outage of the store must not stop intake.
-    pub async fn check(&self, store: &dyn DesignStore, tenant: &TenantId, design: &DesignId) -> Result<(), Problem> {
-        let usage = match self.usage(store, tenant).await {
+    pub async fn check(
+        &self,
+        store: &dyn DesignStore,
+        objects: &dyn ObjectStore,
+        tenant: &TenantId,
+        design: &DesignId,
+    ) -> Result<(), Problem> {
+        let usage = match self.usage(store, objects, tenant).await {
             Ok(u) => u,
             Err(e) => {
                 tracing::warn!(error = %e, tenant_id = %tenant, "The tenant's storage could not be read; the submission goes ahead unchecked.");
@@ -122,14 +130,20 @@ impl StorageQuota {
         Ok(())
     }
 
-    async fn usage(&self, store: &dyn DesignStore, tenant: &TenantId) -> openqq_core::ports::PortResult<Usage> {
+    async fn usage(
+        &self,
+        store: &dyn DesignStore,
+        objects: &dyn ObjectStore,
+        tenant: &TenantId,
+    ) -> openqq_core::ports::PortResult<Usage> {
         let now = Instant::now();
         if let Some((at, usage)) = self.cache.lock().unwrap().get(tenant) {
             if now.duration_since(*at) < self.ttl {
                 return Ok(*usage);
             }
         }
-        let usage = store.usage(tenant).await?;
+        let mut usage = store.usage(tenant).await?;
+        usage.bytes += objects.usage(tenant).await?;
         let mut cache = self.cache.lock().unwrap();
         if cache.len() >= MAX_CACHED_TENANTS {
             cache.retain(|_, (at, _)| now.duration_since(*at) < self.ttl);

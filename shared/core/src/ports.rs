@@ -385,6 +385,8 @@ pub trait ObjectStore: Send + Sync {
     /// no longer matches is a permanent [`PortError::Backend`] error). A malformed digest is
     /// [`PortError::Invalid`].
     async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>>;
+    /// The bytes `tenant`'s objects take (each distinct object once), for the storage quota.
+    async fn usage(&self, tenant: &TenantId) -> PortResult<u64>;
 }
 
 #[cfg(test)]

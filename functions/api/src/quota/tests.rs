@@ -1,5 +1,5 @@
 use super::*;
-use openqq_adapters::{Durability, EmbeddedDesignStore};
+use openqq_adapters::{Durability, EmbeddedDesignStore, EmbeddedObjectStore};
 use openqq_core::{Change, CorrelationId, EventKind, TimelineEntry, Verdict};
 use serde_json::value::RawValue;
 
@@ -45,45 +45,48 @@ async fn usage_counts_a_tenants_designs_and_report_bytes_and_nobody_elses() {
 async fn a_tenant_over_its_byte_quota_gets_a_403_and_other_tenants_do_not() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let objects = EmbeddedObjectStore::open(dir.path()).unwrap();
     let (big, small) = (TenantId::parse("big").unwrap(), TenantId::parse("small").unwrap());
     let quota = StorageQuota::with_ttl(StorageLimits { bytes: 200_000, designs: 100 }, Duration::ZERO);
     let existing = design_with_report(&store, &big, 150_000).await;
-    assert!(quota.check(&store, &big, &DesignId::generate()).await.is_ok(), "under the quota");
+    assert!(quota.check(&store, &objects, &big, &DesignId::generate()).await.is_ok(), "under the quota");
     design_with_report(&store, &big, 60_000).await;
     for design in [DesignId::generate(), existing] {
-        let refused = quota.check(&store, &big, &design).await.unwrap_err();
+        let refused = quota.check(&store, &objects, &big, &design).await.unwrap_err();
         assert_eq!((refused.status, refused.slug), (StatusCode::FORBIDDEN, "storage-quota-exceeded"));
         assert!(refused.detail.contains("storage quota") && refused.detail.contains("195.3 KiB"), "{}", refused.detail);
     }
     design_with_report(&store, &small, 1_000).await;
-    assert!(quota.check(&store, &small, &DesignId::generate()).await.is_ok(), "quotas are per tenant");
+    assert!(quota.check(&store, &objects, &small, &DesignId::generate()).await.is_ok(), "quotas are per tenant");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_at_its_design_count_may_revise_but_not_create() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let objects = EmbeddedObjectStore::open(dir.path()).unwrap();
     let t = TenantId::parse("t").unwrap();
     let quota = StorageQuota::with_ttl(StorageLimits { bytes: 1 << 30, designs: 2 }, Duration::ZERO);
     let first = design_with_report(&store, &t, 100).await;
     design_with_report(&store, &t, 100).await;
-    let refused = quota.check(&store, &t, &DesignId::generate()).await.unwrap_err();
+    let refused = quota.check(&store, &objects, &t, &DesignId::generate()).await.unwrap_err();
     assert_eq!(refused.slug, "storage-quota-exceeded");
     assert!(refused.detail.contains("2 designs"), "{}", refused.detail);
-    assert!(quota.check(&store, &t, &first).await.is_ok(), "a revision of an existing design adds no design");
+    assert!(quota.check(&store, &objects, &t, &first).await.is_ok(), "a revision of an existing design adds no design");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_is_read_again_only_after_the_cache_expires() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let objects = EmbeddedObjectStore::open(dir.path()).unwrap();
     let t = TenantId::parse("t").unwrap();
     let quota = StorageQuota::with_ttl(StorageLimits { bytes: 1 << 30, designs: 1 }, Duration::from_millis(300));
-    assert!(quota.check(&store, &t, &DesignId::generate()).await.is_ok());
+    assert!(quota.check(&store, &objects, &t, &DesignId::generate()).await.is_ok());
     design_with_report(&store, &t, 100).await;
-    assert!(quota.check(&store, &t, &DesignId::generate()).await.is_ok(), "the cached usage is reused");
+    assert!(quota.check(&store, &objects, &t, &DesignId::generate()).await.is_ok(), "the cached usage is reused");
     tokio::time::sleep(Duration::from_millis(350)).await;
-    assert!(quota.check(&store, &t, &DesignId::generate()).await.is_err(), "then read again");
+    assert!(quota.check(&store, &objects, &t, &DesignId::generate()).await.is_err(), "then read again");
 }
 
 #[test]
@@ -100,4 +103,18 @@ fn sizes_parse_in_binary_units() {
 fn the_limits_refuse_zero_naming_the_setting() {
     assert!(StorageLimits { bytes: 0, designs: 1 }.check().unwrap_err().contains("--tenant-storage"));
     assert!(StorageLimits { bytes: 1, designs: 0 }.check().unwrap_err().contains("--tenant-designs"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_reports_in_the_object_store_count_toward_the_byte_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let objects = EmbeddedObjectStore::open(dir.path()).unwrap();
+    let t = TenantId::parse("reports").unwrap();
+    let quota = StorageQuota::with_ttl(StorageLimits { bytes: 1_000_000, designs: 100 }, Duration::ZERO);
+    design_with_report(&store, &t, 10_000).await;
+    assert!(quota.check(&store, &objects, &t, &DesignId::generate()).await.is_ok(), "under the quota");
+    objects.put(&t, vec![7; 1_000_000]).await.unwrap();
+    let refused = quota.check(&store, &objects, &t, &DesignId::generate()).await.unwrap_err();
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "a full report kept by reference takes the tenant's space too");
 }

@@ -15,6 +15,19 @@ pub async fn run<S: ObjectStore + ?Sized>(store: &S) {
     a_tenant_never_reads_another_tenants_object(store).await;
     unknown_and_malformed_digests_are_refused(store).await;
     an_object_over_the_limit_is_refused_and_one_at_the_limit_is_kept(store).await;
+    usage_counts_each_of_a_tenants_objects_once_and_nobody_elses(store).await;
+}
+
+pub async fn usage_counts_each_of_a_tenants_objects_once_and_nobody_elses<S: ObjectStore + ?Sized>(store: &S) {
+    let (t, other) = (tenant(), tenant());
+    assert_eq!(store.usage(&t).await.unwrap(), 0, "a tenant with no objects uses nothing");
+    store.put(&t, vec![1; 1000]).await.unwrap();
+    store.put(&t, vec![2; 500]).await.unwrap();
+    store.put(&t, vec![1; 1000]).await.unwrap();
+    assert_eq!(store.usage(&t).await.unwrap(), 1500, "each distinct object counts once");
+    store.put(&other, vec![3; 700]).await.unwrap();
+    assert_eq!(store.usage(&t).await.unwrap(), 1500, "another tenant's objects are not counted");
+    assert_eq!(store.usage(&other).await.unwrap(), 700);
 }
 
 pub async fn an_object_reads_back_byte_for_byte_under_its_sha256<S: ObjectStore + ?Sized>(store: &S) {

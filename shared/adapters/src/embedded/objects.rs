@@ -121,6 +121,26 @@ impl ObjectStore for EmbeddedObjectStore {
         .await
         .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
     }
+
+    async fn usage(&self, tenant: &TenantId) -> PortResult<u64> {
+        let dir = self.tenant_dir(tenant);
+        tokio::task::spawn_blocking(move || {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+                Err(e) => return Err(io_error("listing", &dir, e)),
+            };
+            // Temporary files of puts in progress count too: they take the space.
+            let mut bytes = 0;
+            for entry in entries {
+                let entry = entry.map_err(|e| io_error("listing", &dir, e))?;
+                bytes += entry.metadata().map_err(|e| io_error("reading the size of", &entry.path(), e))?.len();
+            }
+            Ok(bytes)
+        })
+        .await
+        .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
+    }
 }
 
 #[cfg(test)]
