@@ -3,10 +3,16 @@
 //! attack, measured first on the same server, and the attacker's own designs must reach a final
 //! state (`ready` or `failed`): nothing the attacker does may wedge a partition.
 
+use openqq_adapters::{Durability, EmbeddedEventLog};
+use openqq_core::event::Cause;
+use openqq_core::ports::MAX_RECORD_BYTES;
+use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId, Topics};
+use openqq_e2e::noisy::PARTITIONS;
 use openqq_e2e::noisy::{
     all_final, allowed_under_attack, long_named_bus_design, pll_netnames_design, wide_port_design, worst_latency, Arena,
 };
 use openqq_e2e::Client;
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -219,4 +225,44 @@ async fn a_tenant_sending_as_many_bytes_as_it_can_is_held_to_its_byte_limit_and_
     // The run is shorter than the window: no more than 8 MiB of bodies can have been accepted.
     assert!(*accepted.lock().unwrap() <= most, "accepted {} bodies of at most {most}", accepted.lock().unwrap());
     all_final(&arena.attacker, &ids, WITHIN).await.expect("the attacker's designs reach a final state");
+}
+
+/// Finding 2: a record near the 1 MiB limit that can never succeed (what an outage, a bad deploy
+/// or a schema change can leave in the log) once could not be dead-lettered, because the dead
+/// letter carried a base64 copy, and its partition retried it forever. Five such records of the
+/// attacker sit ahead of the victims in the attacker's partition when the server starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_near_the_size_limit_that_never_succeed_are_dead_lettered_and_stall_no_victim() {
+    let mut arena = Arena::start(VICTIMS, &[]);
+    let baseline = worst_latency(&arena.victims, ROUNDS, WITHIN).await.expect("victims reach ready without an attack");
+    arena.server.terminate().unwrap();
+    let mut broken = Vec::new();
+    {
+        let log = EmbeddedEventLog::open(&arena.server.data_dir, PARTITIONS, Durability::Process).unwrap();
+        for i in 0..5 {
+            let cause = Cause {
+                tenant_id: TenantId::parse("attacker").unwrap(),
+                design_id: DesignId::generate(),
+                revision: 1,
+                correlation_id: CorrelationId::parse(format!("broken-{i}")).unwrap(),
+            };
+            // A payload no design-job can read, just under the record limit.
+            let payload = json!({"spec": {"not": "a design"}, "pad": "x".repeat(MAX_RECORD_BYTES - 2_000)});
+            let record = Envelope::new(EventKind::DesignSubmitted, &cause, "api", payload).to_record();
+            assert!(record.value.len() > MAX_RECORD_BYTES * 3 / 4, "a base64 copy of it would not fit a record");
+            log.publish(&Topics::default().of(EventKind::DesignSubmitted), vec![record]).await.unwrap();
+            broken.push(cause.design_id.to_string());
+        }
+    }
+    arena.server.restart().unwrap();
+    let under_attack = worst_latency(&arena.victims, ROUNDS, WITHIN).await.expect("victims reach ready");
+    eprintln!("victims: {baseline:?} without the attack, {under_attack:?} with it");
+    assert!(under_attack <= allowed_under_attack(baseline), "victims took {under_attack:?} against {baseline:?}");
+    for id in &broken {
+        let d = arena.attacker.wait_for(id, WITHIN, |d| d["status"] == "failed").await.expect("the revision fails");
+        assert!(d["failure_reason"].as_str().is_some_and(|r| !r.is_empty()), "with its reason: {d}");
+    }
+    let metrics = reqwest::get(format!("{}/metrics", arena.server.url)).await.unwrap().text().await.unwrap();
+    let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"design-job\""]);
+    assert_eq!(dead, 5.0, "each went to the dead-letter topic once");
 }

@@ -72,6 +72,8 @@ pub struct Server {
     pub extra_args: Vec<String>,
     /// Environment variables set for the process (secrets, say), kept across restarts.
     pub env: Vec<(String, String)>,
+    /// The `openqq` build it runs, kept across restarts.
+    bin: PathBuf,
 }
 
 impl Server {
@@ -122,6 +124,7 @@ impl Server {
             data_dir: data_dir.to_owned(),
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            bin: bin.to_owned(),
         })
     }
 
@@ -160,7 +163,7 @@ impl Server {
         let env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match Server::start_with_env(&self.data_dir.clone(), &listen, &args, &env) {
+            match Server::start_bin(&self.bin.clone(), &self.data_dir.clone(), &listen, &args, &env) {
                 Ok(new) => {
                     // The old process is already gone; dropping it just reaps it.
                     drop(std::mem::replace(self, new));
