@@ -2,7 +2,8 @@
 //!
 //! The API router is served on `--listen`; each consumer function gets an event-source-mapping
 //! emulator over the event log (embedded, or Kafka with `--kafka-brokers` or
-//! `--msk-cluster-arn`, see `kafka.rs`), exactly as the MSK trigger would invoke it on AWS.
+//! `--msk-cluster-arn`, see `kafka.rs`), exactly as the MSK trigger would invoke it on AWS. The
+//! design store is embedded, or on DynamoDB with `--dynamodb-table`.
 //! SIGTERM or Ctrl-C stops accepting requests, lets the in-flight batches finish and commit, and
 //! exits 0.
 
@@ -141,6 +142,8 @@ pub struct UpArgs {
     jwt: crate::token::JwtRuleArgs,
     #[command(flatten)]
     kafka: openqq_runtime::kafka_flags::KafkaArgs,
+    #[command(flatten)]
+    dynamo: openqq_runtime::dynamo_flags::DynamoArgs,
     /// Topic name prefix; consumer groups carry it too.
     #[arg(long, env = "OPENQQ_TOPIC_PREFIX", default_value = "")]
     topic_prefix: String,
@@ -229,15 +232,15 @@ async fn serve(args: UpArgs) -> Result<()> {
     let topics = Topics::new(args.topic_prefix.clone());
     // Kafka flags are checked (and an MSK cluster's brokers looked up) before anything is opened.
     let kafka = kafka_settings(&args, &topics).await?;
+    let dynamo = openqq_runtime::dynamo_flags::settings(&args.dynamo)?;
     crate::data_dir::create_private(&args.data_dir)?;
     let durability = if args.fsync { Durability::Power } else { Durability::Process };
     let backends =
         Backends::embedded_with(&args.data_dir, args.partitions, durability, &embedded_options(&args, &topics))
             .with_context(|| format!("opening the data dir {}", args.data_dir.display()))?;
-    let backends = match kafka {
-        Some(settings) => with_kafka(backends, settings).await?,
-        None => backends,
-    };
+    let backends = openqq_runtime::kafka_flags::apply(backends, kafka).await?;
+    // The store on DynamoDB (table created against a local endpoint, required on AWS).
+    let backends = openqq_runtime::dynamo_flags::apply(backends, dynamo).await?;
     let keys =
         JwtKeys::with_rules(&secret::load_or_create(&args.data_dir)?, args.jwt.rules()).map_err(anyhow::Error::msg)?;
     let metrics = openqq_telemetry::metrics("openqq");
@@ -358,27 +361,8 @@ async fn serve(args: UpArgs) -> Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "kafka")]
-type KafkaSettings = openqq_adapters::KafkaSettings;
-#[cfg(not(feature = "kafka"))]
-type KafkaSettings = std::convert::Infallible;
-
-async fn kafka_settings(args: &UpArgs, topics: &Topics) -> Result<Option<KafkaSettings>> {
+async fn kafka_settings(args: &UpArgs, topics: &Topics) -> Result<Option<openqq_runtime::kafka_flags::KafkaSettings>> {
     openqq_runtime::kafka_flags::settings(&args.kafka, args.partitions, topics.all()).await
-}
-
-#[cfg(feature = "kafka")]
-async fn with_kafka(backends: Backends, settings: KafkaSettings) -> Result<Backends> {
-    let (brokers, auth) = (settings.brokers.clone(), settings.security.auth.name());
-    let backends =
-        backends.with_kafka(settings).await.with_context(|| format!("putting the event log on Kafka at {brokers}"))?;
-    tracing::info!(brokers, auth, "The event log is on Kafka.");
-    Ok(backends)
-}
-
-#[cfg(not(feature = "kafka"))]
-async fn with_kafka(_: Backends, settings: KafkaSettings) -> Result<Backends> {
-    match settings {}
 }
 
 async fn shutdown_signal() {

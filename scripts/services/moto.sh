@@ -59,7 +59,14 @@ start() {
   for _ in $(seq 1 20); do
     port=$((20000 + RANDOM % 30000))
     if accepts "$port"; then continue; fi
-    "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$logfile" 2>&1 &
+    # One request at a time: moto's DynamoDB undoes a cancelled transaction by restoring a
+    # copy of the whole table taken when it began, which, with requests served in parallel
+    # threads, also undoes (or half-undoes) writes that committed meanwhile.
+    "$venv/bin/python" -c 'import sys
+from moto import server
+run = server.run_simple
+server.run_simple = lambda *a, **k: run(*a, **{**k, "threaded": False})
+server.main(sys.argv[1:])' -H 127.0.0.1 -p "$port" >"$logfile" 2>&1 &
     pid=$!
     echo "$pid" >"$pidfile"
     for _ in $(seq 1 200); do

@@ -3,6 +3,7 @@
 mod api_semantics;
 mod contract;
 mod durability;
+mod dynamo;
 mod front_door;
 mod isolation;
 mod kafka;

@@ -3,9 +3,9 @@
 //!
 //! Backends come from the environment through the same settings as the consumer functions
 //! (`openqq_runtime::lambda::backends_from_env`): the event log on Kafka / MSK with
-//! `OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN`, else embedded. Until the DynamoDB adapter
-//! lands, the store is the embedded one in `OPENQQ_DATA_DIR`, which is useful for `cargo lambda
-//! watch` but not for a fleet of Lambdas.
+//! `OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN`, else embedded; the store on DynamoDB with
+//! `OPENQQ_DYNAMODB_TABLE` (shared with the consumer functions), else the embedded one in
+//! `OPENQQ_DATA_DIR`, which is useful for `cargo lambda watch` but not for a fleet of Lambdas.
 //!
 //! Per-tenant limits come from the same variables as `openqq up`'s flags where they apply inside
 //! one instance: `OPENQQ_RATE_LIMIT`, `OPENQQ_BYTE_LIMIT`, `OPENQQ_TENANT_CONCURRENCY` and

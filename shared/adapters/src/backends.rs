@@ -59,6 +59,15 @@ impl Backends {
         Ok(self)
     }
 
+    /// The same backends with the design store (designs, timelines, reports, accepted markers,
+    /// idempotency keys, usage) on DynamoDB; log, objects, limiter and notifier stay as they are.
+    /// Against a local endpoint a missing table is created; against AWS it must exist.
+    #[cfg(feature = "dynamodb")]
+    pub async fn with_dynamodb(mut self, settings: &crate::dynamo::DynamoSettings) -> PortResult<Self> {
+        self.store = Arc::new(crate::dynamo::DynamoDesignStore::connect(settings).await?);
+        Ok(self)
+    }
+
     pub fn notifier(&self) -> Arc<dyn Notifier> {
         self.notifier.clone()
     }

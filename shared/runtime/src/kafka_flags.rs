@@ -113,6 +113,38 @@ impl KafkaArgs {
 #[cfg(feature = "kafka")]
 pub use with_kafka::settings;
 
+/// What [`settings`] returns: Kafka's settings, or (without the `kafka` feature) nothing.
+#[cfg(feature = "kafka")]
+pub type KafkaSettings = openqq_adapters::KafkaSettings;
+#[cfg(not(feature = "kafka"))]
+pub type KafkaSettings = std::convert::Infallible;
+
+/// `backends` with the event log (both sides) on Kafka when `settings` says so.
+#[cfg(feature = "kafka")]
+pub async fn apply(
+    backends: openqq_adapters::Backends,
+    settings: Option<KafkaSettings>,
+) -> anyhow::Result<openqq_adapters::Backends> {
+    use anyhow::Context;
+    let Some(settings) = settings else { return Ok(backends) };
+    let (brokers, auth) = (settings.brokers.clone(), settings.security.auth.name());
+    let backends =
+        backends.with_kafka(settings).await.with_context(|| format!("putting the event log on Kafka at {brokers}"))?;
+    tracing::info!(brokers, auth, "The event log is on Kafka.");
+    Ok(backends)
+}
+
+#[cfg(not(feature = "kafka"))]
+pub async fn apply(
+    backends: openqq_adapters::Backends,
+    settings: Option<KafkaSettings>,
+) -> anyhow::Result<openqq_adapters::Backends> {
+    match settings {
+        Some(never) => match never {},
+        None => Ok(backends),
+    }
+}
+
 /// Without the `kafka` feature, any Kafka flag is refused.
 #[cfg(not(feature = "kafka"))]
 pub async fn settings(

@@ -22,14 +22,16 @@ pub async fn serve(handler: Arc<dyn BatchHandler>) -> Result<(), Error> {
 pub use lambda_runtime::Error;
 
 /// What a function on Lambda reads from its environment: the Kafka settings of `openqq up`
-/// (`OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN`, `OPENQQ_KAFKA_AUTH`, …) and the
-/// embedded storage's place.
+/// (`OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN`, `OPENQQ_KAFKA_AUTH`, …), its DynamoDB
+/// settings (`OPENQQ_DYNAMODB_TABLE`, `OPENQQ_DYNAMODB_ENDPOINT`) and the embedded storage's place.
 #[derive(clap::Parser)]
 #[command(no_binary_name = true)]
 struct FunctionEnv {
     #[command(flatten)]
     kafka: crate::kafka_flags::KafkaArgs,
-    /// The embedded store (and log, without Kafka).
+    #[command(flatten)]
+    dynamo: crate::dynamo_flags::DynamoArgs,
+    /// The embedded store (without DynamoDB) and log (without Kafka).
     #[arg(long, env = "OPENQQ_DATA_DIR", default_value = "/tmp/openqq")]
     data_dir: std::path::PathBuf,
     #[arg(long, env = "OPENQQ_PARTITIONS", default_value_t = 12)]
@@ -40,9 +42,10 @@ struct FunctionEnv {
 
 /// Backends for a function on Lambda, from the environment: the event log on Kafka / MSK when
 /// `OPENQQ_KAFKA_BROKERS` or `OPENQQ_MSK_CLUSTER_ARN` is set (the same settings, checks and
-/// messages as `openqq up`'s flags), else embedded. Until the DynamoDB adapter lands, the store
-/// is the embedded one in `OPENQQ_DATA_DIR` (default `/tmp/openqq`): right for `cargo lambda
-/// watch` on one machine, not for a fleet.
+/// messages as `openqq up`'s flags), else embedded; the design store on DynamoDB when
+/// `OPENQQ_DYNAMODB_TABLE` is set, so every function shares one store, else the embedded one in
+/// `OPENQQ_DATA_DIR` (default `/tmp/openqq`): right for `cargo lambda watch` on one machine, not
+/// for a fleet.
 pub async fn backends_from_env() -> Result<(openqq_adapters::Backends, openqq_core::Topics), Error> {
     use clap::Parser;
     let env = FunctionEnv::try_parse_from(std::iter::empty::<String>())
@@ -50,32 +53,12 @@ pub async fn backends_from_env() -> Result<(openqq_adapters::Backends, openqq_co
     let topics = openqq_core::Topics::new(env.topic_prefix);
     // Bad Kafka settings stop the cold start before the data dir is touched.
     let kafka = crate::kafka_flags::settings(&env.kafka, env.partitions, topics.all()).await?;
+    let dynamo = crate::dynamo_flags::settings(&env.dynamo)?;
     let backends =
         openqq_adapters::Backends::embedded(&env.data_dir, env.partitions, openqq_adapters::Durability::Process)?;
-    let backends = on_kafka(backends, kafka).await?;
+    let backends = crate::kafka_flags::apply(backends, kafka).await.map_err(|e| format!("{e:#}"))?;
+    let backends = crate::dynamo_flags::apply(backends, dynamo).await.map_err(|e| format!("{e:#}"))?;
     Ok((backends, topics))
-}
-
-#[cfg(feature = "kafka")]
-async fn on_kafka(
-    backends: openqq_adapters::Backends,
-    settings: Option<openqq_adapters::KafkaSettings>,
-) -> Result<openqq_adapters::Backends, Error> {
-    Ok(match settings {
-        Some(settings) => backends.with_kafka(settings).await?,
-        None => backends,
-    })
-}
-
-#[cfg(not(feature = "kafka"))]
-async fn on_kafka(
-    backends: openqq_adapters::Backends,
-    settings: Option<std::convert::Infallible>,
-) -> Result<openqq_adapters::Backends, Error> {
-    match settings {
-        Some(never) => match never {},
-        None => Ok(backends),
-    }
 }
 
 /// The whole `main` of a consumer function on Lambda: JSON logs, backends from the environment

@@ -16,10 +16,13 @@
 //!   draining shutdown.
 //! - [`kafka_flags`]: where the event log goes (Kafka brokers or an MSK cluster) and how its
 //!   clients authenticate, as flags of `openqq up` and as the environment of a Lambda function.
+//! - [`dynamo_flags`]: whether the design store is on DynamoDB (`--dynamodb-table`,
+//!   `--dynamodb-endpoint`), as flags of `openqq up` and as the environment of a Lambda function.
 //! - [`lambda`]: a function's `main` on AWS Lambda, its backends from the environment.
 
 pub mod consumer;
 pub mod dead_letter;
+pub mod dynamo_flags;
 pub mod esm;
 pub mod kafka;
 pub mod kafka_flags;

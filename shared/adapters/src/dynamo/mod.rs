@@ -67,7 +67,8 @@ impl DynamoDesignStore {
     /// A store with the AWS settings and credentials of the environment. With an endpoint
     /// (given, or in `AWS_ENDPOINT_URL`) the table is created when missing and, when the
     /// environment names no region or credentials, a local server's stand-ins are used; against
-    /// AWS nothing is ever created (the deployment template owns the table).
+    /// AWS nothing is ever created (the deployment template owns the table) and a missing table
+    /// is an error.
     pub async fn connect(settings: &DynamoSettings) -> PortResult<Self> {
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
         if let Some(endpoint) = &settings.endpoint {
@@ -92,6 +93,8 @@ impl DynamoDesignStore {
         let store = Self::new(Client::from_conf(config), settings.table.clone())?;
         if local {
             store.create_table_if_missing().await?;
+        } else {
+            table::require_table(&store.client, &store.table).await?;
         }
         Ok(store)
     }

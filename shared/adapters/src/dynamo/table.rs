@@ -174,6 +174,21 @@ pub(crate) async fn create_table_if_missing(client: &Client, table: &str) -> Por
     Ok(created)
 }
 
+/// Checks that `table` exists, for AWS, where nothing is ever created: a missing table is a
+/// permanent error naming it, before the first request that needs it.
+pub(crate) async fn require_table(client: &Client, table: &str) -> PortResult<()> {
+    match client.describe_table().table_name(table).send().await {
+        Ok(_) => Ok(()),
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {
+            Err(PortError::Invalid(format!(
+                "the DynamoDB table {table} does not exist in this account and region; against AWS it is never \
+                 created here (the deployment template declares it, docs/DYNAMODB.md)"
+            )))
+        }
+        Err(e) => Err(classify("describe table", e)),
+    }
+}
+
 async fn wait_active(client: &Client, table: &str) -> PortResult<()> {
     for _ in 0..600 {
         let out = client.describe_table().table_name(table).send().await.map_err(|e| classify("describe table", e))?;

@@ -1,0 +1,155 @@
+//! The design lifecycle with the design store on DynamoDB: `openqq up --dynamodb-table T
+//! --dynamodb-endpoint URL` against a local server that speaks DynamoDB's wire protocol (moto,
+//! started by the test command; its URL in `OPENQQ_TEST_DYNAMODB_ENDPOINT`). Each test uses a
+//! table of its own, which start-up creates. Without the variable these tests print why and pass.
+//! Bad DynamoDB settings are checked at start-up, before any server is contacted, so those tests
+//! always run.
+
+use openqq_e2e::ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order;
+use openqq_e2e::{blink_design, compact_blink_design, Client, Server};
+use serde_json::json;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The DynamoDB endpoint to test against, or `None` (with a note) when none is set.
+fn endpoint(test: &str) -> Option<String> {
+    let endpoint = std::env::var("OPENQQ_TEST_DYNAMODB_ENDPOINT").ok().filter(|e| !e.is_empty());
+    if endpoint.is_none() {
+        eprintln!("skipping {test}: set OPENQQ_TEST_DYNAMODB_ENDPOINT (scripts/services/moto.sh start)");
+    }
+    endpoint
+}
+
+/// A table name no other test run uses.
+fn unique_table(what: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    format!("openqq-e2e-{what}-{}-{nanos}", std::process::id())
+}
+
+/// The flags that put the store on `table` at `endpoint`, then `extra`.
+fn on_dynamodb<'a>(table: &'a str, endpoint: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--dynamodb-table", table, "--dynamodb-endpoint", endpoint];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_store_on_dynamodb_a_design_reads_at_once_reaches_ready_and_survives_a_restart() {
+    let Some(endpoint) = endpoint("the DynamoDB lifecycle test") else { return };
+    let table = unique_table("lifecycle");
+    let dir = tempfile::tempdir().unwrap();
+    // A long batch window: the design is read back before any consumer has run.
+    let args = on_dynamodb(&table, &endpoint, &["--batch-window", "2s"]);
+    let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let resp = acme
+        .http
+        .post(format!("{}/v1/designs", server.url))
+        .bearer_auth(&acme.token)
+        .header("x-correlation-id", "e2e-dynamo-1")
+        .json(&blink_design("blink"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 202);
+    let accepted: serde_json::Value = resp.json().await.unwrap();
+    let id = accepted["design_id"].as_str().unwrap().to_owned();
+
+    // Read-your-writes: the 202 means the store already holds it.
+    let (status, design) = acme.get(&format!("/v1/designs/{id}")).await.unwrap();
+    assert_eq!(status, 200, "never 404 after a 202: {design}");
+    assert_eq!(
+        (&design["name"], &design["revision"], &design["status"]),
+        (&json!("blink"), &json!(1), &json!("submitted"))
+    );
+    let (_, list) = acme.get("/v1/designs").await.unwrap();
+    assert_eq!(list["designs"][0]["design_id"], json!(id), "listed at once too");
+
+    let design = acme.wait_for(&id, Duration::from_secs(40), |d| d["status"] == "ready").await.unwrap();
+    assert_eq!((design["revision"].clone(), design["verdict"].clone()), (json!(1), json!("pass")));
+    let (status, report) = acme.get(&format!("/v1/designs/{id}/report")).await.unwrap();
+    assert_eq!((status, &report["verdict"], &report["revision"]), (200, &json!("pass"), &json!(1)));
+    let timeline = |events: serde_json::Value| -> Vec<(String, String)> {
+        events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["kind"].as_str().unwrap().to_owned(), e["correlation_id"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let expected: Vec<(String, String)> =
+        ["design.submitted", "validation.started", "validation.finished", "results.ready"]
+            .iter()
+            .map(|k| (k.to_string(), "e2e-dynamo-1".to_owned()))
+            .collect();
+    let (_, events) = acme.get(&format!("/v1/designs/{id}/events")).await.unwrap();
+    assert_eq!(timeline(events), expected);
+
+    // Another tenant sees nothing of it.
+    let globex = Client::new(&server.url, &server.token("globex"));
+    let (status, _) = globex.get(&format!("/v1/designs/{id}")).await.unwrap();
+    assert_eq!(status, 404);
+
+    // A restart on the same table still shows the design, its report and its timeline.
+    server.terminate().unwrap();
+    server.restart().unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let (status, again) = acme.get(&format!("/v1/designs/{id}")).await.unwrap();
+    assert_eq!((status, &again["status"], &again["verdict"]), (200, &json!("ready"), &json!("pass")));
+    let (status, _) = acme.get(&format!("/v1/designs/{id}/report")).await.unwrap();
+    assert_eq!(status, 200);
+    let (_, events) = acme.get(&format!("/v1/designs/{id}/events")).await.unwrap();
+    assert_eq!(timeline(events), expected, "the same timeline after the restart");
+
+    // The design lives in the table, not in the data dir: a server on a fresh data dir and the
+    // same table shows it too.
+    let fresh = tempfile::tempdir().unwrap();
+    let other = Server::start(fresh.path(), "127.0.0.1:0", &on_dynamodb(&table, &endpoint, &[])).unwrap();
+    let acme = Client::new(&other.url, &other.token("acme"));
+    let (status, elsewhere) = acme.get(&format!("/v1/designs/{id}")).await.unwrap();
+    assert_eq!((status, &elsewhere["status"]), (200, &json!("ready")), "{elsewhere}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_store_on_dynamodb_every_acknowledged_revision_reaches_results_ready_once_in_order_across_sigkill_restarts(
+) {
+    let Some(endpoint) = endpoint("the DynamoDB SIGKILL ordering test") else { return };
+    let table = unique_table("ordering");
+    let dir = tempfile::tempdir().unwrap();
+    let args =
+        on_dynamodb(&table, &endpoint, &["--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"]);
+    let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    sigkill_restarts_keep_every_acknowledged_revision_in_order(&mut server, compact_blink_design("durable"), 6, 20)
+        .await;
+}
+
+/// A bad DynamoDB setting stops `openqq up` at once with a sentence naming the setting, before
+/// the data dir is opened or any endpoint is contacted.
+#[test]
+fn a_bad_dynamodb_setting_stops_openqq_up_at_start_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let cases: [(&[&str], &str); 4] = [
+        (&["--dynamodb-table", ""], "--dynamodb-table (OPENQQ_DYNAMODB_TABLE) must be a DynamoDB table name"),
+        (&["--dynamodb-table", "no spaces allowed"], "--dynamodb-table (OPENQQ_DYNAMODB_TABLE) must be"),
+        (
+            &["--dynamodb-table", "designs", "--dynamodb-endpoint", "not a url"],
+            "--dynamodb-endpoint (OPENQQ_DYNAMODB_ENDPOINT) must be an http:// or https:// URL",
+        ),
+        (&["--dynamodb-endpoint", "http://127.0.0.1:9"], "which needs --dynamodb-table (OPENQQ_DYNAMODB_TABLE)"),
+    ];
+    for (args, needle) in cases {
+        let out = std::process::Command::new(openqq_e2e::openqq_bin())
+            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data_dir)
+            .args(args)
+            .env_remove("OPENQQ_JWT_SECRET")
+            .env_remove("OPENQQ_DYNAMODB_TABLE")
+            .env_remove("OPENQQ_DYNAMODB_ENDPOINT")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!data_dir.exists(), "{args:?}: nothing is opened before the settings are checked");
+    }
+}
