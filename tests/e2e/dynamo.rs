@@ -3,7 +3,8 @@
 //! started by the test command; its URL in `OPENQQ_TEST_DYNAMODB_ENDPOINT`). Each test uses a
 //! table of its own, which start-up creates. Without the variable these tests print why and pass.
 //! Bad DynamoDB settings are checked at start-up, before any server is contacted, so those tests
-//! always run.
+//! always run; the Lambda one runs the `validation` function's binary (`cargo build --workspace
+//! --bins`).
 
 use openqq_e2e::ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order;
 use openqq_e2e::{blink_design, compact_blink_design, Client, Server};
@@ -152,4 +153,42 @@ fn a_bad_dynamodb_setting_stops_openqq_up_at_start_naming_the_setting() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert!(!data_dir.exists(), "{args:?}: nothing is opened before the settings are checked");
     }
+}
+
+/// The functions on Lambda read the store's settings from their environment, with the same
+/// checks as `openqq up`: a bad value stops the cold start naming it, an unreachable endpoint
+/// stops it naming the table's setting, and good ones get past the store (outside Lambda the
+/// function then stops for want of the Lambda runtime API).
+#[test]
+fn a_function_on_lambda_takes_the_dynamodb_settings_from_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let function = |env: &[(&str, &str)]| {
+        std::process::Command::new(openqq_e2e::function_bin("validation"))
+            .env("OPENQQ_DATA_DIR", dir.path().join("data"))
+            .env("RUST_BACKTRACE", "0")
+            .env_remove("OPENQQ_DYNAMODB_TABLE")
+            .env_remove("OPENQQ_DYNAMODB_ENDPOINT")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let bad = function(&[("OPENQQ_DYNAMODB_TABLE", "x")]);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("OPENQQ_DYNAMODB_TABLE") && stderr.contains("must be a DynamoDB table name"), "{stderr}");
+    assert!(!dir.path().join("data").exists(), "the data dir is untouched by a bad setting");
+
+    // Nothing listens on port 9: the cold start fails at the store, naming its setting.
+    let unreachable =
+        function(&[("OPENQQ_DYNAMODB_TABLE", "designs"), ("OPENQQ_DYNAMODB_ENDPOINT", "http://127.0.0.1:9")]);
+    assert!(!unreachable.status.success());
+    let stderr = String::from_utf8_lossy(&unreachable.stderr);
+    assert!(stderr.contains("putting the design store on the DynamoDB table designs"), "{stderr}");
+    assert!(stderr.contains("OPENQQ_DYNAMODB_TABLE"), "{stderr}");
+
+    let Some(endpoint) = endpoint("the Lambda function's DynamoDB start") else { return };
+    let table = unique_table("lambda");
+    let out = function(&[("OPENQQ_DYNAMODB_TABLE", &table), ("OPENQQ_DYNAMODB_ENDPOINT", &endpoint)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("AWS_LAMBDA"), "with the store on DynamoDB the function starts up: {stderr}");
 }
