@@ -171,3 +171,21 @@ async fn a_report_too_large_for_an_item_is_refused_before_any_request() {
     assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
     assert_eq!(replay.actual_requests().count(), 0);
 }
+
+#[tokio::test]
+async fn on_aws_a_missing_table_is_an_error_naming_it_and_an_existing_one_passes() {
+    let (s, _) = store(vec![error(400, "ResourceNotFoundException", "")]);
+    let err = table::require_table(&s.client, &s.table).await.unwrap_err();
+    assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
+    assert!(err.to_string().contains("the DynamoDB table openqq does not exist"), "{err}");
+    assert!(!err.is_retriable());
+
+    let described = r#"{"Table":{"TableName":"openqq","TableStatus":"ACTIVE"}}"#;
+    let (s, _) = store(vec![answer(200, described.to_owned())]);
+    table::require_table(&s.client, &s.table).await.unwrap();
+
+    // Any other refusal keeps its own class: throttling stays retriable.
+    let (s, _) = store(vec![error(400, "ThrottlingException", "")]);
+    let err = table::require_table(&s.client, &s.table).await.unwrap_err();
+    assert!(err.is_retriable(), "{err:?}");
+}
