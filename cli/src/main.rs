@@ -8,6 +8,8 @@
 mod data_dir;
 mod limits;
 mod load;
+#[cfg(test)]
+mod readme_tests;
 mod secret;
 mod token;
 mod up;
