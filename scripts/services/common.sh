@@ -22,3 +22,21 @@ terminate() {
   for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
   echo "$pid"
 }
+
+# Waits up to 10 s for the service just started as PID to answer on PORT. When it does, PID and
+# PORT go to $pidfile and $portfile; when it does not (it exited, or never answered), PID is
+# stopped and the call fails, so the caller can try another port.
+came_up() {
+  local pid=$1 port=$2
+  echo "$pid" >"$pidfile"
+  for _ in $(seq 1 200); do
+    if answers "$port"; then
+      echo "$port" >"$portfile"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill "$pid" 2>/dev/null || true
+  return 1
+}

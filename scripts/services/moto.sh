@@ -51,7 +51,7 @@ urllib.request.urlopen("http://127.0.0.1:%s/moto-api/" % sys.argv[1], timeout=2)
 start() {
   ensure_installed
   mkdir -p "$state_dir"
-  local port pid
+  local port
   if port=$(running_port); then
     echo "http://127.0.0.1:$port"
     return
@@ -67,18 +67,10 @@ from moto import server
 run = server.run_simple
 server.run_simple = lambda *a, **k: run(*a, **{**k, "threaded": False})
 server.main(sys.argv[1:])' -H 127.0.0.1 -p "$port" >"$logfile" 2>&1 &
-    pid=$!
-    echo "$pid" >"$pidfile"
-    for _ in $(seq 1 200); do
-      if answers "$port"; then
-        echo "$port" >"$portfile"
-        echo "http://127.0.0.1:$port"
-        return
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$pid" 2>/dev/null || true
+    if came_up "$!" "$port"; then
+      echo "http://127.0.0.1:$port"
+      return
+    fi
   done
   log "moto_server did not start; see $logfile"
   exit 1

@@ -40,7 +40,7 @@ answers() { accepts "$1"; }
 start() {
   ensure_installed
   mkdir -p "$state_dir"
-  local port pid
+  local port
   if port=$(running_port); then
     echo "127.0.0.1:$port"
     return
@@ -52,18 +52,10 @@ start() {
     (cd "$state_dir" && RUST_LOG=${TANSU_LOG:-warn} exec "$bin" broker \
       --listener-url "tcp://127.0.0.1:$port" --advertised-listener-url "tcp://127.0.0.1:$port" \
       --storage-engine sqlite://tansu.db >"$logfile" 2>&1) &
-    pid=$!
-    echo "$pid" >"$pidfile"
-    for _ in $(seq 1 200); do
-      if accepts "$port"; then
-        echo "$port" >"$portfile"
-        echo "127.0.0.1:$port"
-        return
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$pid" 2>/dev/null || true
+    if came_up "$!" "$port"; then
+      echo "127.0.0.1:$port"
+      return
+    fi
   done
   log "tansu did not start; see $logfile"
   exit 1
