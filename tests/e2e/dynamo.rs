@@ -42,18 +42,7 @@ async fn with_the_store_on_dynamodb_a_design_reads_at_once_reaches_ready_and_sur
     let args = on_dynamodb(&table, &endpoint, &["--batch-window", "2s"]);
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
-    let resp = acme
-        .http
-        .post(format!("{}/v1/designs", server.url))
-        .bearer_auth(&acme.token)
-        .header("x-correlation-id", "e2e-dynamo-1")
-        .json(&blink_design("blink"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 202);
-    let accepted: serde_json::Value = resp.json().await.unwrap();
-    let id = accepted["design_id"].as_str().unwrap().to_owned();
+    let id = acme.submit_correlated(&blink_design("blink"), "e2e-dynamo-1").await.unwrap();
 
     // Read-your-writes: the 202 means the store already holds it.
     let (status, design) = acme.get(&format!("/v1/designs/{id}")).await.unwrap();

@@ -37,18 +37,7 @@ async fn with_the_log_on_kafka_a_submitted_design_reaches_ready_with_a_four_kind
         Server::start(dir.path(), "127.0.0.1:0", &["--kafka-brokers", &brokers, "--kafka-create-topics", "false"])
             .unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
-    let resp = acme
-        .http
-        .post(format!("{}/v1/designs", server.url))
-        .bearer_auth(&acme.token)
-        .header("x-correlation-id", "e2e-kafka-1")
-        .json(&blink_design("blink"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 202);
-    let accepted: serde_json::Value = resp.json().await.unwrap();
-    let id = accepted["design_id"].as_str().unwrap().to_owned();
+    let id = acme.submit_correlated(&blink_design("blink"), "e2e-kafka-1").await.unwrap();
 
     let design = acme.wait_for(&id, Duration::from_secs(30), |d| d["status"] == "ready").await.unwrap();
     assert_eq!((design["revision"].clone(), design["verdict"].clone()), (json!(1), json!("pass")));

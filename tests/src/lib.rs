@@ -251,6 +251,25 @@ impl Client {
         Ok((status, resp.json::<Value>().await.unwrap_or(Value::Null)))
     }
 
+    /// Submits `design` as a new design under the client's own `correlation_id` and returns the
+    /// design id; anything but a 202 is an error.
+    pub async fn submit_correlated(&self, design: &Value, correlation_id: &str) -> Result<String> {
+        let resp = self
+            .http
+            .post(format!("{}/v1/designs", self.base))
+            .bearer_auth(&self.token)
+            .header("x-correlation-id", correlation_id)
+            .json(design)
+            .send()
+            .await?;
+        let status = resp.status().as_u16();
+        let body = resp.json::<Value>().await.unwrap_or(Value::Null);
+        if status != 202 {
+            bail!("the submission was answered {status}: {body}");
+        }
+        body["design_id"].as_str().map(str::to_owned).ok_or_else(|| anyhow!("the 202 names no design_id: {body}"))
+    }
+
     /// Polls a design until `done` holds for it, or fails after `within`.
     pub async fn wait_for(&self, design_id: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Result<Value> {
         let deadline = Instant::now() + within;
