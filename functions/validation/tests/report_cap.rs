@@ -2,14 +2,13 @@
 //! PCF asks for one finding per bit. The report that travels and is stored is capped; the full
 //! report is kept by reference, readable by its tenant only.
 
-use openqq_adapters::{Backends, Durability};
-use openqq_core::event::{Cause, DesignSubmitted};
+mod support;
+
 use openqq_core::ports::MAX_RECORD_BYTES;
 use openqq_core::*;
-use openqq_runtime::kafka::to_event;
-use openqq_runtime::{BatchHandler, Consumer};
-use openqq_validation::{Validation, DEFAULT_BUDGET};
+use openqq_validation::DEFAULT_BUDGET;
 use serde_json::{json, Value};
+use support::Rig;
 
 fn wide_port_spec(bits: usize) -> DesignSpec {
     let port_bits: Vec<usize> = (2..bits + 2).collect();
@@ -27,49 +26,15 @@ fn wide_port_spec(bits: usize) -> DesignSpec {
     .unwrap()
 }
 
-struct Rig {
-    b: Backends,
-    topics: Topics,
-    cause: Cause,
-    _dir: tempfile::TempDir,
-}
-
-/// A materialised design whose validation of a `bits`-bit port is handled by the validation
-/// consumer.
+/// The `bits`-bit port design, validated by the validation consumer.
 async fn validated(bits: usize) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
-    let topics = Topics::default();
-    let cause = Cause {
-        tenant_id: TenantId::parse("acme").unwrap(),
-        design_id: DesignId::generate(),
-        revision: 1,
-        correlation_id: CorrelationId::parse("corr-wide").unwrap(),
-    };
-    let submitted = Envelope::new(EventKind::DesignSubmitted, &cause, "api", ());
-    let change = Change::Submitted { name: Some("wide".into()) };
-    b.store.apply(&cause.tenant_id, &cause.design_id, &submitted.timeline_entry(), &change).await.unwrap();
-
-    let spec = wide_port_spec(bits);
-    let rec = Envelope::new(EventKind::ValidationRequested, &cause, "design-job", DesignSubmitted { spec }).to_record();
-    let incoming = LogRecord {
-        topic: topics.of(EventKind::ValidationRequested),
-        partition: 1,
-        offset: 0,
-        timestamp_ms: 0,
-        key: rec.key,
-        value: rec.value,
-        headers: rec.headers,
-    };
-    let validation = Validation { store: b.store.clone(), objects: b.objects.clone(), budget: DEFAULT_BUDGET };
-    let consumer = Consumer::new(validation, b.log.clone(), b.store.clone(), topics.clone());
-    consumer.handle(to_event(&[incoming])).await.expect("the batch succeeds");
-    Rig { b, topics, cause, _dir: dir }
+    support::validated("wide", wide_port_spec(bits), DEFAULT_BUDGET).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_with_a_finding_per_bit_of_a_20000_bit_port_is_capped_and_kept_whole_by_reference() {
-    let Rig { b, topics, cause, _dir } = validated(20_000).await;
+    let rig = validated(20_000).await;
+    let (b, topics, cause) = (&rig.b, &rig.topics, &rig.cause);
 
     // The event fits in a record and its report says what was cut and where the rest is.
     let finished_topic = topics.of(EventKind::ValidationFinished);
@@ -105,7 +70,8 @@ async fn a_report_with_a_finding_per_bit_of_a_20000_bit_port_is_capped_and_kept_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_report_is_stored_whole_without_a_reference() {
-    let Rig { b, cause, .. } = validated(3).await;
+    let rig = validated(3).await;
+    let (b, cause) = (&rig.b, &rig.cause);
     let stored = b.store.report(&cause.tenant_id, &cause.design_id, None).await.unwrap().unwrap();
     let stored: Value = serde_json::from_str(stored.report.get()).unwrap();
     assert_eq!(stored["findings"].as_array().unwrap().len(), 3);
