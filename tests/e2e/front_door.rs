@@ -3,6 +3,7 @@
 //! place, a tenant's requests in progress, bytes per window and open streams are capped, SIGTERM
 //! still lets a request in progress finish, and the data dir is private to its owner.
 
+use openqq_e2e::slow_client::{self, slow_post_head};
 use openqq_e2e::{blink_design, Client, Server};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 fn addr(server: &Server) -> String {
-    server.url.trim_start_matches("http://").to_owned()
+    slow_client::addr(&server.url)
 }
 
 /// Reads until the peer closes (or `within` passes); what was read and whether it closed.
@@ -28,12 +29,6 @@ async fn read_to_close(s: &mut TcpStream, within: Duration) -> (String, bool) {
 }
 
 /// A POST's head for `token` announcing a body of `length` bytes, and the body's first byte.
-fn slow_post_head(addr: &str, token: &str, length: usize) -> String {
-    format!(
-        "POST /v1/designs HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
-         content-type: application/json\r\ncontent-length: {length}\r\n\r\n{{"
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_never_finishes_its_headers_is_closed_after_the_header_timeout() {
@@ -114,13 +109,7 @@ async fn a_body_slower_than_the_body_timeout_gets_a_408_problem() {
 /// Opens `n` slow POSTs for `token` (each sends its head and one byte of body); returns the
 /// connections, still open.
 async fn open_slow_posts(server: &Server, token: &str, n: usize) -> Vec<TcpStream> {
-    let mut conns = Vec::new();
-    for _ in 0..n {
-        let mut s = TcpStream::connect(addr(server)).await.unwrap();
-        s.write_all(slow_post_head(&addr(server), token, 100_000).as_bytes()).await.unwrap();
-        conns.push(s);
-    }
-    conns
+    slow_client::open_slow_posts(&server.url, token, n).await
 }
 
 /// How many of `conns` were answered 429 within `within` (the rest are still being read).

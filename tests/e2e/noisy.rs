@@ -11,6 +11,7 @@ use openqq_e2e::noisy::PARTITIONS;
 use openqq_e2e::noisy::{
     all_final, allowed_under_attack, long_named_bus_design, pll_netnames_design, wide_port_design, worst_latency, Arena,
 };
+use openqq_e2e::slow_client::open_slow_posts;
 use openqq_e2e::Client;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,21 +109,9 @@ async fn reading_a_huge_report_over_and_over_slows_no_victim() {
     .await;
 }
 
-/// Opens `n` connections that send a POST's headers and then its body at one byte a second.
+/// Holds `n` POSTs whose bodies arrive at one byte a second until stopped.
 async fn slow_posts(url: &str, token: &str, n: usize, stop: Arc<AtomicBool>) {
-    let addr = url.trim_start_matches("http://").to_owned();
-    let mut conns = Vec::new();
-    for _ in 0..n {
-        if let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await {
-            let head = format!(
-                "POST /v1/designs HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\n\
-                 content-type: application/json\r\ncontent-length: 100000\r\n\r\n{{"
-            );
-            if s.write_all(head.as_bytes()).await.is_ok() {
-                conns.push(s);
-            }
-        }
-    }
+    let mut conns = open_slow_posts(url, token, n).await;
     let deadline = Instant::now() + WITHIN;
     while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
         for s in conns.iter_mut() {

@@ -7,6 +7,7 @@
 pub mod ack_dropper;
 pub mod noisy;
 pub mod ordering;
+pub mod slow_client;
 pub mod tansu;
 pub mod throughput;
 
