@@ -32,5 +32,6 @@ pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry,
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
     Applied, Decision, DesignStore, EventLog, IdempotencyClaim, KeptResponse, Lease, LogRecord, LogSource,
-    Notification, Notifier, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record, WholeTopic,
+    Notification, Notifier, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record, UploadTarget,
+    WholeTopic,
 };

@@ -387,6 +387,42 @@ pub trait ObjectStore: Send + Sync {
     async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>>;
     /// The bytes `tenant`'s objects take (each distinct object once), for the storage quota.
     async fn usage(&self, tenant: &TenantId) -> PortResult<u64>;
+    /// Whether `tenant` has object `digest`, and its length; `None` if it has not (another
+    /// tenant's object included). A malformed digest is [`PortError::Invalid`].
+    async fn stat(&self, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>>;
+    /// Where `tenant`'s client may upload exactly `object` itself, valid for `ttl` (a presigned
+    /// URL on S3). `None` means this store takes no direct uploads: the API receives the bytes
+    /// and [`ObjectStore::put`]s them.
+    async fn presign_upload(
+        &self,
+        _tenant: &TenantId,
+        _object: &ObjectRef,
+        _ttl: Duration,
+    ) -> PortResult<Option<UploadTarget>> {
+        Ok(None)
+    }
+    /// Makes an object the client uploaded directly (see [`ObjectStore::presign_upload`]) part of
+    /// `tenant`'s objects, checked against its digest and length: afterwards
+    /// [`ObjectStore::stat`] finds it and unadopted uploads may expire. Nothing uploaded under
+    /// that digest is [`PortError::NotFound`]; bytes that do not match are [`PortError::Invalid`].
+    /// Stores without direct uploads only check that the object is there.
+    async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()> {
+        match self.stat(tenant, &object.digest).await? {
+            Some(n) if n == object.bytes => Ok(()),
+            Some(n) => Err(PortError::Invalid(format!("the object is {n} bytes, not {}", object.bytes))),
+            None => Err(PortError::NotFound),
+        }
+    }
+}
+
+/// How a client uploads an object directly: an HTTP `method` to `url` with exactly these
+/// `headers`, before `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UploadTarget {
+    pub method: String,
+    pub url: String,
+    pub headers: std::collections::BTreeMap<String, String>,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
 }
 
 #[cfg(test)]

@@ -141,6 +141,18 @@ impl ObjectStore for EmbeddedObjectStore {
         .await
         .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
     }
+
+    async fn stat(&self, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>> {
+        if !ObjectRef::well_formed(digest) {
+            return Err(PortError::Invalid("an object digest is 64 lower-case hex characters".into()));
+        }
+        let path = self.tenant_dir(tenant).join(digest);
+        match std::fs::metadata(&path) {
+            Ok(meta) => Ok(Some(meta.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error("reading the size of", &path, e)),
+        }
+    }
 }
 
 #[cfg(test)]
