@@ -5,16 +5,12 @@
 //! - `openqq load` drives a running server with many tenants, open loop, and writes results.
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
 
-mod data_dir;
-mod limits;
 mod load;
 #[cfg(test)]
 mod readme_tests;
-mod secret;
 mod token;
 mod up;
 mod validate;
-mod webhooks;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -34,7 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the whole platform: the API and the three consumer functions.
-    Up(Box<up::UpArgs>),
+    Up(Box<up::UpCommand>),
     /// Print a bearer token for a tenant.
     Token(token::TokenArgs),
     /// Drive a running server with steady and bursting tenants; write latency and status results.

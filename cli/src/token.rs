@@ -1,11 +1,10 @@
 //! `openqq token --tenant T`: a bearer token signed with the local secret.
 
-use crate::secret;
 use anyhow::{Context, Result};
 use clap::Args;
-use openqq_api::auth::ClaimRules;
 use openqq_api::JwtKeys;
 use openqq_core::TenantId;
+use openqq_platform::{secret, JwtRuleArgs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -22,25 +21,6 @@ pub struct TokenArgs {
     ttl: Duration,
     #[command(flatten)]
     rules: JwtRuleArgs,
-}
-
-/// Claims every token must carry, shared by `openqq up` (which requires them) and `openqq
-/// token` (which writes them).
-#[derive(Args, Clone, Default)]
-pub struct JwtRuleArgs {
-    /// When set, tokens must carry this `iss` claim (and `openqq token` writes it).
-    #[arg(long, env = "OPENQQ_JWT_ISSUER")]
-    jwt_issuer: Option<String>,
-    /// When set, tokens must carry this `aud` claim (and `openqq token` writes it).
-    #[arg(long, env = "OPENQQ_JWT_AUDIENCE")]
-    jwt_audience: Option<String>,
-}
-
-impl JwtRuleArgs {
-    pub fn rules(&self) -> ClaimRules {
-        let set = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
-        ClaimRules { issuer: set(&self.jwt_issuer), audience: set(&self.jwt_audience) }
-    }
 }
 
 pub fn run(args: TokenArgs) -> Result<()> {

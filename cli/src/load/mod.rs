@@ -15,11 +15,11 @@
 mod plan;
 mod report;
 
-use crate::secret;
 use anyhow::{bail, ensure, Context, Result};
 use clap::{Args, ValueEnum};
 use openqq_api::JwtKeys;
 use openqq_core::TenantId;
+use openqq_platform::secret;
 use plan::{Arrivals, Burst, Class};
 use report::{Outcome, Sample};
 use serde_json::json;

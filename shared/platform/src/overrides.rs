@@ -1,5 +1,4 @@
-//! Rate-limit settings for `openqq up`: the limiter backend (in-process or Redis with a
-//! Redis-down policy) and per-tenant overrides from a file, reloaded while running.
+//! Per-tenant rate-limit overrides from a file (`--rate-limits`), reloaded while running.
 //!
 //! The overrides file has one `TENANT COUNT/WINDOW` per line; `#` starts a comment:
 //!
@@ -10,12 +9,10 @@
 //! ```
 
 use anyhow::{bail, Context, Result};
-use openqq_adapters::{FallbackRateLimiter, RedisDownPolicy, RedisRateLimiter};
 use openqq_api::limit::QuotaSpec;
 use openqq_api::LimitPolicy;
-use openqq_core::{Quota, RateLimiter, TenantId};
+use openqq_core::{Quota, TenantId};
 use std::collections::HashMap;
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -74,18 +71,6 @@ pub fn watch_overrides(policy: Arc<LimitPolicy>, path: PathBuf) -> Result<()> {
         }
     });
     Ok(())
-}
-
-/// The Redis limiter behind its Redis-down policy.
-pub async fn redis(url: &str, timeout: Duration, fail_closed: bool, instances: u32) -> Result<Arc<dyn RateLimiter>> {
-    let redis =
-        RedisRateLimiter::connect(url, timeout).await.map_err(|e| anyhow::anyhow!("connecting to Redis: {e}"))?;
-    let policy = if fail_closed {
-        RedisDownPolicy::FailClosed
-    } else {
-        RedisDownPolicy::FailOpen { instances: NonZeroU32::new(instances).context("--instances must be at least 1")? }
-    };
-    Ok(Arc::new(FallbackRateLimiter::new(Arc::new(redis), policy)))
 }
 
 #[cfg(test)]

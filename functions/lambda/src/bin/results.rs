@@ -1,0 +1,7 @@
+//! The results function on AWS Lambda, triggered by MSK batches of `validation.finished`. Its settings
+//! are the environment (`OPENQQ_*`, see `openqq_platform::Settings`).
+
+#[tokio::main]
+async fn main() -> Result<(), openqq_platform::lambda::Error> {
+    openqq_platform::lambda::consumer(openqq_core::EventKind::ValidationFinished).await
+}

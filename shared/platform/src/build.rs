@@ -1,0 +1,144 @@
+//! The one place the platform is assembled: [`Platform::build`] turns [`Settings`] into every
+//! backend (log, store, objects), the limiter, the per-tenant policies and the notifier; the API
+//! state and the three consumer handlers are then made from those. `openqq up`, the four Lambda
+//! functions and in-process tests all go through here, so what runs on AWS is what runs locally.
+
+use crate::settings::Settings;
+use anyhow::{Context, Result};
+use openqq_adapters::{Backends, Durability, FallbackRateLimiter, RedisDownPolicy, RedisRateLimiter};
+use openqq_api::{AppState, JwtKeys, LimitPolicy, TenantGuard};
+use openqq_core::{EventKind, Notifier, RateLimiter, Topics};
+use openqq_runtime::{BatchHandler, Consumer, RecordHandler};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+/// The platform's parts, built once per process (once per cold start on Lambda).
+pub struct Platform {
+    pub settings: Settings,
+    pub topics: Topics,
+    pub backends: Backends,
+    /// The per-tenant request (and byte) limiter: Redis when configured, else in process.
+    pub limiter: Arc<dyn RateLimiter>,
+    /// The request quota per tenant, with overrides from `--rate-limits`.
+    pub limits: Arc<LimitPolicy>,
+    /// What the results function tells: the live stream, and signed webhooks when configured.
+    pub notifier: Arc<dyn Notifier>,
+}
+
+/// The topics the consumer functions read, in pipeline order.
+pub const CONSUMED: [EventKind; 3] =
+    [EventKind::DesignSubmitted, EventKind::ValidationRequested, EventKind::ValidationFinished];
+
+impl Platform {
+    /// Builds every backend `settings` asks for. Settings are checked (and an MSK cluster's
+    /// brokers looked up) before anything is opened; each failure names its setting.
+    pub async fn build(settings: Settings) -> Result<Self> {
+        settings.check()?;
+        let topics = settings.topics();
+        let kafka = openqq_runtime::kafka_flags::settings(&settings.kafka, settings.partitions, topics.all()).await?;
+        let dynamo = openqq_runtime::dynamo_flags::settings(&settings.dynamo)?;
+        crate::data_dir::create_private(&settings.data_dir)?;
+        let durability = if settings.fsync { Durability::Power } else { Durability::Process };
+        let backends =
+            Backends::embedded_with(&settings.data_dir, settings.partitions, durability, &embedded_options(&settings))
+                .with_context(|| format!("opening the data dir {}", settings.data_dir.display()))?;
+        let backends = openqq_runtime::kafka_flags::apply(backends, kafka).await?;
+        // The store on DynamoDB (table created against a local endpoint, required on AWS).
+        let backends = openqq_runtime::dynamo_flags::apply(backends, dynamo).await?;
+        let limiter = limiter(&settings, &backends).await?;
+        let limits = Arc::new(LimitPolicy::new(settings.rate_limit.0));
+        if let Some(path) = &settings.rate_limits {
+            crate::overrides::watch_overrides(limits.clone(), path.clone())?;
+        }
+        let notifier = notifier(&settings, &backends)?;
+        Ok(Self { settings, topics, backends, limiter, limits, notifier })
+    }
+
+    /// The API's state. `keys` verify bearer tokens; `metrics` renders `/metrics` where metrics
+    /// are scraped (absent on Lambda).
+    pub fn api_state(
+        &self,
+        keys: JwtKeys,
+        metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+        live: bool,
+    ) -> AppState {
+        let s = &self.settings;
+        AppState {
+            log: self.backends.log.clone(),
+            store: self.backends.store.clone(),
+            objects: self.backends.objects.clone(),
+            limiter: self.limiter.clone(),
+            limits: self.limits.clone(),
+            keys: Arc::new(keys),
+            topics: self.topics.clone(),
+            metrics,
+            max_body_bytes: s.max_body_bytes,
+            live: live.then(|| self.backends.notifier.clone()),
+            tenants: TenantGuard::new(s.tenant_limits()),
+            quota: Arc::new(openqq_api::quota::StorageQuota::new(s.storage_limits())),
+        }
+    }
+
+    /// The keys of `openqq up`: `OPENQQ_JWT_SECRET`, else the data dir's secret (created on
+    /// first use).
+    pub fn local_keys(&self) -> Result<JwtKeys> {
+        let secret = crate::secret::load_or_create(&self.settings.data_dir)?;
+        JwtKeys::with_rules(&secret, self.settings.jwt.rules()).map_err(anyhow::Error::msg)
+    }
+
+    /// The consumer function reading `kind`'s topic, wrapped in the runtime's [`Consumer`].
+    pub fn handler(&self, kind: EventKind) -> Result<Arc<dyn BatchHandler>> {
+        let b = &self.backends;
+        Ok(match kind {
+            EventKind::DesignSubmitted => self.consumer(openqq_design_job::DesignJob { store: b.store.clone() }),
+            EventKind::ValidationRequested => self.consumer(openqq_validation::Validation {
+                store: b.store.clone(),
+                objects: b.objects.clone(),
+                budget: self.settings.validation_budget,
+            }),
+            EventKind::ValidationFinished => {
+                self.consumer(openqq_results::Results { store: b.store.clone(), notifier: self.notifier.clone() })
+            }
+            other => anyhow::bail!("no function consumes {other}"),
+        })
+    }
+
+    fn consumer<H: RecordHandler + 'static>(&self, handler: H) -> Arc<dyn BatchHandler> {
+        let b = &self.backends;
+        Arc::new(Consumer::new(handler, b.log.clone(), b.store.clone(), self.topics.clone()))
+    }
+}
+
+/// The embedded backends' retention and readers, as the settings ask.
+fn embedded_options(s: &Settings) -> openqq_adapters::embedded::EmbeddedOptions {
+    let mut retention = openqq_adapters::embedded::Retention::days(7);
+    retention.default = s.log_retention;
+    retention.per_topic.insert(s.topics().dead_letter(), s.dead_letter_retention);
+    openqq_adapters::embedded::EmbeddedOptions { retention: Some(retention), store_readers: s.store_readers }
+}
+
+/// The request limiter: Redis behind its Redis-down policy, or the in-process one.
+async fn limiter(s: &Settings, backends: &Backends) -> Result<Arc<dyn RateLimiter>> {
+    let l = &s.limiter;
+    let Some(url) = &l.redis_url else { return Ok(backends.limiter.clone()) };
+    let redis = RedisRateLimiter::connect(url, l.redis_timeout)
+        .await
+        .map_err(|e| anyhow::anyhow!("connecting to Redis (--redis-url, OPENQQ_REDIS_URL): {e}"))?;
+    let policy = if l.redis_fail_closed {
+        RedisDownPolicy::FailClosed
+    } else {
+        RedisDownPolicy::FailOpen {
+            instances: NonZeroU32::new(l.instances).context("--instances (OPENQQ_INSTANCES) must be at least 1")?,
+        }
+    };
+    Ok(Arc::new(FallbackRateLimiter::new(Arc::new(redis), policy)))
+}
+
+/// The results notifier: the live stream, plus signed webhooks when a file configures them.
+fn notifier(s: &Settings, backends: &Backends) -> Result<Arc<dyn Notifier>> {
+    let Some(path) = &s.webhooks else { return Ok(backends.notifier()) };
+    let endpoints = crate::webhooks::load(path).context("--webhooks (OPENQQ_WEBHOOKS)")?;
+    tracing::info!(tenants = endpoints.len(), "Signed webhooks are configured.");
+    let hooks = openqq_adapters::WebhookNotifier::start(endpoints, s.webhook_timeout, s.webhook_attempts)?;
+    Ok(Arc::new(openqq_adapters::FanoutNotifier(vec![backends.notifier(), hooks])))
+}

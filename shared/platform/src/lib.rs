@@ -1,0 +1,26 @@
+//! The platform builder.
+//!
+//! - [`settings`]: [`Settings`], every setting of the platform, as flags of `openqq up` and as
+//!   the environment (`OPENQQ_*`, same names) of the Lambda functions, checked before anything
+//!   is opened.
+//! - [`build`]: [`Platform::build`], the one function that turns settings into backends (log,
+//!   store, objects), the limiter, the per-tenant policies and the notifier, and from those the
+//!   API state and the consumer handlers.
+//! - [`local`]: `openqq up`'s extra settings and the whole platform serving in one process,
+//!   which in-process tests start too.
+//! - [`lambda`]: the `main` of each function on AWS Lambda.
+//! - [`secret`], [`webhooks`], [`overrides`], [`data_dir`]: the local JWT secret, the webhook
+//!   endpoints file, the rate-limit overrides file and the private data dir.
+
+pub mod build;
+pub mod data_dir;
+pub mod lambda;
+pub mod local;
+pub mod overrides;
+pub mod secret;
+pub mod settings;
+pub mod webhooks;
+
+pub use build::{Platform, CONSUMED};
+pub use local::{start, Running, UpArgs};
+pub use settings::{JwtRuleArgs, Settings};

@@ -1,0 +1,181 @@
+//! The whole platform in one process, as `openqq up` runs it and as in-process tests start it.
+//!
+//! The API router is served on `--listen`; each consumer function gets an event-source-mapping
+//! emulator over the event log, exactly as the MSK trigger would invoke it on AWS. [`start`]
+//! returns once the API is listening; [`Running::stop`] stops accepting requests, lets in-flight
+//! requests and batches finish and commit, and returns.
+
+use crate::settings::Settings;
+use crate::Platform;
+use anyhow::{Context, Result};
+use clap::{Args, Parser};
+use openqq_api::{router, DownstreamConfig, PoolConfig, ServeConfig};
+use openqq_core::EventKind;
+use openqq_runtime::{EventSourceMapping, MappingConfig};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// `openqq up`'s settings: the platform's, and those only a process serving HTTP itself and
+/// emulating the MSK trigger has (on AWS, API Gateway and the event source mappings hold them).
+#[derive(Args, Clone)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub platform: Settings,
+    /// Address the API listens on (port 0 picks a free port; the URL is printed).
+    #[arg(long, env = "OPENQQ_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Most records per consumer invocation.
+    #[arg(long, env = "OPENQQ_BATCH_SIZE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub batch_size: u32,
+    /// How long a partial batch waits for more records.
+    #[arg(long, env = "OPENQQ_BATCH_WINDOW", default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub batch_window: Duration,
+    /// Retries of a failed batch before its records go to the dead-letter topic.
+    #[arg(long, env = "OPENQQ_MAX_RETRIES", default_value_t = 5)]
+    pub max_retries: u32,
+    /// Batches in flight per consumer function (on distinct partitions).
+    #[arg(long, env = "OPENQQ_CONSUMER_CONCURRENCY", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub consumer_concurrency: u32,
+    /// API requests in progress at once (default 2 × cores).
+    #[arg(long, env = "OPENQQ_WORKERS")]
+    pub workers: Option<usize>,
+    /// API requests allowed to wait for a worker before new ones get 503.
+    #[arg(long, env = "OPENQQ_QUEUE")]
+    pub queue: Option<usize>,
+    /// How long a request may wait for a pool worker before it gets 503.
+    #[arg(long, env = "OPENQQ_QUEUE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub queue_timeout: Duration,
+    /// How long a client may take to send a request's headers (idle keep-alive connections too).
+    #[arg(long, env = "OPENQQ_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_timeout: Duration,
+    /// HTTP connections open at once; more are answered 503 and closed.
+    #[arg(long, env = "OPENQQ_MAX_CONNECTIONS", default_value_t = openqq_api::serve::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Dev only: every API request also waits this long on a simulated slow dependency, so
+    /// overload experiments have something to bound (see `openqq_api::downstream`).
+    #[arg(long, env = "OPENQQ_SIMULATED_DOWNSTREAM_LATENCY", hide = true, value_parser = humantime::parse_duration)]
+    pub simulated_downstream_latency: Option<Duration>,
+    /// Dev only: calls the simulated dependency serves at once (default: any number).
+    #[arg(long, env = "OPENQQ_SIMULATED_DOWNSTREAM_CAPACITY", hide = true, requires = "simulated_downstream_latency")]
+    pub simulated_downstream_capacity: Option<usize>,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true, name = "openqq up")]
+struct UpParser {
+    #[command(flatten)]
+    up: UpArgs,
+}
+
+impl UpArgs {
+    /// `openqq up`'s arguments from a list, as a test starting the platform in process gives them.
+    pub fn from_args<I, T>(args: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        UpParser::try_parse_from(args)
+            .map(|p| p.up)
+            .map_err(|e| anyhow::anyhow!(crate::settings::explain::<UpParser>(e)))
+    }
+
+    /// Checks the front door's settings; each error names its setting.
+    pub fn check(&self) -> Result<()> {
+        if self.header_timeout.is_zero() {
+            anyhow::bail!("--header-timeout (OPENQQ_HEADER_TIMEOUT) must be longer than 0 s");
+        }
+        if self.queue_timeout.is_zero() {
+            anyhow::bail!("--queue-timeout (OPENQQ_QUEUE_TIMEOUT) must be longer than 0 s");
+        }
+        if self.max_connections == 0 {
+            anyhow::bail!("--max-connections (OPENQQ_MAX_CONNECTIONS) must allow at least 1 connection");
+        }
+        self.platform.check()?;
+        crate::data_dir::check_open_files(self.max_connections)
+    }
+
+    fn mapping(&self, platform: &Platform, kind: EventKind) -> MappingConfig {
+        let mut cfg = MappingConfig::new(platform.topics.of(kind), platform.topics.dead_letter());
+        cfg.batch_size = self.batch_size as usize;
+        cfg.batch_window = self.batch_window;
+        cfg.max_retries = self.max_retries;
+        cfg.concurrency = self.consumer_concurrency as usize;
+        cfg.group_prefix = self.platform.topic_prefix.clone();
+        cfg
+    }
+
+    fn pool(&self) -> PoolConfig {
+        let defaults = PoolConfig::default();
+        let simulated_downstream = self.simulated_downstream_latency.map(|latency| {
+            tracing::warn!(?latency, capacity = ?self.simulated_downstream_capacity, "A simulated slow downstream is on: every API request is delayed.");
+            DownstreamConfig { latency, capacity: self.simulated_downstream_capacity }
+        });
+        PoolConfig {
+            workers: self.workers.unwrap_or(defaults.workers),
+            queue: self.queue.unwrap_or(defaults.queue),
+            queue_timeout: self.queue_timeout,
+            simulated_downstream,
+        }
+    }
+}
+
+/// The platform, serving.
+pub struct Running {
+    /// Where the API listens.
+    pub addr: SocketAddr,
+    /// The parts it runs on (the store, the log, …), for tests to look inside.
+    pub platform: std::sync::Arc<Platform>,
+    stop: watch::Sender<bool>,
+    server: JoinHandle<std::io::Result<()>>,
+    mappings: Vec<JoinHandle<()>>,
+}
+
+/// Builds the platform from `args` and starts serving: the API on `--listen`, one emulated
+/// event source mapping per consumer function.
+pub async fn start(args: UpArgs) -> Result<Running> {
+    args.check()?;
+    let platform = std::sync::Arc::new(Platform::build(args.platform.clone()).await?);
+    let keys = platform.local_keys()?;
+    let (stop, stop_rx) = watch::channel(false);
+    let mut mappings = Vec::new();
+    for kind in crate::CONSUMED {
+        let b = &platform.backends;
+        let esm = EventSourceMapping::new(
+            b.source.clone(),
+            b.log.clone(),
+            platform.handler(kind)?,
+            args.mapping(&platform, kind),
+        )
+        .await?;
+        mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
+    }
+    let state = platform.api_state(keys, Some(openqq_telemetry::metrics("openqq")), true);
+    let listener =
+        tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let serve = ServeConfig {
+        header_timeout: args.header_timeout,
+        max_connections: args.max_connections,
+        ..ServeConfig::default()
+    };
+    let mut http_stop = stop_rx.clone();
+    let server = tokio::spawn(openqq_api::serve::serve(listener, router(state, args.pool()), serve, async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    }));
+    Ok(Running { addr, platform, stop, server, mappings })
+}
+
+impl Running {
+    /// Stops accepting requests; in-flight requests finish (live streams get the grace period),
+    /// then the consumers finish and commit their batches.
+    pub async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(true);
+        self.server.await?.context("serving HTTP")?;
+        for m in self.mappings {
+            m.await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,272 @@
+//! The platform's settings: one typed struct, read from flags by `openqq up` and from the
+//! environment by each function on Lambda. Every setting `--some-name` is also the variable
+//! `OPENQQ_SOME_NAME` (a test holds every one to that rule), so a deployment template and a
+//! local command line speak the same language.
+//!
+//! [`Settings::check`] looks at every value before anything is opened or connected; a bad one
+//! stops start-up (or the cold start) with a sentence naming the setting.
+
+use clap::{Args, Parser};
+use openqq_api::limit::{ByteQuotaSpec, QuotaSpec};
+use openqq_api::quota::StorageLimits;
+use openqq_api::TenantLimits;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything the platform is built from, the same for `openqq up` and the Lambda functions.
+/// (No `Debug`: the Kafka settings hold a password.)
+#[derive(Args, Clone)]
+pub struct Settings {
+    /// Where the embedded log, store, objects and local secret live.
+    #[arg(long, env = "OPENQQ_DATA_DIR", default_value = ".openqq")]
+    pub data_dir: PathBuf,
+    /// Partitions per topic; fixed for the life of a data dir.
+    #[arg(long, env = "OPENQQ_PARTITIONS", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub partitions: u32,
+    /// Topic name prefix; consumer groups carry it too.
+    #[arg(long, env = "OPENQQ_TOPIC_PREFIX", default_value = "")]
+    pub topic_prefix: String,
+    /// How long one design's validation may take; past it the design fails with a
+    /// VALIDATION_BUDGET_EXCEEDED finding instead of holding its partition.
+    #[arg(long, env = openqq_validation::BUDGET_ENV, default_value = "5s", value_parser = openqq_validation::parse_budget)]
+    pub validation_budget: Duration,
+    /// Default per-tenant limit, COUNT/WINDOW.
+    #[arg(long, env = "OPENQQ_RATE_LIMIT", default_value = "100/1s")]
+    pub rate_limit: QuotaSpec,
+    /// Per-tenant overrides, one `TENANT COUNT/WINDOW` per line; reloaded when the file changes.
+    #[arg(long, env = "OPENQQ_RATE_LIMITS")]
+    pub rate_limits: Option<PathBuf>,
+    #[command(flatten)]
+    pub limiter: LimiterArgs,
+    /// Signed webhooks per tenant: one `TENANT URL SECRET` per line (SECRET is `whsec_<base64>`).
+    #[arg(long, env = "OPENQQ_WEBHOOKS")]
+    pub webhooks: Option<PathBuf>,
+    /// How long one webhook delivery may take.
+    #[arg(long, env = "OPENQQ_WEBHOOK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub webhook_timeout: Duration,
+    /// Tries per webhook delivery (with exponential backoff from 0.5 s).
+    #[arg(long, env = "OPENQQ_WEBHOOK_ATTEMPTS", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub webhook_attempts: u32,
+    /// Largest request body, in bytes.
+    #[arg(long, env = "OPENQQ_MAX_BODY_BYTES", default_value_t = openqq_api::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// How long a request body may take to arrive in full; 408 after it.
+    #[arg(long, env = "OPENQQ_BODY_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub body_timeout: Duration,
+    /// Requests of one tenant in progress at once (body being read, queued or running); 429 above.
+    #[arg(long, env = "OPENQQ_TENANT_CONCURRENCY", default_value_t = openqq_api::tenant_guard::DEFAULT_CONCURRENCY)]
+    pub tenant_concurrency: usize,
+    /// Live streams (`GET /v1/stream`) one tenant may hold open; 429 above.
+    #[arg(long, env = "OPENQQ_TENANT_STREAMS", default_value_t = openqq_api::tenant_guard::DEFAULT_STREAMS)]
+    pub tenant_streams: usize,
+    /// Request-body bytes per tenant per window, SIZE/WINDOW (B, KiB, MiB, GiB); 429 above.
+    #[arg(long, env = "OPENQQ_BYTE_LIMIT", default_value = "8MiB/10s")]
+    pub byte_limit: ByteQuotaSpec,
+    /// What one tenant may keep in the store (reports and timelines), e.g. 1GiB; 403 above.
+    #[arg(long, env = "OPENQQ_TENANT_STORAGE", default_value = "1GiB", value_parser = openqq_api::quota::parse_size)]
+    pub tenant_storage: u64,
+    /// Designs one tenant may have; new ones get 403 above (revisions still go through).
+    #[arg(long, env = "OPENQQ_TENANT_DESIGNS", default_value_t = openqq_api::quota::DEFAULT_TENANT_DESIGNS)]
+    pub tenant_designs: u64,
+    /// Fsync every commit (survives power loss, not just a killed process).
+    #[arg(long, env = "OPENQQ_FSYNC")]
+    pub fsync: bool,
+    /// Embedded log: records older than this, once every consumer group has read them, are deleted.
+    #[arg(long, env = "OPENQQ_LOG_RETENTION", default_value = "7d", value_parser = humantime::parse_duration)]
+    pub log_retention: Duration,
+    /// Embedded log: how long dead letters are kept (nothing consumes them; an operator reads them).
+    #[arg(long, env = "OPENQQ_DEAD_LETTER_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
+    pub dead_letter_retention: Duration,
+    /// Reader connections of the embedded store (default one per core, two to eight).
+    #[arg(long, env = "OPENQQ_STORE_READERS")]
+    pub store_readers: Option<usize>,
+    #[command(flatten)]
+    pub jwt: JwtRuleArgs,
+    #[command(flatten)]
+    pub kafka: openqq_runtime::kafka_flags::KafkaArgs,
+    #[command(flatten)]
+    pub dynamo: openqq_runtime::dynamo_flags::DynamoArgs,
+}
+
+/// Where the per-tenant request limiter keeps its windows.
+#[derive(Args, Clone, Debug)]
+pub struct LimiterArgs {
+    /// Use Redis (or ElastiCache) for the limiter, e.g. redis://127.0.0.1:6379.
+    #[arg(long, env = "OPENQQ_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// How long a limiter decision may wait for Redis before the Redis-down policy applies.
+    #[arg(long, env = "OPENQQ_REDIS_TIMEOUT", default_value = "50ms", value_parser = humantime::parse_duration)]
+    pub redis_timeout: Duration,
+    /// While Redis is down, reject with 503 instead of limiting in process.
+    #[arg(long, env = "OPENQQ_REDIS_FAIL_CLOSED")]
+    pub redis_fail_closed: bool,
+    /// API instances sharing the Redis limit; while Redis is down each admits limit ÷ instances.
+    #[arg(long, env = "OPENQQ_INSTANCES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub instances: u32,
+}
+
+/// Claims every token must carry, shared by `openqq up` (which requires them) and `openqq
+/// token` (which writes them).
+#[derive(Args, Clone, Default, Debug)]
+pub struct JwtRuleArgs {
+    /// When set, tokens must carry this `iss` claim (and `openqq token` writes it).
+    #[arg(long, env = "OPENQQ_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// When set, tokens must carry this `aud` claim (and `openqq token` writes it).
+    #[arg(long, env = "OPENQQ_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+}
+
+impl JwtRuleArgs {
+    pub fn rules(&self) -> openqq_api::auth::ClaimRules {
+        let set = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+        openqq_api::auth::ClaimRules { issuer: set(&self.jwt_issuer), audience: set(&self.jwt_audience) }
+    }
+}
+
+/// The settings alone, as a parser (the environment of a function on Lambda, or a test's list).
+#[derive(Parser)]
+#[command(no_binary_name = true, name = "the function's environment")]
+struct FromEnv {
+    #[command(flatten)]
+    settings: Settings,
+}
+
+impl Settings {
+    /// The settings a function on Lambda runs with: each from its `OPENQQ_*` variable, else its
+    /// default. A value that cannot be read is an error naming the variable.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::from_args(std::iter::empty::<String>())
+    }
+
+    /// The settings from command-line style arguments (and the environment for the rest).
+    pub fn from_args<I, T>(args: I) -> anyhow::Result<Self>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let settings = FromEnv::try_parse_from(args).map_err(|e| anyhow::anyhow!(explain::<FromEnv>(e)))?.settings;
+        settings.check()?;
+        Ok(settings)
+    }
+
+    /// Checks what the parsers cannot: relations between values and ranges. Each error names its
+    /// setting; nothing is opened.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.log_retention.is_zero() {
+            anyhow::bail!("--log-retention (OPENQQ_LOG_RETENTION) must be longer than 0 s");
+        }
+        if self.dead_letter_retention.is_zero() {
+            anyhow::bail!("--dead-letter-retention (OPENQQ_DEAD_LETTER_RETENTION) must be longer than 0 s");
+        }
+        if self.store_readers.is_some_and(|n| !(1..=64).contains(&n)) {
+            anyhow::bail!("--store-readers (OPENQQ_STORE_READERS) must be between 1 and 64");
+        }
+        if self.max_body_bytes == 0 || u32::try_from(self.max_body_bytes).is_err() {
+            anyhow::bail!("--max-body-bytes (OPENQQ_MAX_BODY_BYTES) must be between 1 byte and 4 GiB");
+        }
+        self.storage_limits().check().map_err(anyhow::Error::msg)?;
+        self.tenant_limits().check(self.max_body_bytes).map_err(anyhow::Error::msg)
+    }
+
+    /// The per-tenant front-door limits.
+    pub fn tenant_limits(&self) -> TenantLimits {
+        TenantLimits {
+            concurrency: self.tenant_concurrency,
+            streams: self.tenant_streams,
+            body_timeout: self.body_timeout,
+            bytes: self.byte_limit.0,
+        }
+    }
+
+    /// What each tenant may keep.
+    pub fn storage_limits(&self) -> StorageLimits {
+        StorageLimits { bytes: self.tenant_storage, designs: self.tenant_designs }
+    }
+
+    /// The topics, under the prefix.
+    pub fn topics(&self) -> openqq_core::Topics {
+        openqq_core::Topics::new(self.topic_prefix.clone())
+    }
+
+    /// Every environment variable the settings read, in order: what a deployment template may
+    /// set for a function.
+    pub fn env_vars() -> Vec<String> {
+        env_vars_of(&<FromEnv as clap::CommandFactory>::command())
+    }
+}
+
+/// The environment variables of `command`'s arguments.
+pub fn env_vars_of(command: &clap::Command) -> Vec<String> {
+    command.get_arguments().filter_map(|a| a.get_env()).map(|e| e.to_string_lossy().into_owned()).collect()
+}
+
+/// A clap error as one line that names the setting's environment variable as well as its flag.
+pub fn explain<P: clap::CommandFactory>(e: clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let rendered = e.render().to_string();
+    let first = rendered.lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned();
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return first };
+    let flag = arg.split_whitespace().next().unwrap_or(arg).trim_start_matches("--");
+    let env = P::command()
+        .get_arguments()
+        .find(|a| a.get_long() == Some(flag))
+        .and_then(|a| a.get_env().map(|e| e.to_string_lossy().into_owned()));
+    match env {
+        Some(env) => format!("{env}: {first}"),
+        None => first,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_is_a_flag_and_the_environment_variable_of_the_same_name() {
+        let command = <FromEnv as clap::CommandFactory>::command();
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            let want = format!("OPENQQ_{}", long.to_uppercase().replace('-', "_"));
+            assert_eq!(env.as_deref(), Some(want.as_str()), "--{long}");
+        }
+        let vars = Settings::env_vars();
+        assert!(
+            vars.contains(&"OPENQQ_DYNAMODB_TABLE".to_owned()) && vars.contains(&"OPENQQ_KAFKA_BROKERS".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_defaults_are_openqq_ups() {
+        let s = Settings::from_args(["--data-dir", "/nonexistent"]).unwrap();
+        assert_eq!((s.rate_limit.0.limit, s.max_body_bytes), (100, openqq_api::DEFAULT_MAX_BODY_BYTES));
+        assert_eq!(s.tenant_limits(), TenantLimits::default());
+        let s = Settings::from_args(["--byte-limit", "8MiB/10s", "--tenant-concurrency", "3"]).unwrap();
+        assert_eq!((s.tenant_limits().bytes.limit, s.tenant_limits().concurrency), (8 << 20, 3));
+    }
+
+    #[test]
+    fn a_bad_value_stops_start_up_with_a_sentence_naming_the_setting_and_its_variable() {
+        for (flag, value, env) in [
+            ("--byte-limit", "lots", "OPENQQ_BYTE_LIMIT"),
+            ("--byte-limit", "1KiB/1m", "OPENQQ_BYTE_LIMIT"),
+            ("--tenant-concurrency", "0", "OPENQQ_TENANT_CONCURRENCY"),
+            ("--tenant-concurrency", "many", "OPENQQ_TENANT_CONCURRENCY"),
+            ("--max-body-bytes", "-1", "OPENQQ_MAX_BODY_BYTES"),
+            ("--max-body-bytes", "0", "OPENQQ_MAX_BODY_BYTES"),
+            ("--rate-limit", "fast", "OPENQQ_RATE_LIMIT"),
+            ("--validation-budget", "0s", "OPENQQ_VALIDATION_BUDGET"),
+            ("--log-retention", "0s", "OPENQQ_LOG_RETENTION"),
+            ("--instances", "0", "OPENQQ_INSTANCES"),
+            ("--tenant-storage", "much", "OPENQQ_TENANT_STORAGE"),
+        ] {
+            let err = match Settings::from_args([format!("{flag}={value}")]) {
+                Ok(_) => panic!("{flag} {value} was accepted"),
+                Err(e) => format!("{e:#}"),
+            };
+            assert!(err.contains(flag) && err.contains(env), "{flag} {value}: {err}");
+            assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+        }
+    }
+}
