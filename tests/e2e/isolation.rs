@@ -10,7 +10,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use openqq_e2e::{blink_design, Client, Server};
+use openqq_e2e::{blink_design, App, Client};
 use serde_json::{json, Value};
 use sha2::Sha256;
 use std::collections::BTreeSet;
@@ -56,7 +56,7 @@ fn claims(tenant: &str, iat: u64, exp: u64) -> Value {
 }
 
 /// The data dir's JWT secret, as `openqq up` reads it.
-fn secret(server: &Server) -> Vec<u8> {
+fn secret(server: &App) -> Vec<u8> {
     std::fs::read_to_string(server.data_dir.join("jwt-secret")).unwrap().trim().as_bytes().to_vec()
 }
 
@@ -167,7 +167,7 @@ fn success(route: &Route) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_answers_each_kind_of_caller_only_as_documented_and_other_tenants_ids_look_unknown() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
     let secret = secret(&server);
     let hs256 = json!({"alg": "HS256", "typ": "JWT"});
     let t = now();
@@ -252,7 +252,7 @@ async fn every_route_answers_each_kind_of_caller_only_as_documented_and_other_te
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotency_key_is_scoped_to_its_tenant() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
     let http = reqwest::Client::new();
     let post = |token: String| {
         http.post(format!("{}/v1/designs", server.url))

@@ -1,13 +1,13 @@
 //! A design's whole path: submit → four functions → ready, with report and timeline.
 
-use openqq_e2e::{blink_design, Client, Server};
+use openqq_e2e::{blink_design, App, Client, Server};
 use serde_json::json;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_submitted_design_reaches_ready_with_a_report_and_a_four_kind_timeline_under_one_correlation_id() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let resp = acme
         .http
@@ -67,7 +67,7 @@ async fn a_submitted_design_reaches_ready_with_a_report_and_a_four_kind_timeline
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_design_with_errors_is_ready_with_a_failing_verdict_and_its_findings() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
     let c = Client::new(&server.url, &server.token("acme"));
     let mut design = blink_design("blink-bad-pin");
     design["constraints"]["text"] = json!("set_io clk Z99\nset_io btn A2\nset_io led[0] B5\nset_io led[1] B4\n");
@@ -84,7 +84,7 @@ async fn a_design_with_errors_is_ready_with_a_failing_verdict_and_its_findings()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revisions_apply_in_order_and_a_stale_one_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
     let c = Client::new(&server.url, &server.token("acme"));
     let (_, accepted) = c.post("/v1/designs", &blink_design("rev")).await.unwrap();
     let id = accepted["design_id"].as_str().unwrap().to_owned();
@@ -146,7 +146,7 @@ async fn read_until(resp: &mut reqwest::Response, needle: &str, within: Duration
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_stream_carries_a_tenants_results_and_nobody_elses() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let globex = Client::new(&server.url, &server.token("globex"));
     let open = |c: &Client| {

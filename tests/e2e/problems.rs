@@ -1,6 +1,6 @@
 //! Bad input gets the right RFC 9457 problem document, and nothing else happens.
 
-use openqq_e2e::{blink_design, Client, Server};
+use openqq_e2e::{blink_design, App, Client};
 use serde_json::{json, Value};
 
 async fn raw(
@@ -28,7 +28,7 @@ async fn raw(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_problem_documents_with_the_right_status() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &["--max-body-bytes", "200000"]).unwrap();
+    let server = App::start(dir.path(), &["--max-body-bytes", "200000"]).unwrap();
     let token = server.token("acme");
     let c = Client::new(&server.url, &token);
     let bearer = format!("Bearer {token}");
@@ -157,7 +157,7 @@ async fn bad_requests_get_problem_documents_with_the_right_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_correlation_id_is_replaced_and_a_well_formed_one_is_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
     let http = reqwest::Client::new();
     let kept = http.get(format!("{}/healthz", server.url)).header("x-correlation-id", "abc-123").send().await.unwrap();
     assert_eq!(kept.headers()["x-correlation-id"], "abc-123");
@@ -175,7 +175,7 @@ async fn a_malformed_correlation_id_is_replaced_and_a_well_formed_one_is_kept() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_over_its_limit_gets_429_with_retry_after_and_others_are_unaffected() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), "127.0.0.1:0", &["--rate-limit", "5/10s"]).unwrap();
+    let server = App::start(dir.path(), &["--rate-limit", "5/10s"]).unwrap();
     let noisy = Client::new(&server.url, &server.token("noisy"));
     let calm = Client::new(&server.url, &server.token("calm"));
     let mut statuses = Vec::new();
@@ -201,9 +201,7 @@ async fn with_redis_the_limit_is_enforced_by_the_redis_limiter() {
     let tenant = format!("redis-{}", std::process::id());
     let overrides = dir.path().join("limits.txt");
     std::fs::write(&overrides, format!("{tenant} 3/10s\n")).unwrap();
-    let server =
-        Server::start(dir.path(), "127.0.0.1:0", &["--redis-url", &url, "--rate-limits", overrides.to_str().unwrap()])
-            .unwrap();
+    let server = App::start(dir.path(), &["--redis-url", &url, "--rate-limits", overrides.to_str().unwrap()]).unwrap();
     let c = Client::new(&server.url, &server.token(&tenant));
     let mut statuses = Vec::new();
     for _ in 0..5 {

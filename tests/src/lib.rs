@@ -1,10 +1,13 @@
-//! Helpers for driving a real `openqq up` process: spawn it on port 0 with a temporary data dir,
-//! read the URL it prints, issue tokens, submit designs and wait for results.
+//! Helpers for driving the platform: in process ([`app::App`], built by the same platform builder
+//! as `openqq up`) or as a real `openqq up` process ([`Server`], for tests that kill, restart or
+//! signal it), on port 0 with a temporary data dir; issue tokens, submit designs and wait for
+//! results.
 //!
 //! The binary is found next to the test executable (`target/<profile>/openqq`), or at
 //! `OPENQQ_BIN`; build it first (`cargo build --bin openqq`), as the test script does.
 
 pub mod ack_dropper;
+pub mod app;
 pub mod noisy;
 pub mod ordering;
 pub mod slow_client;
@@ -17,6 +20,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+pub use app::App;
 
 /// The `openqq` binary under test.
 pub fn openqq_bin() -> PathBuf {
