@@ -107,6 +107,41 @@ pub struct JwtKeys {
     decoding: DecodingKey,
     validation: Validation,
     rules: ClaimRules,
+    /// Upload tokens ([`UploadClaims`]) are signed with a key derived from the secret
+    /// ([`upload_secret`]), never the secret itself: a bearer token can never pass for an upload
+    /// token, nor an upload token for a bearer token, whatever their claims.
+    upload_encoding: EncodingKey,
+    upload_decoding: DecodingKey,
+}
+
+/// The claims of an upload token (`PUT /v1/uploads/{digest}?token=…`): which tenant may upload
+/// which object, until when. Like a presigned URL, it is the only credential that request needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadClaims {
+    /// The tenant the object will belong to.
+    pub upload_tenant: String,
+    /// SHA-256 of the object, lower-case hex.
+    pub digest: String,
+    /// The object's exact length.
+    pub bytes: u64,
+    pub iat: u64,
+    pub exp: u64,
+}
+
+/// What a valid upload token allows: `tenant` may upload exactly `object`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadGrant {
+    pub tenant: TenantId,
+    pub object: openqq_core::ObjectRef,
+}
+
+/// The key upload tokens are signed with: SHA-256 over a fixed label and the JWT secret.
+fn upload_secret(secret: &[u8]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"openqq upload token v1\0");
+    h.update(secret);
+    h.finalize().to_vec()
 }
 
 impl fmt::Debug for JwtKeys {
@@ -145,12 +180,52 @@ impl JwtKeys {
             required.push("aud");
         }
         validation.set_required_spec_claims(&required);
+        let upload = upload_secret(secret);
         Ok(Self {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
             validation,
             rules,
+            upload_encoding: EncodingKey::from_secret(&upload),
+            upload_decoding: DecodingKey::from_secret(&upload),
         })
+    }
+
+    /// An upload token letting `tenant` upload exactly `object`, valid for `ttl`, and when it
+    /// expires.
+    pub fn issue_upload(
+        &self,
+        tenant: &TenantId,
+        object: &openqq_core::ObjectRef,
+        ttl: Duration,
+    ) -> (String, chrono::DateTime<chrono::Utc>) {
+        let now = chrono::Utc::now().timestamp().max(0) as u64;
+        let claims = UploadClaims {
+            upload_tenant: tenant.to_string(),
+            digest: object.digest.clone(),
+            bytes: object.bytes,
+            iat: now,
+            exp: now + ttl.as_secs(),
+        };
+        let expires = chrono::DateTime::from_timestamp(claims.exp as i64, 0).unwrap_or_default();
+        (self.sign_upload(&claims), expires)
+    }
+
+    /// Signs upload claims as they are (for tests that need tokens `issue_upload` never makes).
+    pub fn sign_upload(&self, claims: &UploadClaims) -> String {
+        encode(&Header::new(Algorithm::HS256), claims, &self.upload_encoding).expect("HS256 signing cannot fail")
+    }
+
+    /// What a valid upload token allows. Expiry is checked with no leeway beyond [`LEEWAY_SECS`].
+    pub fn verify_upload(&self, token: &str) -> Result<UploadGrant, AuthError> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = LEEWAY_SECS;
+        validation.validate_aud = false;
+        validation.set_required_spec_claims(&["exp"]);
+        let claims =
+            decode::<UploadClaims>(token, &self.upload_decoding, &validation).map_err(AuthError::Invalid)?.claims;
+        let tenant = TenantId::parse(claims.upload_tenant).map_err(AuthError::Tenant)?;
+        Ok(UploadGrant { tenant, object: openqq_core::ObjectRef { digest: claims.digest, bytes: claims.bytes } })
     }
 
     /// A token for `tenant`, valid for `ttl`.
@@ -311,6 +386,46 @@ mod tests {
         let plain = JwtKeys::from_secret(&[7; 32]).unwrap();
         assert!(plain.verify(&plain.issue(&acme(), Duration::from_secs(60))).is_ok());
         assert!(JwtKeys::with_rules(&[7; 32], ClaimRules { issuer: Some(" ".into()), audience: None }).is_err());
+    }
+
+    fn object() -> openqq_core::ObjectRef {
+        openqq_core::ObjectRef { digest: "ab".repeat(32), bytes: 1000 }
+    }
+
+    #[test]
+    fn an_upload_token_grants_its_tenant_exactly_its_object_until_it_expires() {
+        let keys = JwtKeys::from_secret(&[7; 32]).unwrap();
+        let (token, expires) = keys.issue_upload(&acme(), &object(), Duration::from_secs(60));
+        assert_eq!(keys.verify_upload(&token).unwrap(), UploadGrant { tenant: acme(), object: object() });
+        assert!(expires > chrono::Utc::now());
+        let expired = UploadClaims {
+            upload_tenant: "acme".into(),
+            digest: object().digest,
+            bytes: 1000,
+            iat: now() - 7200,
+            exp: now() - 3600,
+        };
+        assert!(keys.verify_upload(&keys.sign_upload(&expired)).is_err(), "expired");
+        let other = JwtKeys::from_secret(&[8; 32]).unwrap();
+        assert!(other.verify_upload(&token).is_err(), "another secret");
+    }
+
+    #[test]
+    fn upload_tokens_and_bearer_tokens_never_pass_for_each_other() {
+        let keys = JwtKeys::from_secret(&[7; 32]).unwrap();
+        let (upload, _) = keys.issue_upload(&acme(), &object(), Duration::from_secs(60));
+        assert!(keys.verify(&upload).is_err(), "an upload token is no bearer token");
+        let bearer = keys.issue(&acme(), Duration::from_secs(60));
+        assert!(keys.verify_upload(&bearer).is_err(), "a bearer token is no upload token");
+        // Even with an upload's claims, a token signed with the JWT secret itself is refused.
+        let claims = UploadClaims {
+            upload_tenant: "acme".into(),
+            digest: object().digest,
+            bytes: 1000,
+            iat: now(),
+            exp: now() + 60,
+        };
+        assert!(keys.verify_upload(&keys.sign(&claims)).is_err());
     }
 
     #[test]

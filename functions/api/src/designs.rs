@@ -15,9 +15,12 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use openqq_core::design::{Constraints, Options, Target};
+use openqq_core::design::{ConstraintFormat, Constraints, Options, Payload, Target, INLINE_PAYLOAD_MAX_BYTES};
 use openqq_core::event::{Cause, DesignSubmitted};
-use openqq_core::{AcceptedRevision, CorrelationId, DesignId, DesignSpec, Envelope, EventKind, KeptResponse, TenantId};
+use openqq_core::{
+    AcceptedRevision, CorrelationId, DesignId, DesignSpec, Envelope, EventKind, KeptResponse, ObjectRef, PortError,
+    TenantId,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -33,12 +36,26 @@ pub struct SubmitRequest {
     #[serde(default)]
     pub name: Option<String>,
     pub target: Target,
-    pub netlist: Box<RawValue>,
-    pub constraints: Constraints,
+    /// The netlist inline; or `netlist_ref`, an upload of the tenant ([`crate::uploads`]).
+    #[serde(default)]
+    pub netlist: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub netlist_ref: Option<ObjectRef>,
+    pub constraints: RequestConstraints,
     #[serde(default)]
     pub bitstream_base64: Option<String>,
     #[serde(default)]
+    pub bitstream_ref: Option<ObjectRef>,
+    #[serde(default)]
     pub options: Options,
+}
+
+/// The constraints as a client sends them: always inline (a reference is the API's own doing).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestConstraints {
+    pub format: ConstraintFormat,
+    pub text: String,
 }
 
 /// A whole number however JSON writes it (`2`, `2.0`, `2e0`): JSON does not tell them apart, and
@@ -62,8 +79,10 @@ impl SubmitRequest {
             name: self.name,
             target: self.target,
             netlist: self.netlist,
-            constraints: self.constraints,
+            netlist_ref: self.netlist_ref,
+            constraints: Constraints { format: self.constraints.format, text: self.constraints.text, text_ref: None },
             bitstream_base64: self.bitstream_base64,
+            bitstream_ref: self.bitstream_ref,
             options: self.options,
         };
         spec.check().map_err(|e| Problem::invalid_field(e.field, e.message))?;
@@ -91,6 +110,7 @@ async fn publish(
     spec: DesignSpec,
 ) -> Result<KeptResponse, Problem> {
     state.quota.check(state.store.as_ref(), state.objects.as_ref(), &tenant, &design).await?;
+    let spec = by_reference(state, &tenant, spec).await?;
     let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let name = spec.name.clone();
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
@@ -100,7 +120,7 @@ async fn publish(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload-too-large",
             "The design is too large",
-            "the encoded design exceeds the 1 MiB record limit",
+            "the encoded design exceeds the event log's 1 MiB record limit",
         ));
     }
     state
@@ -130,6 +150,47 @@ async fn publish(
         ],
         body: serde_json::to_vec(&body).expect("the accepted body serialises"),
     })
+}
+
+/// The specification as its records carry it: every upload it names adopted for `tenant`, and
+/// every inline payload over [`INLINE_PAYLOAD_MAX_BYTES`] put in the object store and replaced by
+/// its reference, so no record carries more than a few tens of kilobytes.
+async fn by_reference(state: &AppState, tenant: &TenantId, mut spec: DesignSpec) -> Result<DesignSpec, Problem> {
+    for (payload, object) in spec.references() {
+        let field = match payload {
+            Payload::Netlist => "netlist_ref",
+            Payload::Bitstream => "bitstream_ref",
+            Payload::Constraints => "constraints",
+        };
+        state.objects.adopt_upload(tenant, object).await.map_err(|e| match e {
+            PortError::NotFound => Problem::invalid_field(
+                field,
+                format!(
+                    "no upload of {} bytes with digest {} for this tenant; upload it first (POST /v1/uploads)",
+                    object.bytes, object.digest
+                ),
+            ),
+            PortError::Invalid(why) => Problem::invalid_field(field, format!("the upload does not match: {why}")),
+            e => Problem::from_port(e, "checking the upload"),
+        })?;
+    }
+    for payload in spec.outsized(INLINE_PAYLOAD_MAX_BYTES) {
+        let bytes = match payload {
+            Payload::Netlist => spec.netlist.as_ref().map(|n| n.get().as_bytes().to_vec()).unwrap_or_default(),
+            Payload::Constraints => spec.constraints.text.as_bytes().to_vec(),
+            Payload::Bitstream => {
+                use base64::Engine;
+                let text = spec.bitstream_base64.as_deref().unwrap_or_default();
+                base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .map_err(|e| Problem::invalid_field("bitstream_base64", format!("is not valid base64: {e}")))?
+            }
+        };
+        let object =
+            state.objects.put(tenant, bytes).await.map_err(|e| Problem::from_port(e, "storing a large payload"))?;
+        spec.refer(payload, object);
+    }
+    Ok(spec)
 }
 
 /// Parses a submission body kept raw, so its fingerprint is taken over the bytes as sent.

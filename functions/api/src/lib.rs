@@ -13,8 +13,12 @@
 //! 5. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
 //!    immediate 503 when the queue is full; handlers get the body already buffered.
 //! 6. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
-//! 7. The handler in [`designs`]. `GET /v1/stream` ([`stream`]) skips steps 4 to 6: it has no
-//!    body and does no work, and caps its own streams per tenant.
+//! 7. The handler in [`designs`] or [`uploads`]. `GET /v1/stream` ([`stream`]) skips steps 4 to
+//!    6: it has no body and does no work, and caps its own streams per tenant.
+//!
+//! `PUT /v1/uploads/{digest}` ([`uploads::receive`]) passes through steps 1 and 2 only: its
+//! signed token stands for the bearer token, and it applies the tenant's request quota, its
+//! in-progress cap and its own body bounds itself (see [`uploads`]).
 //!
 //! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
 //! TCP listener with a header read timeout and a connection ceiling.
@@ -42,8 +46,9 @@ pub mod report_full;
 pub mod serve;
 pub mod stream;
 pub mod tenant_guard;
+pub mod uploads;
 
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 use openqq_core::{DesignStore, EventLog, RateLimiter, Topics};
@@ -61,7 +66,8 @@ pub use tenant_guard::{TenantGuard, TenantLimits};
 pub struct AppState {
     pub log: Arc<dyn EventLog>,
     pub store: Arc<dyn DesignStore>,
-    /// Full validation reports, read by `GET /v1/designs/{id}/report/full`.
+    /// Large payloads: uploads and netlists put there before publishing ([`uploads`],
+    /// [`designs`]), full validation reports read by `GET /v1/designs/{id}/report/full`.
     pub objects: Arc<dyn openqq_core::ObjectStore>,
     pub limiter: Arc<dyn RateLimiter>,
     pub limits: Arc<LimitPolicy>,
@@ -79,9 +85,13 @@ pub struct AppState {
     pub quota: Arc<quota::StorageQuota>,
 }
 
-/// Default request-body limit: a Yosys netlist of a mid-size design fits; the log's record limit
-/// (1 MiB) is what bounds it.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 900 * 1024;
+/// Default request-body limit, 4.5 MiB: a netlist of 4 MiB inline fits with the rest of its
+/// design. On AWS a body travels to the function inside the Lambda invocation payload (6 MB), as
+/// a JSON string whose quotes are escaped (Yosys netlists are about a tenth quotes), so a larger
+/// body could not reach the function at all. Larger netlists, up to 64 MiB, go through uploads
+/// ([`uploads`]); records never carry more than a reference to either
+/// ([`openqq_core::design::INLINE_PAYLOAD_MAX_BYTES`]).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4608 * 1024;
 
 /// The API router with every layer.
 pub fn router(state: AppState, pool: PoolConfig) -> Router {
@@ -91,7 +101,8 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/designs/{id}/revisions", post(designs::revise))
         .route("/v1/designs/{id}/report", get(designs::report))
         .route("/v1/designs/{id}/report/full", get(report_full::full_report))
-        .route("/v1/designs/{id}/events", get(designs::events));
+        .route("/v1/designs/{id}/events", get(designs::events))
+        .route("/v1/uploads", post(uploads::begin));
     let v1 = match pool.simulated_downstream {
         Some(d) => v1.layer(axum::middleware::from_fn_with_state(downstream::Downstream::new(d), downstream::layer)),
         None => v1,
@@ -105,6 +116,7 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard));
     Router::new()
         .merge(v1)
+        .route("/v1/uploads/{digest}", put(uploads::receive))
         .route("/healthz", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
         .route("/metrics", get(observe::scrape))
         .fallback(problem::not_found)

@@ -130,6 +130,34 @@ impl StorageQuota {
         Ok(())
     }
 
+    /// Refuses an upload of `adding` bytes by `tenant` when it would take the tenant past its
+    /// byte quota. As for submissions, a store that cannot say lets the upload go ahead.
+    pub async fn check_adding(
+        &self,
+        store: &dyn DesignStore,
+        objects: &dyn ObjectStore,
+        tenant: &TenantId,
+        adding: u64,
+    ) -> Result<(), Problem> {
+        let usage = match self.usage(store, objects, tenant).await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(error = %e, tenant_id = %tenant, "The tenant's storage could not be read; the upload goes ahead unchecked.");
+                return Ok(());
+            }
+        };
+        if usage.bytes.saturating_add(adding) > self.limits.bytes {
+            return Err(over(format!(
+                "this tenant stores {} of its {} storage quota, so an upload of {} does not fit; \
+                 ask the operator to remove designs you no longer need or to raise the quota",
+                size(usage.bytes),
+                size(self.limits.bytes),
+                size(adding)
+            )));
+        }
+        Ok(())
+    }
+
     async fn usage(
         &self,
         store: &dyn DesignStore,

@@ -9,13 +9,21 @@
 //! ([`openqq_fpga::Report::capped`]): a netlist asking for tens of thousands of findings cannot
 //! make a record over the log's limit. When anything was cut, the full report goes to the object
 //! store and the capped one points at it as `"full_report": {"digest", "bytes"}`.
+//!
+//! Payloads travel by reference ([`openqq_core::design::INLINE_PAYLOAD_MAX_BYTES`]): a netlist,
+//! constraints file or bitstream the API stored is read back from the object store (which checks
+//! its digest) before validating, and a capped report over the threshold travels in
+//! `validation.finished` as `report_ref` to an object holding it (the store keeps it whole). A
+//! referenced object that is missing or does not match its reference can never appear on a
+//! re-read: the revision fails at once with the reason, never retried.
 
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use openqq_core::design::{Payload, INLINE_PAYLOAD_MAX_BYTES};
 use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
 use openqq_core::{
-    Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, ObjectRef, ObjectStore, TenantId, Verdict,
+    Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, ObjectRef, ObjectStore, PortError, TenantId, Verdict,
 };
 use openqq_fpga::{FileNames, Finding, Input, Location, Report, MAX_REPORT_FINDINGS};
 use openqq_runtime::{Outbox, RecordError, RecordHandler};
@@ -42,9 +50,10 @@ pub const BUDGET_ENV: &str = "OPENQQ_VALIDATION_BUDGET";
 
 /// The default validation time budget. The validator's cost is linear in its input and its
 /// slowest known netlist shape runs at about 9 MB/s (release build, `openqq-fpga`'s
-/// `examples/hostile.rs`), so the largest body the API accepts (900 KiB) takes about 0.1 s and
-/// typical designs a millisecond: 5 s leaves ample room on a busy machine while bounding how
-/// long one record can hold its partition.
+/// `examples/hostile.rs`), so the largest inline body the API accepts (4.5 MiB) takes about
+/// 0.5 s and typical designs a millisecond: 5 s leaves ample room on a busy machine while
+/// bounding how long one record can hold its partition. An uploaded netlist near the 64 MiB
+/// upload limit of that worst shape ends in the budget finding.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(5);
 
 /// A validation budget setting that cannot be used.
@@ -78,24 +87,72 @@ pub fn budget_from_env() -> Result<Duration, BudgetSettingError> {
     }
 }
 
-/// Runs the validator on a submitted specification, for at most `budget`. Pure and CPU-bound.
+/// A specification's payloads read from the object store, where it holds them by reference.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    pub netlist: Option<Vec<u8>>,
+    pub constraints: Option<Vec<u8>>,
+    pub bitstream: Option<Vec<u8>>,
+}
+
+/// Runs the validator on a specification whose payloads are all inline, for at most `budget`.
+/// Pure and CPU-bound.
 pub fn validate(spec: &DesignSpec, budget: Duration) -> Report {
-    let bitstream = spec.bitstream_base64.as_deref().map(|b| B64.decode(b));
-    if let Some(Err(e)) = &bitstream {
-        let finding = Finding::error(
-            "BITSTREAM_MALFORMED",
-            format!("bitstream_base64 is not valid base64: {e}"),
-            Location::default(),
-        );
-        return Report::new(Vec::new(), vec![finding]);
+    validate_with(spec, &Fetched::default(), budget)
+}
+
+/// An error report with one finding (a payload the validator cannot even read).
+fn unreadable(code: &str, message: String) -> Report {
+    Report::new(Vec::new(), vec![Finding::error(code, message, Location::default())])
+}
+
+/// A text payload, inline or fetched; a fetched one must be UTF-8.
+fn text<'a>(inline: Option<&'a str>, fetched: Option<&'a [u8]>, payload: Payload) -> Result<&'a str, Report> {
+    match (inline, fetched) {
+        (_, Some(bytes)) => std::str::from_utf8(bytes).map_err(|e| {
+            unreadable(
+                "PAYLOAD_MALFORMED",
+                format!("the uploaded {} is not UTF-8 text: {e}", payload.field().trim_end_matches(".text")),
+            )
+        }),
+        (Some(inline), None) => Ok(inline),
+        (None, None) => Err(unreadable(
+            "PAYLOAD_MISSING",
+            format!("the {} was given by reference and not read from the object store", payload.field()),
+        )),
     }
-    let bytes = bitstream.and_then(Result::ok);
+}
+
+/// [`validate`], with the payloads the specification holds by reference in `fetched`.
+pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> Report {
+    let bitstream = match (&spec.bitstream_base64, &fetched.bitstream) {
+        (_, Some(bytes)) => Some(bytes.clone()),
+        (Some(b), None) => match B64.decode(b) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                return unreadable("BITSTREAM_MALFORMED", format!("bitstream_base64 is not valid base64: {e}"));
+            }
+        },
+        (None, None) if spec.bitstream_ref.is_some() => {
+            return unreadable("PAYLOAD_MISSING", "the bitstream was given by reference and not read".into());
+        }
+        (None, None) => None,
+    };
+    let netlist = match text(spec.netlist.as_deref().map(RawValue::get), fetched.netlist.as_deref(), Payload::Netlist) {
+        Ok(n) => n,
+        Err(report) => return report,
+    };
+    let inline_pcf = spec.constraints.text_ref.is_none().then_some(spec.constraints.text.as_str());
+    let pcf = match text(inline_pcf, fetched.constraints.as_deref(), Payload::Constraints) {
+        Ok(p) => p,
+        Err(report) => return report,
+    };
     let input = Input {
         device: &spec.target.device,
         package: &spec.target.package,
-        netlist: spec.netlist.get(),
-        pcf: Some(spec.constraints.text.as_str()),
-        bitstream: bytes.as_deref(),
+        netlist,
+        pcf: Some(pcf),
+        bitstream: bitstream.as_deref(),
         top: spec.options.top.as_deref(),
         allow_unconstrained: spec.options.allow_unconstrained,
         files: FileNames::default(),
@@ -127,32 +184,35 @@ impl RecordHandler for Validation {
         out.publish(&started);
 
         let spec = env.payload.spec;
+        let fetched = self.fetch(&cause.tenant_id, &spec).await?;
         let t0 = std::time::Instant::now();
         let budget = self.budget;
-        let report = tokio::task::spawn_blocking(move || validate(&spec, budget)).await.map_err(|e| {
-            if e.is_panic() {
-                // The validator is deterministic: the same input panics again.
-                let message = openqq_runtime::dead_letter::panic_message(e.into_panic().as_ref());
-                RecordError::Permanent(format!("bug: the validator panicked: {message}"))
-            } else {
-                RecordError::Retriable(format!("validator task failed: {e}"))
-            }
-        })?;
+        let report =
+            tokio::task::spawn_blocking(move || validate_with(&spec, &fetched, budget)).await.map_err(|e| {
+                if e.is_panic() {
+                    // The validator is deterministic: the same input panics again.
+                    let message = openqq_runtime::dead_letter::panic_message(e.into_panic().as_ref());
+                    RecordError::Permanent(format!("bug: the validator panicked: {message}"))
+                } else {
+                    RecordError::Retriable(format!("validator task failed: {e}"))
+                }
+            })?;
         metrics::histogram!("openqq_validation_duration_seconds").record(t0.elapsed().as_secs_f64());
         let verdict = if report.has_errors() { Verdict::Fail } else { Verdict::Pass };
         let report = self.keep(&cause.tenant_id, report).await?;
+        let payload = self.finished(&cause.tenant_id, verdict, &report).await?;
 
-        let finished = Envelope::new(
-            EventKind::ValidationFinished,
-            &cause,
-            NAME,
-            ValidationFinished { verdict, report: report.clone() },
-        );
+        let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, payload);
         let change = Change::ValidationFinished { verdict, report };
         self.store.apply(&cause.tenant_id, &cause.design_id, &finished.timeline_entry(), &change).await?;
         out.publish(&finished);
         Ok(())
     }
+}
+
+/// Whether a (capped) report travels in `validation.finished` by reference rather than inline.
+pub fn report_by_reference(report: &RawValue) -> bool {
+    report.get().len() > INLINE_PAYLOAD_MAX_BYTES
 }
 
 /// The report as stored and published: the capped report, and where the full one is when
@@ -166,6 +226,64 @@ struct Kept<'a> {
 }
 
 impl Validation {
+    /// Reads every payload `spec` holds by reference from `tenant`'s objects. A missing object or
+    /// one that does not match its reference is permanent (a re-read finds the same); an object
+    /// store that is unavailable is retriable.
+    async fn fetch(&self, tenant: &TenantId, spec: &DesignSpec) -> Result<Fetched, RecordError> {
+        let mut fetched = Fetched::default();
+        for (payload, object) in spec.references() {
+            let bytes = match self.objects.get(tenant, &object.digest).await {
+                Ok(bytes) if bytes.len() as u64 == object.bytes => bytes,
+                Ok(bytes) => {
+                    return Err(RecordError::Permanent(format!(
+                        "the {} object {} has {} bytes, its reference says {}",
+                        payload.field(),
+                        object.digest,
+                        bytes.len(),
+                        object.bytes
+                    )))
+                }
+                Err(PortError::NotFound) => {
+                    return Err(RecordError::Permanent(format!(
+                        "the {} object {} ({} bytes) is not in the object store",
+                        payload.field(),
+                        object.digest,
+                        object.bytes
+                    )))
+                }
+                Err(e) if e.is_retriable() => return Err(e.into()),
+                Err(e) => {
+                    return Err(RecordError::Permanent(format!(
+                        "the {} object {} could not be read: {e}",
+                        payload.field(),
+                        object.digest
+                    )))
+                }
+            };
+            match payload {
+                Payload::Netlist => fetched.netlist = Some(bytes),
+                Payload::Constraints => fetched.constraints = Some(bytes),
+                Payload::Bitstream => fetched.bitstream = Some(bytes),
+            }
+        }
+        Ok(fetched)
+    }
+
+    /// The `validation.finished` payload: the report inline up to [`INLINE_PAYLOAD_MAX_BYTES`],
+    /// else stored as an object of `tenant` and referenced, so the record stays small.
+    async fn finished(
+        &self,
+        tenant: &TenantId,
+        verdict: Verdict,
+        report: &RawValue,
+    ) -> Result<ValidationFinished, RecordError> {
+        if !report_by_reference(report) {
+            return Ok(ValidationFinished { verdict, report: Some(report.to_owned()), report_ref: None });
+        }
+        let reference = self.objects.put(tenant, report.get().as_bytes().to_vec()).await?;
+        Ok(ValidationFinished { verdict, report: None, report_ref: Some(reference) })
+    }
+
     /// Caps `report` to fit any record; when that cut something, stores the full report as an
     /// object of `tenant` and points at it.
     async fn keep(&self, tenant: &TenantId, report: Report) -> Result<Box<RawValue>, RecordError> {
@@ -185,5 +303,96 @@ impl Validation {
         };
         let kept = serde_json::to_string(&Kept { report: &capped, full_report }).expect("reports serialise");
         Ok(RawValue::from_string(kept).expect("valid JSON"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openqq_adapters::{Backends, Durability};
+    use serde_json::json;
+
+    fn spec(netlist_ref: Option<&ObjectRef>) -> DesignSpec {
+        let mut j = json!({
+            "target": {"device": "hx8k", "package": "ct256"},
+            "netlist": {"modules": {"top": {"attributes": {"top": "1"}, "ports": {}, "cells": {}}}},
+            "constraints": {"format": "pcf", "text": ""},
+        });
+        if let Some(r) = netlist_ref {
+            j.as_object_mut().unwrap().remove("netlist");
+            j["netlist_ref"] = serde_json::to_value(r).unwrap();
+        }
+        serde_json::from_value(j).unwrap()
+    }
+
+    #[test]
+    fn a_report_travels_inline_up_to_the_threshold_and_by_reference_past_it() {
+        let at = |n: usize| RawValue::from_string(format!(r#"{{"x":"{}"}}"#, "a".repeat(n - 8))).unwrap();
+        assert_eq!(at(INLINE_PAYLOAD_MAX_BYTES).get().len(), INLINE_PAYLOAD_MAX_BYTES);
+        assert!(!report_by_reference(&at(INLINE_PAYLOAD_MAX_BYTES)));
+        assert!(report_by_reference(&at(INLINE_PAYLOAD_MAX_BYTES + 1)));
+    }
+
+    #[test]
+    fn a_netlist_given_by_reference_is_validated_from_the_fetched_bytes_and_never_silently_skipped() {
+        let object = ObjectRef { digest: "ab".repeat(32), bytes: 2 };
+        let by_ref = spec(Some(&object));
+        let missing = validate(&by_ref, DEFAULT_BUDGET);
+        assert!(missing.findings.iter().any(|f| f.code == "PAYLOAD_MISSING"), "{:?}", missing.findings);
+        let inline = validate(&spec(None), DEFAULT_BUDGET);
+        let netlist = by_ref_netlist();
+        let fetched = Fetched { netlist: Some(netlist.into_bytes()), ..Fetched::default() };
+        let from_object = validate_with(&by_ref, &fetched, DEFAULT_BUDGET);
+        assert_eq!(serde_json::to_value(&from_object).unwrap(), serde_json::to_value(&inline).unwrap());
+        let garbage = Fetched { netlist: Some(vec![0xff, 0xfe]), ..Fetched::default() };
+        let report = validate_with(&by_ref, &garbage, DEFAULT_BUDGET);
+        assert!(report.findings.iter().any(|f| f.code == "PAYLOAD_MALFORMED"), "{:?}", report.findings);
+    }
+
+    fn by_ref_netlist() -> String {
+        spec(None).netlist.unwrap().get().to_owned()
+    }
+
+    fn validation(b: &Backends) -> Validation {
+        Validation { store: b.store.clone(), objects: b.objects.clone(), budget: DEFAULT_BUDGET }
+    }
+
+    #[tokio::test]
+    async fn a_missing_or_mismatched_object_is_a_permanent_failure_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Backends::embedded(dir.path(), 1, Durability::Process).unwrap();
+        let (acme, globex) = (TenantId::parse("acme").unwrap(), TenantId::parse("globex").unwrap());
+        let stored = b.objects.put(&acme, by_ref_netlist().into_bytes()).await.unwrap();
+        let v = validation(&b);
+
+        let fetched = v.fetch(&acme, &spec(Some(&stored))).await.unwrap();
+        assert_eq!(fetched.netlist.as_deref(), Some(by_ref_netlist().as_bytes()));
+
+        let Err(RecordError::Permanent(reason)) = v.fetch(&globex, &spec(Some(&stored))).await else {
+            panic!("another tenant's object is missing for this one, permanently");
+        };
+        assert!(reason.contains("not in the object store") && reason.contains(&stored.digest), "{reason}");
+
+        let longer = ObjectRef { bytes: stored.bytes + 1, ..stored.clone() };
+        let Err(RecordError::Permanent(reason)) = v.fetch(&acme, &spec(Some(&longer))).await else {
+            panic!("a length that does not match is permanent");
+        };
+        assert!(reason.contains("its reference says"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn a_large_report_is_put_in_the_object_store_and_the_event_carries_its_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Backends::embedded(dir.path(), 1, Durability::Process).unwrap();
+        let acme = TenantId::parse("acme").unwrap();
+        let v = validation(&b);
+        let big = RawValue::from_string(format!(r#"{{"x":"{}"}}"#, "a".repeat(INLINE_PAYLOAD_MAX_BYTES))).unwrap();
+        let event = v.finished(&acme, Verdict::Pass, &big).await.unwrap();
+        assert!(event.report.is_none());
+        let object = event.report_ref.expect("a reference");
+        assert_eq!(b.objects.get(&acme, &object.digest).await.unwrap(), big.get().as_bytes());
+        let small = RawValue::from_string(r#"{"findings":[]}"#.into()).unwrap();
+        let event = v.finished(&acme, Verdict::Pass, &small).await.unwrap();
+        assert_eq!((event.report.as_deref().map(RawValue::get), event.report_ref), (Some(small.get()), None));
     }
 }

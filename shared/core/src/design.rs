@@ -2,6 +2,7 @@
 
 use crate::event::TimelineEntry;
 use crate::ids::DesignId;
+use crate::ports::{ObjectRef, MAX_OBJECT_BYTES};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -23,11 +24,16 @@ pub enum ConstraintFormat {
     Pcf,
 }
 
+/// The constraints file. Its text travels inline, or, once over [`INLINE_PAYLOAD_MAX_BYTES`], as
+/// `text_ref` to an object of the tenant (then `text` is empty).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Constraints {
     pub format: ConstraintFormat,
+    #[serde(default)]
     pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_ref: Option<ObjectRef>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,18 +45,62 @@ pub struct Options {
     pub top: Option<String>,
 }
 
+/// Largest payload (netlist, constraints text, bitstream) a record carries inline, in bytes as
+/// encoded in the record. A larger one is stored once in the object store, keyed by its tenant
+/// and SHA-256, and the record carries its [`ObjectRef`] instead. With the three payloads at
+/// most this size and the other fields bounded (name, top module, target), every record of a
+/// design stays under [`MAX_DESIGN_RECORD_BYTES`], far inside what a Lambda batch (6 MB) or an
+/// MSK record (1 MB by default) takes.
+pub const INLINE_PAYLOAD_MAX_BYTES: usize = 16 * 1024;
+
+/// What every record about a design stays under once its payloads are by reference.
+pub const MAX_DESIGN_RECORD_BYTES: usize = 64 * 1024;
+
+/// The payloads of a specification that may travel by reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    /// `netlist` ↔ `netlist_ref`: the netlist's JSON text, byte for byte as submitted.
+    Netlist,
+    /// `constraints.text` ↔ `constraints.text_ref`: the constraints file's UTF-8 text.
+    Constraints,
+    /// `bitstream_base64` ↔ `bitstream_ref`: the bitstream's bytes (decoded, not base64).
+    Bitstream,
+}
+
+impl Payload {
+    /// The field a client or a finding names it by.
+    pub fn field(self) -> &'static str {
+        match self {
+            Payload::Netlist => "netlist",
+            Payload::Constraints => "constraints.text",
+            Payload::Bitstream => "bitstream_base64",
+        }
+    }
+}
+
 /// One revision of a design, as submitted. The netlist stays raw JSON from the request to the
 /// validator: it is checked to be an object, never rebuilt.
+///
+/// Each large payload is either inline or a reference (`netlist` or `netlist_ref`, and so on):
+/// records written before references existed have every payload inline and still read.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DesignSpec {
     /// Required on the first submission; a revision without one keeps the design's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub target: Target,
-    pub netlist: Box<RawValue>,
+    /// The netlist inline, exactly as the client sent it; absent when `netlist_ref` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netlist: Option<Box<RawValue>>,
+    /// The netlist as an object of the tenant (its JSON text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netlist_ref: Option<ObjectRef>,
     pub constraints: Constraints,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bitstream_base64: Option<String>,
+    /// The bitstream as an object of the tenant (its bytes, not base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bitstream_ref: Option<ObjectRef>,
     #[serde(default)]
     pub options: Options,
 }
@@ -83,11 +133,33 @@ impl DesignSpec {
                 return Err(field_error(field, "must be 1 to 32 letters, digits or '-'"));
             }
         }
-        if !self.netlist.get().trim_start().starts_with('{') {
-            return Err(field_error("netlist", "must be a Yosys JSON object (yosys `write_json`)"));
+        match (&self.netlist, &self.netlist_ref) {
+            (Some(_), Some(_)) => {
+                return Err(field_error("netlist_ref", "give either netlist or netlist_ref, not both"))
+            }
+            (None, None) => return Err(field_error("netlist", "is required (or netlist_ref to an upload)")),
+            (Some(netlist), None) if !netlist.get().trim_start().starts_with('{') => {
+                return Err(field_error("netlist", "must be a Yosys JSON object (yosys `write_json`)"));
+            }
+            _ => {}
         }
         if let Some(b) = &self.bitstream_base64 {
+            if self.bitstream_ref.is_some() {
+                return Err(field_error("bitstream_ref", "give either bitstream_base64 or bitstream_ref, not both"));
+            }
             use_base64_alphabet(b).map_err(|m| field_error("bitstream_base64", m))?;
+        }
+        if self.constraints.text_ref.is_some() && !self.constraints.text.is_empty() {
+            return Err(field_error("constraints.text_ref", "give either text or text_ref, not both"));
+        }
+        for (field, object) in [
+            ("netlist_ref", &self.netlist_ref),
+            ("bitstream_ref", &self.bitstream_ref),
+            ("constraints.text_ref", &self.constraints.text_ref),
+        ] {
+            if let Some(object) = object {
+                check_ref(object).map_err(|m| field_error(field, m))?;
+            }
         }
         if let Some(top) = &self.options.top {
             if top.is_empty() || top.chars().count() > 256 {
@@ -96,6 +168,78 @@ impl DesignSpec {
         }
         Ok(())
     }
+}
+
+impl DesignSpec {
+    /// The inline payloads over `threshold` bytes as encoded in a record (see
+    /// [`INLINE_PAYLOAD_MAX_BYTES`]), which must go to the object store before the specification
+    /// is published.
+    pub fn outsized(&self, threshold: usize) -> Vec<Payload> {
+        let mut out = Vec::new();
+        if self.netlist.as_ref().is_some_and(|n| n.get().len() > threshold) {
+            out.push(Payload::Netlist);
+        }
+        if json_string_len(&self.constraints.text) > threshold {
+            out.push(Payload::Constraints);
+        }
+        if self.bitstream_base64.as_deref().is_some_and(|b| json_string_len(b) > threshold) {
+            out.push(Payload::Bitstream);
+        }
+        out
+    }
+
+    /// Replaces the inline `payload` with `object`, where it is now stored.
+    pub fn refer(&mut self, payload: Payload, object: ObjectRef) {
+        match payload {
+            Payload::Netlist => {
+                self.netlist = None;
+                self.netlist_ref = Some(object);
+            }
+            Payload::Constraints => {
+                self.constraints.text = String::new();
+                self.constraints.text_ref = Some(object);
+            }
+            Payload::Bitstream => {
+                self.bitstream_base64 = None;
+                self.bitstream_ref = Some(object);
+            }
+        }
+    }
+
+    /// Every payload this specification holds by reference.
+    pub fn references(&self) -> Vec<(Payload, &ObjectRef)> {
+        [
+            (Payload::Netlist, self.netlist_ref.as_ref()),
+            (Payload::Constraints, self.constraints.text_ref.as_ref()),
+            (Payload::Bitstream, self.bitstream_ref.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(p, r)| r.map(|r| (p, r)))
+        .collect()
+    }
+}
+
+/// The length of `s` once written as a JSON string, quotes included (as `serde_json` escapes it).
+pub fn json_string_len(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+/// A reference a client may give: a well-formed digest and a length the object store takes.
+fn check_ref(object: &ObjectRef) -> Result<(), String> {
+    if !ObjectRef::well_formed(&object.digest) {
+        return Err("digest must be a SHA-256 in lower-case hex (64 characters)".into());
+    }
+    if object.bytes == 0 || object.bytes > MAX_OBJECT_BYTES as u64 {
+        return Err(format!("bytes must be between 1 and {MAX_OBJECT_BYTES}"));
+    }
+    Ok(())
 }
 
 fn use_base64_alphabet(s: &str) -> Result<(), &'static str> {
@@ -265,6 +409,82 @@ mod tests {
         let mut j = good();
         j["options"] = serde_json::json!({"top": "t".repeat(257)});
         assert_eq!(spec(j).unwrap().check().unwrap_err().field, "options.top");
+    }
+
+    fn digest() -> String {
+        "ab".repeat(32)
+    }
+
+    #[test]
+    fn a_netlist_is_given_inline_or_by_reference_exactly_once() {
+        let mut j = good();
+        j.as_object_mut().unwrap().remove("netlist");
+        assert_eq!(spec(j.clone()).unwrap().check().unwrap_err().field, "netlist", "neither");
+        j["netlist_ref"] = serde_json::json!({"digest": digest(), "bytes": 10});
+        assert_eq!(spec(j.clone()).unwrap().check(), Ok(()));
+        j["netlist"] = serde_json::json!({"modules": {}});
+        assert_eq!(spec(j.clone()).unwrap().check().unwrap_err().field, "netlist_ref", "both");
+        let mut j = good();
+        j.as_object_mut().unwrap().remove("netlist");
+        j["netlist_ref"] = serde_json::json!({"digest": "AB".repeat(32), "bytes": 10});
+        assert_eq!(spec(j.clone()).unwrap().check().unwrap_err().field, "netlist_ref", "upper-case digest");
+        j["netlist_ref"] = serde_json::json!({"digest": digest(), "bytes": MAX_OBJECT_BYTES + 1});
+        assert_eq!(spec(j).unwrap().check().unwrap_err().field, "netlist_ref", "over the object limit");
+    }
+
+    #[test]
+    fn a_record_written_before_references_reads_with_its_payloads_inline() {
+        let old = spec(good()).unwrap();
+        assert_eq!(old.netlist.as_ref().map(|n| n.get()), Some(r#"{"modules":{}}"#));
+        assert!(old.references().is_empty());
+        let written = serde_json::to_value(&old).unwrap();
+        assert!(written.get("netlist_ref").is_none() && written["constraints"].get("text_ref").is_none());
+    }
+
+    #[test]
+    fn only_payloads_over_the_threshold_are_outsized_measured_as_encoded() {
+        let mut j = good();
+        let cells: String = (0..2000).map(|i| format!(r#""c{i}": {{}},"#)).collect();
+        j["netlist"] = serde_json::from_str(&format!(r#"{{"modules": {{{}}}}}"#, cells.trim_end_matches(','))).unwrap();
+        // 3,000 newlines are 6,000 bytes once escaped; 6,000 control bytes are 36,000.
+        j["constraints"]["text"] = "\n".repeat(3000).into();
+        j["bitstream_base64"] = "AAAA".repeat(10).into();
+        let s = spec(j.clone()).unwrap();
+        assert!(s.netlist.as_ref().unwrap().get().len() > INLINE_PAYLOAD_MAX_BYTES);
+        assert_eq!(s.outsized(INLINE_PAYLOAD_MAX_BYTES), vec![Payload::Netlist]);
+        j["constraints"]["text"] = "\u{1}".repeat(3000).into();
+        j["bitstream_base64"] = "AAAA".repeat(INLINE_PAYLOAD_MAX_BYTES / 4).into();
+        let s = spec(j).unwrap();
+        assert_eq!(
+            s.outsized(INLINE_PAYLOAD_MAX_BYTES),
+            vec![Payload::Netlist, Payload::Constraints, Payload::Bitstream]
+        );
+        assert_eq!(spec(good()).unwrap().outsized(INLINE_PAYLOAD_MAX_BYTES), vec![]);
+    }
+
+    #[test]
+    fn referring_replaces_each_payload_with_its_reference_and_the_spec_stays_valid() {
+        let mut j = good();
+        j["bitstream_base64"] = "AAAA".into();
+        j["constraints"]["text"] = "set_io led A1".into();
+        let mut s = spec(j).unwrap();
+        for p in [Payload::Netlist, Payload::Constraints, Payload::Bitstream] {
+            s.refer(p, ObjectRef { digest: digest(), bytes: 7 });
+        }
+        assert_eq!(s.check(), Ok(()));
+        assert!(s.netlist.is_none() && s.bitstream_base64.is_none() && s.constraints.text.is_empty());
+        let kinds: Vec<Payload> = s.references().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(kinds, [Payload::Netlist, Payload::Constraints, Payload::Bitstream]);
+        let back: DesignSpec = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        assert_eq!(back.netlist_ref, s.netlist_ref);
+        assert_eq!(back.constraints.text_ref, s.constraints.text_ref);
+    }
+
+    #[test]
+    fn json_string_length_counts_escapes_as_serde_json_writes_them() {
+        for s in ["", "plain", "quote \" and \\ slash", "\n\r\t\u{8}\u{c}", "\u{1}\u{1f}", "é€😀", "\u{7f}"] {
+            assert_eq!(json_string_len(s), serde_json::to_string(s).unwrap().len(), "{s:?}");
+        }
     }
 
     #[test]

@@ -237,7 +237,8 @@ impl<T: DeserializeOwned> Envelope<T> {
 }
 
 /// `design.submitted` and `validation.requested`: the whole specification travels with the event
-/// (the log is the record of what was submitted).
+/// (the log is the record of what was submitted), its large payloads by reference
+/// ([`crate::design::INLINE_PAYLOAD_MAX_BYTES`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DesignSubmitted {
     pub spec: DesignSpec,
@@ -248,11 +249,16 @@ pub type ValidationRequested = DesignSubmitted;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ValidationStarted {}
 
-/// `validation.finished`: the validator's report, as the API serves it.
+/// `validation.finished`: the verdict and the validator's report, as the API serves it: inline up
+/// to [`crate::design::INLINE_PAYLOAD_MAX_BYTES`], else as `report_ref` to an object of the tenant
+/// holding the same JSON (records written before references always have it inline).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValidationFinished {
     pub verdict: Verdict,
-    pub report: Box<RawValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_ref: Option<crate::ports::ObjectRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -565,6 +571,38 @@ mod tests {
         let back = DeadLetter::from_record(&stored(rec)).unwrap();
         assert!(back.reason.len() <= MAX_DEAD_LETTER_REASON_BYTES, "{}", back.reason.len());
         assert!(back.reason.ends_with('…'));
+    }
+
+    #[test]
+    fn a_design_record_with_every_payload_at_the_inline_threshold_stays_under_the_record_bound() {
+        use crate::design::{json_string_len, INLINE_PAYLOAD_MAX_BYTES, MAX_DESIGN_RECORD_BYTES, MAX_NAME_CHARS};
+        let at = INLINE_PAYLOAD_MAX_BYTES;
+        let netlist = format!(r#"{{"modules": {{"top": "{}"}}}}"#, "n".repeat(at - 24));
+        assert!(netlist.len() <= at);
+        // Control characters cost six bytes each once escaped: the worst case per character.
+        let spec = serde_json::json!({
+            "name": "\u{1}".repeat(MAX_NAME_CHARS),
+            "target": {"device": "d".repeat(32), "package": "p".repeat(32)},
+            "netlist": serde_json::from_str::<serde_json::Value>(&netlist).unwrap(),
+            "constraints": {"format": "pcf", "text": "\u{1}".repeat((at - 2) / 6)},
+            "bitstream_base64": "A".repeat((at - 2) / 4 * 4),
+            "options": {"allow_unconstrained": true, "top": "\u{1}".repeat(256)},
+        });
+        let spec: DesignSpec = serde_json::from_value(spec).unwrap();
+        assert_eq!(spec.check(), Ok(()));
+        assert!(spec.outsized(at).is_empty(), "every payload is at most at the threshold");
+        assert!(json_string_len(&spec.constraints.text) <= at);
+        let record =
+            Envelope::new(EventKind::DesignSubmitted, &cause(), "design-job", DesignSubmitted { spec }).to_record();
+        assert!(record.value.len() < MAX_DESIGN_RECORD_BYTES, "{} bytes", record.value.len());
+    }
+
+    #[test]
+    fn a_validation_finished_record_written_before_references_reads_with_its_report_inline() {
+        let old = serde_json::json!({"verdict": "pass", "report": {"findings": []}});
+        let finished: ValidationFinished = serde_json::from_value(old).unwrap();
+        assert_eq!(finished.report.map(|r| r.get().to_owned()).as_deref(), Some(r#"{"findings":[]}"#));
+        assert!(finished.report_ref.is_none());
     }
 
     #[test]

@@ -118,3 +118,18 @@ async fn full_reports_in_the_object_store_count_toward_the_byte_quota() {
     let refused = quota.check(&store, &objects, &t, &DesignId::generate()).await.unwrap_err();
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "a full report kept by reference takes the tenant's space too");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_that_would_take_the_tenant_past_its_byte_quota_is_refused_with_a_403() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let objects = EmbeddedObjectStore::open(dir.path()).unwrap();
+    let tenant = TenantId::parse("up").unwrap();
+    let quota = StorageQuota::with_ttl(StorageLimits { bytes: 100_000, designs: 100 }, Duration::ZERO);
+    objects.put(&tenant, vec![7; 60_000]).await.unwrap();
+    assert!(quota.check_adding(&store, &objects, &tenant, 40_000).await.is_ok(), "exactly at the quota");
+    let refused = quota.check_adding(&store, &objects, &tenant, 40_001).await.unwrap_err();
+    assert_eq!((refused.status, refused.slug), (StatusCode::FORBIDDEN, "storage-quota-exceeded"));
+    let other = TenantId::parse("other").unwrap();
+    assert!(quota.check_adding(&store, &objects, &other, 100_000).await.is_ok(), "quotas are per tenant");
+}
