@@ -5,6 +5,7 @@ mod contract;
 mod durability;
 mod dynamo;
 mod front_door;
+mod functions;
 mod isolation;
 mod kafka;
 mod lifecycle;

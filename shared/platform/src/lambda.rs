@@ -26,16 +26,17 @@ fn settings() -> Result<Settings, Error> {
 /// The API function: the router handed to `lambda_http`. Bearer tokens are verified with
 /// `OPENQQ_JWT_SECRET`, which must be set.
 pub async fn api() -> Result<(), Error> {
-    let platform = Platform::build(settings()?).await.map_err(|e| format!("{e:#}"))?;
+    let settings = settings()?;
+    // The secret is checked before anything is opened, like every other setting.
     let secret = std::env::var(crate::secret::ENV)
         .ok()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| format!("{} must be set: it verifies the bearer tokens", crate::secret::ENV))?;
-    let keys = JwtKeys::with_rules(secret.as_bytes(), platform.settings.jwt.rules())?;
+    let keys = JwtKeys::with_rules(secret.as_bytes(), settings.jwt.rules())
+        .map_err(|e| format!("{}: {e}", crate::secret::ENV))?;
+    let platform = Platform::build(settings).await.map_err(|e| format!("{e:#}"))?;
     if platform.settings.limiter.redis_url.is_none() {
-        tracing::warn!(
-            "The request limiter is in process: each instance limits on its own. Set OPENQQ_REDIS_URL to share it."
-        );
+        tracing::warn!("The request limiter is in process: each instance limits on its own. Set OPENQQ_REDIS_URL to share it.");
     }
     // No live stream on Lambda; reserved concurrency bounds the pool: one request per instance.
     let state = platform.api_state(keys, None, false);
