@@ -74,6 +74,9 @@ step "Checking formatting (rustfmt.toml) and lints (clippy, warnings are errors)
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 
+step "Linting the deployment template (template.yaml): cfn-lint and sam validate --lint, offline"
+scripts/services/cfn-lint.sh
+
 step "Building"
 cargo build --locked --workspace --all-targets
 # The noisy-neighbour suite measures what an attacker's work costs others, as a deployment
