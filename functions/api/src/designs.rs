@@ -163,13 +163,17 @@ async fn by_reference(state: &AppState, tenant: &TenantId, mut spec: DesignSpec)
             Payload::Constraints => "constraints",
         };
         state.objects.adopt_upload(tenant, object).await.map_err(|e| match e {
-            PortError::NotFound => Problem::invalid_field(
-                field,
+            // Like a design of another tenant, another tenant's upload is one that does not exist.
+            PortError::NotFound => Problem::new(
+                StatusCode::NOT_FOUND,
+                "upload-not-found",
+                "The referenced upload was not found",
                 format!(
-                    "no upload of {} bytes with digest {} for this tenant; upload it first (POST /v1/uploads)",
+                    "{field}: no upload of {} bytes with digest {} for this tenant; upload it first (POST /v1/uploads)",
                     object.bytes, object.digest
                 ),
-            ),
+            )
+            .with_field(field),
             PortError::Invalid(why) => Problem::invalid_field(field, format!("the upload does not match: {why}")),
             e => Problem::from_port(e, "checking the upload"),
         })?;
