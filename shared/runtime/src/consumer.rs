@@ -16,9 +16,11 @@
 //! `failed` with the reason, and the record goes to the dead-letter topic as it was. Permanent
 //! failures are the handler's own verdict, a panic (a bug: caught per record, so the worker and
 //! the rest of the batch go on), and an event the handler produced that is over the log's record
-//! limit. A retriable failure flushes what its lane did before it and fails the batch, so the
-//! trigger retries it from the last committed offset — everything applied in the batch (in any
-//! lane) is applied again as a no-op, because every write is conditional on revision.
+//! limit. A retriable failure flushes what its lane did before it and fails its partition from
+//! that record on (a partial-batch response): the trigger retries each failed partition from its
+//! earliest failed record, and the other partitions move on. Whatever after that record was
+//! applied (in another lane of the partition) is applied again as a no-op, because every write is
+//! conditional on revision.
 
 use crate::dead_letter::{dead_letter_record, fail_revision, panic_message};
 use crate::kafka::{records, Incoming};
@@ -55,7 +57,8 @@ impl From<PortError> for RecordError {
     }
 }
 
-/// A batch failed and must be retried from its first uncommitted record.
+/// One partition of a batch failed and must be retried from this record; the partition's records
+/// before it are done.
 #[derive(Debug, thiserror::Error)]
 #[error("{function} failed at {topic}-{partition} offset {offset}: {reason}")]
 pub struct BatchError {
@@ -66,12 +69,42 @@ pub struct BatchError {
     pub reason: String,
 }
 
+/// The partitions of a batch that failed, each at the first record to try again (at most one
+/// per partition). Every record of a partition not named here is done: this is the partial-batch
+/// response (`batchItemFailures`) the trigger resumes each named partition from.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct FailedPartitions(pub Vec<BatchError>);
+
+impl From<BatchError> for FailedPartitions {
+    fn from(e: BatchError) -> Self {
+        Self(vec![e])
+    }
+}
+
+impl FailedPartitions {
+    /// The earliest failure of each partition among `failures`.
+    pub fn earliest(failures: impl IntoIterator<Item = BatchError>) -> Option<Self> {
+        let mut by_partition: Vec<BatchError> = Vec::new();
+        for e in failures {
+            match by_partition.iter_mut().find(|k| k.topic == e.topic && k.partition == e.partition) {
+                Some(kept) if e.offset < kept.offset => *kept = e,
+                Some(_) => {}
+                None => by_partition.push(e),
+            }
+        }
+        by_partition.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        (!by_partition.is_empty()).then_some(Self(by_partition))
+    }
+}
+
 /// What the Lambda runtime and the local emulator invoke.
 #[async_trait]
 pub trait BatchHandler: Send + Sync {
     /// The function's name, also its consumer group.
     fn name(&self) -> &str;
-    async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError>;
+    /// Handles a batch; an error names, per failed partition, the record to resume from.
+    async fn handle(&self, event: KafkaEvent) -> Result<(), FailedPartitions>;
     /// The trigger is about to dead-letter a batch that failed every retry, for `reason`;
     /// `records` are the ones the handler never got past (the record its error named and those
     /// after it; all of them after a panic). The function records what that means for them. An
@@ -233,15 +266,16 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
         self.handler.name()
     }
 
-    async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError> {
+    async fn handle(&self, event: KafkaEvent) -> Result<(), FailedPartitions> {
         let outcomes: Vec<Result<(), BatchError>> =
             futures_util::stream::iter(lanes(records(&event)).into_iter().map(|lane| self.lane(lane)))
                 .buffer_unordered(LANES)
                 .collect()
                 .await;
-        // Every lane ran to its end or its first retriable failure; report the earliest failure.
-        match outcomes.into_iter().filter_map(Result::err).min_by_key(|e| (e.partition, e.offset)) {
-            Some(e) => Err(e),
+        // Every lane ran to its end or its first retriable failure; each failed partition resumes
+        // from its earliest failure (later records of other lanes there are applied again as no-ops).
+        match FailedPartitions::earliest(outcomes.into_iter().filter_map(Result::err)) {
+            Some(failed) => Err(failed),
             None => Ok(()),
         }
     }

@@ -6,13 +6,14 @@
 //! Only partitions the consumer group's [`Lease`] gives this process are claimed; when a
 //! partition is (re)assigned here, its offset is read again from the group's commit.
 //! A batch holds up to `batch_size` records; if it is not full, the worker waits until the
-//! oldest claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent`.
-//! Offsets are committed only after the handler succeeded. A failed batch leaves its offsets
-//! where they were: its partitions back off exponentially while the others go on, and are read
-//! again from the committed offset. After `max_retries` retries the handler is told which records
-//! it never got past (so their revisions become `failed`), the batch's records go to the
-//! dead-letter topic with the reason, and the partitions move on. A handler that panics fails its batch like an error: the
-//! worker goes on and its partitions are released.
+//! oldest claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent` and
+//! answers as a function with `ReportBatchItemFailures` does: nothing (all done), or per failed
+//! partition the record to resume from. Offsets are committed after the handler returned, up to
+//! where it got: a failed partition backs off exponentially while the others go on, and is read
+//! again from its failed record. After `max_retries` retries the handler is told which records
+//! it never got past (so their revisions become `failed`), those records go to the dead-letter
+//! topic with the reason, and the partition moves on. A handler that panics fails every
+//! partition of its batch from the start: the worker goes on and its partitions are released.
 
 use crate::consumer::BatchHandler;
 use crate::dead_letter::{dead_letter_record, panic_message};
@@ -278,27 +279,29 @@ impl EventSourceMapping {
         // A panic that escapes the handler is a failed batch, not a dead worker holding its
         // partitions for good.
         let result = match AssertUnwindSafe(self.handler.handle(to_event(&batch))).catch_unwind().await {
-            Ok(result) => result
-                .map_err(|e| Failure { reason: e.to_string(), at: Some((e.topic.clone(), e.partition, e.offset)) }),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(failed)) => Err(failed
+                .0
+                .into_iter()
+                .map(|e| Failure { partition: e.partition, offset: Some(e.offset), reason: e.to_string() })
+                .collect()),
             Err(panic) => {
                 metrics::counter!("openqq_handler_panics_total", "function" => function.clone()).increment(1);
                 let reason = format!("bug: the {function} handler panicked: {}", panic_message(panic.as_ref()));
-                Err(Failure { reason, at: None })
+                let whole = |(partition, _)| Failure { partition, offset: None, reason: reason.clone() };
+                Err(last_offsets(&batch).into_iter().map(whole).collect())
             }
         };
         metrics::histogram!("openqq_batch_duration_seconds", "function" => function.clone())
             .record(started.elapsed().as_secs_f64());
-        match result {
-            Ok(()) => {
-                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "ok")
-                    .increment(1);
-                self.commit_batch(&batch).await;
-            }
-            Err(e) => {
-                metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => "failed")
-                    .increment(1);
-                self.fail_batch(&batch, &e).await;
-            }
+        let failures: Vec<Failure> = result.err().unwrap_or_default();
+        let outcome = if failures.is_empty() { "ok" } else { "failed" };
+        metrics::counter!("openqq_batches_total", "function" => function.clone(), "outcome" => outcome).increment(1);
+        // What the handler finished is committed; each failed partition resumes from its failure.
+        let (done, retry) = split_at_failures(batch, &failures);
+        self.commit_batch(&done).await;
+        for (records, failure) in retry {
+            self.fail_partition(&records, failure).await;
         }
         self.release(claimed);
     }
@@ -322,30 +325,28 @@ impl EventSourceMapping {
         }
     }
 
-    async fn fail_batch(&self, batch: &[LogRecord], failure: &Failure) {
-        let reason = failure.reason.as_str();
-        let partitions: Vec<u32> = last_offsets(batch).into_iter().map(|(p, _)| p).collect();
+    /// A partition failed at the first of `records` (those it never got past, in offset order):
+    /// it backs off and retries from there, and after the last retry its records go to the
+    /// dead-letter topic and it moves on.
+    async fn fail_partition(&self, batch: &[LogRecord], failure: &Failure) {
+        let (partition, reason) = (failure.partition, failure.reason.as_str());
         let attempts = {
             let mut parts = self.parts.lock().unwrap();
-            let mut attempts = 0;
-            for &p in &partitions {
-                let st = &mut parts[p as usize];
-                st.failures += 1;
-                attempts = attempts.max(st.failures);
-                st.not_before = Some(Instant::now() + self.cfg.backoff(st.failures));
-            }
-            attempts
+            let st = &mut parts[partition as usize];
+            st.failures += 1;
+            st.not_before = Some(Instant::now() + self.cfg.backoff(st.failures));
+            st.failures
         };
         if attempts <= self.cfg.max_retries {
-            warn!(function = self.function(), attempt = attempts, partitions = ?partitions, %reason,
-                "The batch failed; its partitions wait and retry from the committed offset.");
+            warn!(function = self.function(), attempt = attempts, partition, %reason,
+                "The partition failed; it waits and retries from the failed record.");
             return;
         }
-        error!(function = self.function(), records = batch.len(), %reason, "The batch failed after every retry; its records go to the dead-letter topic.");
+        error!(function = self.function(), partition, records = batch.len(), %reason, "The partition failed after every retry; the records it never got past go to the dead-letter topic.");
         let reason = format!("retries exhausted: {reason}");
-        let incoming: Vec<Incoming> = batch.iter().map(Incoming::from).collect();
-        if let Err(e) = self.handler.dead_lettered(&not_reached(batch, failure), &reason).await {
-            warn!(function = self.function(), error = %e, "Failing the batch's revisions did not succeed; the batch will be retried.");
+        let incoming: Vec<Incoming> = records(&to_event(batch));
+        if let Err(e) = self.handler.dead_lettered(&incoming, &reason).await {
+            warn!(function = self.function(), error = %e, "Failing the records' revisions did not succeed; the partition will be retried.");
             return;
         }
         match self.dead_letter(&incoming, &reason).await {
@@ -354,7 +355,7 @@ impl EventSourceMapping {
                 self.commit_batch(batch).await;
             }
             Err(e) => {
-                warn!(function = self.function(), error = %e, "Dead-lettering failed; the batch will be retried.")
+                warn!(function = self.function(), error = %e, "Dead-lettering failed; the partition will be retried.")
             }
         }
     }
@@ -386,26 +387,31 @@ impl EventSourceMapping {
     }
 }
 
-/// Why a batch failed, and at which record (`topic`, `partition`, `offset`) when the handler said.
+/// Why a partition of a batch failed, and at which offset when the handler said (a panic says
+/// nothing: the whole partition's part of the batch is tried again).
 #[derive(Debug)]
 struct Failure {
+    partition: u32,
+    offset: Option<u64>,
     reason: String,
-    at: Option<(String, u32, u64)>,
 }
 
-/// The records of `batch` the handler never got past: the one it failed at and every one after
-/// it in the order it handles them (the event's order). The ones before it were applied, so the
-/// handler is not told they were given up on. Without a position (a panic), all of them.
-fn not_reached(batch: &[LogRecord], failure: &Failure) -> Vec<Incoming> {
-    let ordered = records(&to_event(batch));
-    let from = failure
-        .at
-        .as_ref()
-        .and_then(|(topic, partition, offset)| {
-            ordered.iter().position(|r| r.topic == *topic && r.partition == *partition && r.offset == *offset)
-        })
-        .unwrap_or(0);
-    ordered[from..].to_vec()
+/// Splits `batch` into the records that are done (every record of a partition that did not
+/// fail, and those before the failed record of one that did) and, per failed partition, the
+/// records from its failed one on.
+fn split_at_failures(batch: Vec<LogRecord>, failures: &[Failure]) -> (Vec<LogRecord>, Vec<(Vec<LogRecord>, &Failure)>) {
+    let mut retry: Vec<(Vec<LogRecord>, &Failure)> = failures.iter().map(|f| (Vec::new(), f)).collect();
+    let mut done = Vec::new();
+    for r in batch {
+        let failed =
+            retry.iter_mut().find(|(_, f)| f.partition == r.partition && f.offset.is_none_or(|o| r.offset >= o));
+        match failed {
+            Some((records, _)) => records.push(r),
+            None => done.push(r),
+        }
+    }
+    retry.retain(|(records, _)| !records.is_empty());
+    (done, retry)
 }
 
 /// A partition taken for one batch, in the lease epoch it was taken in.

@@ -29,5 +29,5 @@ pub mod kafka_flags;
 pub mod lambda;
 pub mod outbox;
 
-pub use consumer::{BatchError, BatchHandler, Consumer, Outbox, RecordError, RecordHandler};
+pub use consumer::{BatchError, BatchHandler, Consumer, FailedPartitions, Outbox, RecordError, RecordHandler};
 pub use esm::{EventSourceMapping, MappingConfig};

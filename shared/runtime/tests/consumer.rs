@@ -276,3 +276,24 @@ async fn a_slow_tenant_in_a_batch_holds_back_only_its_own_records_not_another_te
     assert!(started.elapsed() >= Duration::from_secs(6), "one tenant's records are handled in order, one at a time");
     assert_eq!(rig.published(EventKind::ValidationRequested).await, 1, "only the victim's record publishes");
 }
+
+#[tokio::test]
+async fn a_retriable_failure_fails_only_its_partition_from_its_record_and_the_rest_of_the_batch_is_done() {
+    let rig = rig();
+    let mut elsewhere = submitted_by("other", "fine-too", 0, "ok", 10);
+    elsewhere.partition = 3;
+    let batch = vec![
+        submitted("first", 4, "ok", 10),
+        submitted("stuck", 5, "retry", 10),
+        submitted("after", 6, "ok", 10),
+        submitted_by("other", "fine", 7, "ok", 10),
+        elsewhere,
+    ];
+    let failed = rig.consumer().handle(to_event(&batch)).await.expect_err("a record failed retriably");
+    let at: Vec<(u32, u64)> = failed.0.iter().map(|e| (e.partition, e.offset)).collect();
+    assert_eq!(at, vec![(2, 5)], "partition 2 resumes at the failed record; partition 3 is done");
+    assert!(failed.to_string().contains("the store is down"), "{failed}");
+    // The records the batch got through published their events: acme's first, the other tenant's
+    // on the same partition, and partition 3's.
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 3);
+}

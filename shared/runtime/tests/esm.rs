@@ -6,7 +6,7 @@ use openqq_adapters::{Durability, EmbeddedEventLog};
 use openqq_core::partition::partition_for;
 use openqq_core::{EventLog, LogSource, Record};
 use openqq_runtime::kafka::{records, Incoming};
-use openqq_runtime::{BatchError, BatchHandler, EventSourceMapping, MappingConfig};
+use openqq_runtime::{BatchError, BatchHandler, EventSourceMapping, FailedPartitions, MappingConfig};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ impl BatchHandler for Script {
     fn name(&self) -> &str {
         "scripted"
     }
-    async fn handle(&self, event: KafkaEvent) -> Result<(), BatchError> {
+    async fn handle(&self, event: KafkaEvent) -> Result<(), FailedPartitions> {
         let recs = records(&event);
         let panic_now = {
             let mut left = self.panics.lock().unwrap();
@@ -51,13 +51,20 @@ impl BatchHandler for Script {
                 let n = f.entry(v.clone()).or_default();
                 if *n < *times {
                     *n += 1;
+                    // What a handler reporting this failure has done: every other partition's
+                    // records, and this partition's before the failed one.
+                    let done = recs.iter().filter(|d| d.partition != r.partition || d.offset < r.offset);
+                    self.seen.lock().unwrap().extend(
+                        done.map(|d| (String::from_utf8(d.key.clone().unwrap()).unwrap(), d.value.clone().unwrap())),
+                    );
                     return Err(BatchError {
                         function: "scripted".into(),
                         topic: r.topic.clone(),
                         partition: r.partition,
                         offset: r.offset,
                         reason: "scripted failure".into(),
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -275,7 +282,42 @@ async fn only_the_records_a_batch_never_got_past_are_reported_given_up_on() {
     stop.send(true).unwrap();
     task.await.unwrap();
     assert_eq!(h.told.lock().unwrap()[0].0, vec![1, 2], "a:0 was handled before the failure; a:1 and a:2 never were");
-    assert_eq!(log.read("dlq", 0, 0, 10).await.unwrap().len(), 3, "the whole batch is dead-lettered, as on AWS");
+    let dlq: Vec<u64> = log.read("dlq", 0, 0, 10).await.unwrap().iter().map(|r| r.offset).collect();
+    assert_eq!(dlq.len(), 2, "only the records the partition never got past are dead-lettered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_partition_resumes_from_its_failed_record_and_the_rest_of_the_batch_is_committed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap());
+    let other = ["b", "c", "d", "e", "f"].into_iter().find(|k| partition_for(k, 4) != partition_for("a", 4)).unwrap();
+    let mut batch = vec![rec("a", 0), rec("a", 1), rec("a", 2)];
+    batch.extend([rec(other, 0), rec(other, 1)]);
+    log.publish("in", batch).await.unwrap();
+    // a:1 fails once: the partition's first attempt stops there, the second gets past it.
+    let h = Arc::new(Script { poison: vec![(b"a:1".to_vec(), 1)], ..Script::default() });
+    let (stop, task) = start(log.clone(), h.clone(), config(100)).await;
+    until("every record", Duration::from_secs(10), || h.seen.lock().unwrap().len() >= 5).await;
+    let (pa, po) = (partition_for("a", 4), partition_for(other, 4));
+    until("the commits", Duration::from_secs(5), || {
+        futures_lite_block(log.committed("scripted", "in", pa)).unwrap() == 3
+            && futures_lite_block(log.committed("scripted", "in", po)).unwrap() == 2
+    })
+    .await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    let seen: Vec<String> = h.seen.lock().unwrap().iter().map(|(_, v)| String::from_utf8(v.clone()).unwrap()).collect();
+    let count = |v: &str| seen.iter().filter(|s| *s == v).count();
+    for v in ["a:0", "a:1", "a:2"] {
+        assert_eq!(count(v), 1, "{v} delivered to completion once: {seen:?}");
+    }
+    for n in 0..2 {
+        let v = format!("{other}:{n}");
+        assert_eq!(count(&v), 1, "{v} of the healthy partition is not delivered again: {seen:?}");
+    }
+    let a: Vec<&String> = seen.iter().filter(|s| s.starts_with("a:")).collect();
+    assert_eq!(a, ["a:0", "a:1", "a:2"], "in order");
+    assert!(log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0), "nothing dead-lettered");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
