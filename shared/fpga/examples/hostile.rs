@@ -7,10 +7,7 @@
 
 use std::time::Instant;
 
-#[path = "../tests/hostile/mod.rs"]
-mod hostile;
-
-use hostile::CASES;
+use openqq_fpga::hostile::CASES;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -246,5 +246,4 @@ fn comments(prefix: &[u8]) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[path = "bitstream_tests.rs"]
 mod tests;

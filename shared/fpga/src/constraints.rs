@@ -144,5 +144,4 @@ pub(crate) fn check_constraints(
 }
 
 #[cfg(test)]
-#[path = "constraints_tests.rs"]
 mod tests;

@@ -1,11 +1,10 @@
 //! iCE40 device data: dies, packages, package pins and capacities.
 //!
-//! The tables live in `devices_generated.rs`, produced by `scripts/gen-devices.py` from Project
+//! The tables live in `device/generated.rs`, produced by `scripts/gen-devices.py` from Project
 //! IceStorm's chip database (see `DEVICES.md` for the source version and licence). Device names
 //! are nextpnr-ice40's flags (`hx8k`, `lp384`, `up5k`, …); package names are the chipdb's
 //! (`ct256`, `sg48`, …) with the `:4k` suffix of the 4k parts removed, as nextpnr accepts them.
 
-#[path = "devices_generated.rs"]
 mod generated;
 
 /// One iCE40 part as nextpnr-ice40 knows it. Several parts share a die (hx1k and lp1k; hx8k,

@@ -1,6 +1,7 @@
 //! Netlists built to be slow: the shapes a hostile tenant would try against a validator with a
-//! superlinear path, each sized to a byte target. Shared by `tests/hostile_netlists.rs` and
-//! `examples/hostile.rs` (the benchmark).
+//! superlinear path, each sized to a byte target. Used by `tests/hostile_netlists.rs` and
+//! `examples/hostile.rs` (the benchmark); compiled only with the `hostile` feature, which the
+//! crate's own tests and examples turn on and no shipped build does.
 
 use std::fmt::Write;
 

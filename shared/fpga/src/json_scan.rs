@@ -305,5 +305,4 @@ fn special(w: u64) -> bool {
 }
 
 #[cfg(test)]
-#[path = "json_scan_tests.rs"]
 mod tests;

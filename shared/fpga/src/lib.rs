@@ -12,6 +12,8 @@ mod budget;
 mod constraints;
 mod design_view;
 pub mod device;
+#[cfg(feature = "hostile")]
+pub mod hostile;
 mod json_scan;
 pub mod netlist;
 pub mod pack;

@@ -17,7 +17,6 @@ use std::ops::Range;
 use crate::budget::{Deadline, BUDGET_EXCEEDED};
 use crate::json_scan::{Scan, ScanError, Scanner};
 
-#[path = "netlist_read.rs"]
 mod read;
 
 /// One bit of a port or connection: a net number or a constant.
@@ -254,5 +253,4 @@ fn net_number(s: &Scanner<'_>, text: &str) -> Scan<u32> {
 }
 
 #[cfg(test)]
-#[path = "netlist_tests.rs"]
 mod tests;

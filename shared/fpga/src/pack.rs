@@ -11,11 +11,8 @@ use crate::budget::Deadline;
 use crate::device::Device;
 use crate::netlist::{Bit, Module};
 
-#[path = "pack_chains.rs"]
 mod chains;
-#[path = "pack_globals.rs"]
 mod globals;
-#[path = "pack_graph.rs"]
 mod graph;
 
 pub(crate) use graph::{Graph, Kind, LcPort, Net, Owner, Role, Use};

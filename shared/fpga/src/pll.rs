@@ -186,5 +186,4 @@ fn expected_filter_range(f_pfd: f64) -> u32 {
 }
 
 #[cfg(test)]
-#[path = "pll_tests.rs"]
 mod tests;

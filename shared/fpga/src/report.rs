@@ -296,7 +296,6 @@ pub(crate) fn clip(text: &mut String, max: usize) -> bool {
 }
 
 #[cfg(test)]
-#[path = "report_tests.rs"]
 mod cap_tests;
 
 #[cfg(test)]

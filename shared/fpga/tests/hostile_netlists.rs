@@ -3,11 +3,9 @@
 //! budget, and a validation that outlasts its budget ends in a `VALIDATION_BUDGET_EXCEEDED`
 //! error and a `fail` verdict instead of running on.
 
-mod hostile;
-
 use std::time::Duration;
 
-use openqq_fpga::{Input, Report, Verdict, BUDGET_EXCEEDED};
+use openqq_fpga::{hostile, Input, Report, Verdict, BUDGET_EXCEEDED};
 
 fn validate(design: &hostile::Design, budget: Option<Duration>) -> Report {
     openqq_fpga::validate(&Input {
