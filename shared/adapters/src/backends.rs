@@ -68,6 +68,15 @@ impl Backends {
         Ok(self)
     }
 
+    /// The same backends with the object store on S3; log, store, limiter and notifier stay as
+    /// they are. Against a local endpoint a missing bucket is created with its lifecycle rule;
+    /// against AWS it must exist.
+    #[cfg(feature = "s3")]
+    pub async fn with_s3(mut self, settings: &crate::s3::S3Settings) -> PortResult<Self> {
+        self.objects = Arc::new(crate::s3::S3ObjectStore::connect(settings).await?);
+        Ok(self)
+    }
+
     pub fn notifier(&self) -> Arc<dyn Notifier> {
         self.notifier.clone()
     }

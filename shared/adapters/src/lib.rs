@@ -12,6 +12,8 @@
 //!   bootstrap-broker lookup; `--kafka-brokers` or `--msk-cluster-arn` selects it.
 //! - [`dynamo`] (cargo feature `dynamodb`): the design store on one DynamoDB table, every state
 //!   change one conditional `TransactWriteItems` planned by the core's revision rules.
+//! - [`s3`] (cargo feature `s3`): the object store on one S3 bucket, content-addressed per
+//!   tenant, with presigned direct uploads adopted after their digest is checked.
 //! - [`webhook`]: the notifier that posts signed (Standard Webhooks, HMAC-SHA256) results to a
 //!   tenant's endpoint, delivering in the background; [`FanoutNotifier`] feeds it and the live
 //!   stream together.
@@ -35,6 +37,8 @@ pub mod fallback_limiter;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod redis_limiter;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod webhook;
 
 pub use backends::Backends;
@@ -47,4 +51,6 @@ pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 #[cfg(feature = "kafka")]
 pub use kafka::{KafkaEventLog, KafkaSettings};
 pub use redis_limiter::RedisRateLimiter;
+#[cfg(feature = "s3")]
+pub use s3::{S3ObjectStore, S3Settings};
 pub use webhook::{Endpoint, FanoutNotifier, WebhookNotifier, WebhookSecret};

@@ -18,6 +18,8 @@
 //!   clients authenticate, as flags of `openqq up` and as the environment of a Lambda function.
 //! - [`dynamo_flags`]: whether the design store is on DynamoDB (`--dynamodb-table`,
 //!   `--dynamodb-endpoint`), as flags of `openqq up` and as the environment of a Lambda function.
+//! - [`s3_flags`]: whether the object store is on S3 (`--s3-bucket`, `--s3-endpoint`), as flags
+//!   of `openqq up` and as the environment of a Lambda function.
 //! - [`lambda`]: a function's `main` on AWS Lambda, its backends from the environment.
 
 pub mod consumer;
@@ -28,6 +30,7 @@ pub mod kafka;
 pub mod kafka_flags;
 pub mod lambda;
 pub mod outbox;
+pub mod s3_flags;
 
 pub use consumer::{BatchError, BatchHandler, Consumer, FailedPartitions, Outbox, RecordError, RecordHandler};
 pub use esm::{EventSourceMapping, MappingConfig};

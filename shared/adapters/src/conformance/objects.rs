@@ -1,8 +1,18 @@
-//! Object-store conformance: content addressing, digest checks, size limit and tenant isolation.
+//! Object-store conformance: content addressing, digest checks, size limit, tenant isolation,
+//! `stat`, and adoption.
+//!
+//! Direct uploads are a capability: a store whose [`ObjectStore::presign_upload`] returns `None`
+//! (the embedded store) takes no direct uploads, and the upload-flow checks confirm just that and
+//! return. A store that returns an [`UploadTarget`] (S3) goes through the whole flow: the suite
+//! uploads with an HTTP client using exactly the returned method, URL and headers, adopts, and
+//! reads back; wrong bytes are refused (by the upload or by the adoption), and another tenant can
+//! neither adopt nor read the upload. Either way, adopting what is already stored is a no-op and
+//! adopting nothing is [`PortError::NotFound`].
 
 use super::unique;
-use openqq_core::ports::MAX_OBJECT_BYTES;
+use openqq_core::ports::{UploadTarget, MAX_OBJECT_BYTES};
 use openqq_core::{ObjectRef, ObjectStore, PortError, TenantId};
+use std::time::Duration;
 
 fn tenant() -> TenantId {
     TenantId::parse(unique("t")).unwrap()
@@ -16,6 +26,11 @@ pub async fn run<S: ObjectStore + ?Sized>(store: &S) {
     unknown_and_malformed_digests_are_refused(store).await;
     an_object_over_the_limit_is_refused_and_one_at_the_limit_is_kept(store).await;
     usage_counts_each_of_a_tenants_objects_once_and_nobody_elses(store).await;
+    stat_gives_the_length_of_a_tenants_own_objects_only(store).await;
+    adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_found(store).await;
+    an_upload_through_the_returned_target_is_adopted_and_then_read_back(store).await;
+    an_upload_of_other_bytes_than_presigned_is_never_adopted(store).await;
+    another_tenant_can_neither_adopt_nor_read_an_upload(store).await;
 }
 
 pub async fn usage_counts_each_of_a_tenants_objects_once_and_nobody_elses<S: ObjectStore + ?Sized>(store: &S) {
@@ -80,4 +95,105 @@ pub async fn an_object_over_the_limit_is_refused_and_one_at_the_limit_is_kept<S:
     assert!(matches!(err, PortError::Invalid(_)) && !err.is_retriable(), "{err}");
     let r = store.put(&t, vec![7; MAX_OBJECT_BYTES]).await.unwrap();
     assert_eq!(r.bytes as usize, MAX_OBJECT_BYTES);
+}
+
+pub async fn stat_gives_the_length_of_a_tenants_own_objects_only<S: ObjectStore + ?Sized>(store: &S) {
+    let (t, other) = (tenant(), tenant());
+    let r = store.put(&t, vec![9; 1234]).await.unwrap();
+    assert_eq!(store.stat(&t, &r.digest).await.unwrap(), Some(1234));
+    assert_eq!(store.stat(&other, &r.digest).await.unwrap(), None, "another tenant's object is not there");
+    assert_eq!(store.stat(&t, &"0".repeat(64)).await.unwrap(), None);
+    let empty = store.put(&t, Vec::new()).await.unwrap();
+    assert_eq!(store.stat(&t, &empty.digest).await.unwrap(), Some(0), "an empty object is there, with no bytes");
+    for bad in ["../x", "", &"A".repeat(64)] {
+        assert!(matches!(store.stat(&t, bad).await, Err(PortError::Invalid(_))), "{bad:?} is refused as malformed");
+    }
+}
+
+pub async fn adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_found<S: ObjectStore + ?Sized>(store: &S) {
+    let t = tenant();
+    let r = store.put(&t, b"already here".to_vec()).await.unwrap();
+    store.adopt_upload(&t, &r).await.unwrap();
+    assert_eq!(store.get(&t, &r.digest).await.unwrap(), b"already here");
+    let longer = ObjectRef { digest: r.digest.clone(), bytes: r.bytes + 1 };
+    assert!(matches!(store.adopt_upload(&t, &longer).await, Err(PortError::Invalid(_))), "a wrong length is refused");
+    let nothing = ObjectRef { digest: "1".repeat(64), bytes: 5 };
+    assert!(matches!(store.adopt_upload(&t, &nothing).await, Err(PortError::NotFound)));
+}
+
+/// How long the suite's upload URLs are valid.
+const UPLOAD_TTL: Duration = Duration::from_secs(600);
+
+/// `bytes` sent as `target` says: exactly its method, URL and headers. Returns the status.
+async fn upload(target: &UploadTarget, bytes: Vec<u8>) -> reqwest::StatusCode {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+    let method = reqwest::Method::from_bytes(target.method.as_bytes()).unwrap();
+    let mut request = client.request(method, &target.url).body(bytes);
+    for (name, value) in &target.headers {
+        request = request.header(name, value);
+    }
+    request.send().await.unwrap_or_else(|e| panic!("uploading to {}: {e}", target.url)).status()
+}
+
+/// `object`'s upload target for `tenant`, or `None` when the store takes no direct uploads.
+async fn presign<S: ObjectStore + ?Sized>(store: &S, tenant: &TenantId, object: &ObjectRef) -> Option<UploadTarget> {
+    let target = store.presign_upload(tenant, object, UPLOAD_TTL).await.unwrap()?;
+    assert!(target.expires_at > chrono::Utc::now(), "the target is valid for a while: {target:?}");
+    Some(target)
+}
+
+fn object_of(bytes: &[u8]) -> ObjectRef {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    ObjectRef { digest, bytes: bytes.len() as u64 }
+}
+
+pub async fn an_upload_through_the_returned_target_is_adopted_and_then_read_back<S: ObjectStore + ?Sized>(store: &S) {
+    let t = tenant();
+    let bytes: Vec<u8> = (0..=250u8).cycle().take(300_000).collect();
+    let object = object_of(&bytes);
+    let Some(target) = presign(store, &t, &object).await else { return };
+    assert!(upload(&target, bytes.clone()).await.is_success(), "the upload is taken");
+    assert_eq!(store.stat(&t, &object.digest).await.unwrap(), None, "an upload is not an object until adopted");
+    store.adopt_upload(&t, &object).await.unwrap();
+    assert_eq!(store.stat(&t, &object.digest).await.unwrap(), Some(300_000));
+    assert_eq!(store.get(&t, &object.digest).await.unwrap(), bytes);
+    store.adopt_upload(&t, &object).await.expect("adopting again (a retried call) changes nothing");
+    assert_eq!(store.usage(&t).await.unwrap(), 300_000, "an adopted upload counts once");
+}
+
+pub async fn an_upload_of_other_bytes_than_presigned_is_never_adopted<S: ObjectStore + ?Sized>(store: &S) {
+    let t = tenant();
+    let announced = b"the netlist that was announced".to_vec();
+    let object = object_of(&announced);
+    let Some(target) = presign(store, &t, &object).await else { return };
+    // As long as the announced bytes (the length is a signed header), only one byte differs.
+    let mut smuggled = announced;
+    smuggled[4] ^= 0x20;
+    let status = upload(&target, smuggled).await;
+    if status.is_success() {
+        let adopted = store.adopt_upload(&t, &object).await;
+        assert!(matches!(adopted, Err(PortError::Invalid(_))), "other bytes are refused at adoption: {adopted:?}");
+    }
+    assert_eq!(store.stat(&t, &object.digest).await.unwrap(), None, "nothing was adopted");
+    assert!(matches!(store.get(&t, &object.digest).await, Err(PortError::NotFound)));
+    let adopted = store.adopt_upload(&t, &object).await;
+    assert!(matches!(adopted, Err(PortError::NotFound)), "the refused upload is gone: {adopted:?}");
+}
+
+pub async fn another_tenant_can_neither_adopt_nor_read_an_upload<S: ObjectStore + ?Sized>(store: &S) {
+    let (owner, other) = (tenant(), tenant());
+    let bytes = b"owner's bitstream".to_vec();
+    let object = object_of(&bytes);
+    let Some(target) = presign(store, &owner, &object).await else {
+        assert!(matches!(store.adopt_upload(&other, &object).await, Err(PortError::NotFound)));
+        return;
+    };
+    assert!(upload(&target, bytes.clone()).await.is_success());
+    assert!(matches!(store.adopt_upload(&other, &object).await, Err(PortError::NotFound)), "not the other's upload");
+    assert!(matches!(store.get(&other, &object.digest).await, Err(PortError::NotFound)));
+    assert_eq!(store.usage(&other).await.unwrap(), 0, "nor counted for the other tenant");
+    store.adopt_upload(&owner, &object).await.unwrap();
+    assert!(matches!(store.get(&other, &object.digest).await, Err(PortError::NotFound)), "nor once adopted");
+    assert_eq!(store.get(&owner, &object.digest).await.unwrap(), bytes);
 }
