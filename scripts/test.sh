@@ -60,7 +60,7 @@ OPENQQ_TEST_KAFKA_BROKERS=$(scripts/services/tansu.sh start)
 export OPENQQ_TEST_KAFKA_BROKERS
 echo "tansu at $OPENQQ_TEST_KAFKA_BROKERS"
 OPENQQ_TEST_DYNAMODB_ENDPOINT=$(scripts/services/moto.sh start)
-export OPENQQ_TEST_DYNAMODB_ENDPOINT
+export OPENQQ_TEST_DYNAMODB_ENDPOINT OPENQQ_TEST_S3_ENDPOINT=$OPENQQ_TEST_DYNAMODB_ENDPOINT # moto serves both
 echo "moto (DynamoDB) at $OPENQQ_TEST_DYNAMODB_ENDPOINT"
 
 step "Recording the FPGA tools' verdicts live (yosys, nextpnr-ice40, icepack)"
@@ -92,5 +92,5 @@ status=0
 cargo test --locked --workspace --no-fail-fast || status=$?
 
 step "Running the DynamoDB store's suites (feature dynamodb) against moto"
-cargo test --locked -p openqq-adapters --features dynamodb --lib --test dynamo_conformance || status=$?
+cargo test --locked -p openqq-adapters --features dynamodb,s3 --lib --test dynamo_conformance --test s3_conformance || status=$?
 exit $status
