@@ -40,14 +40,36 @@ pub struct SubmitRequest {
     #[serde(default)]
     pub netlist: Option<Box<RawValue>>,
     #[serde(default)]
-    pub netlist_ref: Option<ObjectRef>,
+    pub netlist_ref: Option<RequestRef>,
     pub constraints: RequestConstraints,
     #[serde(default)]
     pub bitstream_base64: Option<String>,
     #[serde(default)]
-    pub bitstream_ref: Option<ObjectRef>,
+    pub bitstream_ref: Option<RequestRef>,
     #[serde(default)]
     pub options: Options,
+}
+
+/// An upload as a client names it: `{"digest", "bytes"}`, the length a whole number however JSON
+/// writes it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestRef {
+    pub digest: String,
+    #[serde(deserialize_with = "whole")]
+    pub bytes: u64,
+}
+
+impl From<RequestRef> for ObjectRef {
+    fn from(r: RequestRef) -> Self {
+        ObjectRef { digest: r.digest, bytes: r.bytes }
+    }
+}
+
+/// A required whole number ([`whole_number`]).
+pub(crate) fn whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    use serde::de::Error;
+    whole_number(d)?.ok_or_else(|| D::Error::custom("expected a whole number"))
 }
 
 /// The constraints as a client sends them: always inline (a reference is the API's own doing).
@@ -60,7 +82,7 @@ pub struct RequestConstraints {
 
 /// A whole number however JSON writes it (`2`, `2.0`, `2e0`): JSON does not tell them apart, and
 /// neither does the contract (`type: integer`). Fractions and negatives are refused.
-fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     use serde::de::{Error, Unexpected};
     let Some(n) = Option::<serde_json::Number>::deserialize(d)? else { return Ok(None) };
     if let Some(u) = n.as_u64() {
@@ -79,10 +101,10 @@ impl SubmitRequest {
             name: self.name,
             target: self.target,
             netlist: self.netlist,
-            netlist_ref: self.netlist_ref,
+            netlist_ref: self.netlist_ref.map(ObjectRef::from),
             constraints: Constraints { format: self.constraints.format, text: self.constraints.text, text_ref: None },
             bitstream_base64: self.bitstream_base64,
-            bitstream_ref: self.bitstream_ref,
+            bitstream_ref: self.bitstream_ref.map(ObjectRef::from),
             options: self.options,
         };
         spec.check().map_err(|e| Problem::invalid_field(e.field, e.message))?;

@@ -54,7 +54,8 @@ pub const UPLOADS_METRIC: &str = "openqq_uploads_total";
 pub struct UploadRequest {
     /// SHA-256 of the bytes to upload, lower-case hex.
     pub sha256: String,
-    /// Their exact length.
+    /// Their exact length (a whole number however JSON writes it, as for revisions).
+    #[serde(deserialize_with = "crate::designs::whole")]
     pub bytes: u64,
 }
 
@@ -312,6 +313,16 @@ mod tests {
 
     fn request(sha256: &str, bytes: u64) -> UploadRequest {
         UploadRequest { sha256: sha256.into(), bytes }
+    }
+
+    #[test]
+    fn an_upload_length_is_a_whole_number_however_json_writes_it() {
+        let parsed: UploadRequest = serde_json::from_str(r#"{"sha256": "ab", "bytes": 188.0}"#).unwrap();
+        assert_eq!(parsed.bytes, 188);
+        for bad in ["1.5", "-1", "null"] {
+            let body = format!(r#"{{"sha256": "ab", "bytes": {bad}}}"#);
+            assert!(serde_json::from_str::<UploadRequest>(&body).is_err(), "{bad}");
+        }
     }
 
     #[test]
