@@ -117,6 +117,31 @@ impl Attrs for Item {
     }
 }
 
+/// The table as [`create_table_if_missing`] creates it and the deployment template declares it
+/// (docs/DYNAMODB.md); a test holds template.yaml to this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Definition {
+    /// `(attribute, "HASH" | "RANGE")`, partition key first.
+    pub key_schema: &'static [(&'static str, &'static str)],
+    /// `(attribute, "S" | "N" | "B")` of every attribute a key or index uses.
+    pub attributes: &'static [(&'static str, &'static str)],
+    /// Names of the global secondary indexes: none, every read names its partition key.
+    pub global_secondary_indexes: &'static [&'static str],
+    /// The TTL attribute ([`TTL`]).
+    pub ttl_attribute: &'static str,
+    /// On demand.
+    pub billing_mode: &'static str,
+}
+
+/// The one table's definition.
+pub const DEFINITION: Definition = Definition {
+    key_schema: &[(PK, "HASH"), (SK, "RANGE")],
+    attributes: &[(PK, "S"), (SK, "S")],
+    global_secondary_indexes: &[],
+    ttl_attribute: TTL,
+    billing_mode: "PAY_PER_REQUEST",
+};
+
 /// Whether `name` is a valid DynamoDB table name (3 to 255 of letters, digits, `_`, `-`, `.`).
 pub fn valid_table_name(name: &str) -> bool {
     (3..=255).contains(&name.len())
@@ -135,25 +160,17 @@ pub(crate) async fn create_table_if_missing(client: &Client, table: &str) -> Por
         Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {}
         Err(e) => return Err(classify("describe table", e)),
     }
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .expect("name and type are set")
-    };
-    let key_part =
-        |name: &str, kind| KeySchemaElement::builder().attribute_name(name).key_type(kind).build().expect("set");
-    let created = client
-        .create_table()
-        .table_name(table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attribute(PK))
-        .attribute_definitions(attribute(SK))
-        .key_schema(key_part(PK, KeyType::Hash))
-        .key_schema(key_part(SK, KeyType::Range))
-        .send()
-        .await;
+    let mut request = client.create_table().table_name(table).billing_mode(BillingMode::from(DEFINITION.billing_mode));
+    for (name, kind) in DEFINITION.attributes {
+        let attribute =
+            AttributeDefinition::builder().attribute_name(*name).attribute_type(ScalarAttributeType::from(*kind));
+        request = request.attribute_definitions(attribute.build().expect("name and type are set"));
+    }
+    for (name, kind) in DEFINITION.key_schema {
+        let part = KeySchemaElement::builder().attribute_name(*name).key_type(KeyType::from(*kind));
+        request = request.key_schema(part.build().expect("name and key type are set"));
+    }
+    let created = request.send().await;
     let created = match created {
         Ok(_) => true,
         // Another process created it meanwhile.
@@ -162,7 +179,11 @@ pub(crate) async fn create_table_if_missing(client: &Client, table: &str) -> Por
     };
     wait_active(client, table).await?;
     if created {
-        let ttl = TimeToLiveSpecification::builder().enabled(true).attribute_name(TTL).build().expect("set");
+        let ttl = TimeToLiveSpecification::builder()
+            .enabled(true)
+            .attribute_name(DEFINITION.ttl_attribute)
+            .build()
+            .expect("set");
         client
             .update_time_to_live()
             .table_name(table)
@@ -198,4 +219,20 @@ async fn wait_active(client: &Client, table: &str) -> PortResult<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Err(PortError::Unavailable(format!("the DynamoDB table {table} did not become active within a minute")))
+}
+
+#[cfg(test)]
+mod definition_tests {
+    use super::*;
+
+    #[test]
+    fn every_word_of_the_definition_is_one_the_sdk_knows() {
+        assert!(BillingMode::values().contains(&DEFINITION.billing_mode));
+        for (_, kind) in DEFINITION.key_schema {
+            assert!(KeyType::values().contains(kind), "{kind}");
+        }
+        for (_, kind) in DEFINITION.attributes {
+            assert!(ScalarAttributeType::values().contains(kind), "{kind}");
+        }
+    }
 }

@@ -1,0 +1,506 @@
+//! The deployment template (template.yaml) against the code it deploys.
+//!
+//! cfn-lint and `sam validate --lint` (scripts/services/cfn-lint.sh) check the template against
+//! AWS's schemas, but they pass a starting position AWS refuses, a batch size over the limit, a
+//! runtime that does not exist and a reference to a missing resource inside an environment
+//! block. These tests hold the template to the code instead: each function's binary is a bin of
+//! `openqq-lambda`, every environment variable a function sets is one the settings read, topics
+//! and consumer groups are the ones the platform uses, the table is the store adapter's, and the
+//! triggers stay within what AWS documents for MSK.
+
+use openqq_core::{EventKind, Topics};
+use openqq_e2e::repo_root;
+use openqq_platform::{Platform, Settings};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The four functions: logical id in the template, and the `openqq-lambda` bin it runs.
+const FUNCTIONS: [(&str, &str); 4] = [
+    ("ApiFunction", "api"),
+    ("DesignJobFunction", "design-job"),
+    ("ValidationFunction", "validation"),
+    ("ResultsFunction", "results"),
+];
+
+/// Variables every function must set: without them a function falls back to embedded storage in
+/// its own /tmp, which is right for one machine and wrong for a fleet.
+const SHARED_BACKENDS: [&str; 4] =
+    ["OPENQQ_MSK_CLUSTER_ARN", "OPENQQ_KAFKA_AUTH", "OPENQQ_DYNAMODB_TABLE", "OPENQQ_TOPIC_PREFIX"];
+
+/// Variables the template sets for backends whose settings are being added to
+/// `openqq_platform::Settings` (the S3 object store, the limiter on ElastiCache by name). Each
+/// leaves this list once `Settings::env_vars()` reads it.
+const PENDING_SETTINGS: [&str; 2] = ["OPENQQ_S3_BUCKET", "OPENQQ_ELASTICACHE_CACHE"];
+
+/// Standard variables of the AWS SDK and the Rust runtime a function may set.
+const STANDARD: [&str; 6] =
+    ["AWS_ENDPOINT_URL", "AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE", "AWS_USE_FIPS_ENDPOINT", "RUST_LOG", "RUST_BACKTRACE"];
+
+/// A prefix to resolve `${TopicPrefix}` with, so a missing prefix shows.
+const PREFIX: &str = "stage-";
+
+// --- Reading the template ---------------------------------------------------------------------
+
+/// template.yaml as JSON, with CloudFormation's short tags in their long form (`!Ref X` is
+/// `{"Ref": "X"}`, `!GetAtt A.B` is `{"Fn::GetAtt": ["A", "B"]}`, `!Sub …` is `{"Fn::Sub": …}`).
+fn template() -> Value {
+    let path = repo_root().join("template.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let yaml: serde_norway::Value =
+        serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", path.display()));
+    long_form(yaml)
+}
+
+fn long_form(v: serde_norway::Value) -> Value {
+    use serde_norway::Value as Y;
+    match v {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => serde_json::from_str(&n.to_string()).expect("a YAML number is a JSON number"),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(long_form).collect()),
+        Y::Mapping(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| match k {
+                    Y::String(k) => (k, long_form(v)),
+                    other => panic!("a mapping key that is not a string: {other:?}"),
+                })
+                .collect(),
+        ),
+        Y::Tagged(tagged) => {
+            let tag = tagged.tag.to_string();
+            let name = tag.trim_start_matches('!');
+            let value = long_form(tagged.value);
+            match name {
+                "Ref" => json!({ "Ref": value }),
+                "Condition" => json!({ "Condition": value }),
+                "GetAtt" => match value {
+                    Value::String(s) => {
+                        let (resource, attribute) = s.split_once('.').expect("!GetAtt names RESOURCE.ATTRIBUTE");
+                        json!({ "Fn::GetAtt": [resource, attribute] })
+                    }
+                    other => json!({ "Fn::GetAtt": other }),
+                },
+                other => json!({ format!("Fn::{other}"): value }),
+            }
+        }
+    }
+}
+
+fn resources(t: &Value) -> &Map<String, Value> {
+    t["Resources"].as_object().expect("the template has resources")
+}
+
+fn properties<'a>(t: &'a Value, logical_id: &str) -> &'a Value {
+    let r = &resources(t)[logical_id];
+    assert!(r.is_object(), "the template declares {logical_id}");
+    &r["Properties"]
+}
+
+/// Resolves what the tests need to compare: strings, `Ref` to a parameter (from `params`) and
+/// `Fn::Sub` of a string over them. Anything else is `None`.
+fn resolve(v: &Value, params: &BTreeMap<&str, &str>) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Object(o) if o.len() == 1 => {
+            if let Some(Value::String(name)) = o.get("Ref") {
+                return params.get(name.as_str()).map(|v| v.to_string());
+            }
+            let Some(Value::String(text)) = o.get("Fn::Sub") else { return None };
+            let mut out = String::new();
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("${") {
+                out.push_str(&rest[..at]);
+                let end = rest[at..].find('}').expect("a ${…} in a Sub string closes") + at;
+                out.push_str(params.get(&rest[at + 2..end])?);
+                rest = &rest[end + 1..];
+            }
+            out.push_str(rest);
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// Sample values for the template's parameters and the names its resources would get.
+fn sample_values() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        ("TopicPrefix", PREFIX),
+        ("MskClusterArn", "arn:aws:kafka:eu-west-1:123456789012:cluster/openqq/0b1c2d3e-4f56-7890-abcd-ef0123456789-2"),
+        ("JwtIssuer", "https://issuer.example.com/"),
+        ("JwtAudience", "openqq"),
+        ("ApiReservedConcurrency", "50"),
+        ("Table", "openqq-Table-1ABCDEF"),
+        ("ObjectBucket", "openqq-objectbucket-1abcdef"),
+        ("LimiterCache", "openqq-limiter"),
+        ("AWS::StackName", "openqq"),
+    ])
+}
+
+fn variables(t: &Value, function: &str) -> Map<String, Value> {
+    properties(t, function)["Environment"]["Variables"].as_object().cloned().unwrap_or_default()
+}
+
+/// The MSK trigger of a consumer function (exactly one).
+fn msk_trigger<'a>(t: &'a Value, function: &str) -> &'a Value {
+    let events = properties(t, function)["Events"].as_object().expect("a consumer function has events");
+    let msk: Vec<_> = events.values().filter(|e| e["Type"] == "MSK").collect();
+    assert_eq!(msk.len(), 1, "{function} has one MSK trigger");
+    &msk[0]["Properties"]
+}
+
+/// The `[[bin]]` names of openqq-lambda, with their source files.
+fn lambda_bins() -> BTreeMap<String, String> {
+    let manifest = std::fs::read_to_string(repo_root().join("functions/lambda/Cargo.toml")).unwrap();
+    let mut bins = BTreeMap::new();
+    for section in manifest.split("[[bin]]").skip(1) {
+        let field = |key: &str| {
+            section.lines().find_map(|l| {
+                let (k, v) = l.split_once('=')?;
+                (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+            })
+        };
+        bins.insert(field("name").expect("a bin has a name"), field("path").expect("a bin has a path"));
+    }
+    bins
+}
+
+/// The event kind a consumer bin's `main` hands to `openqq_platform::lambda::consumer`.
+fn consumed_by(bin_source: &str) -> Option<EventKind> {
+    let text = std::fs::read_to_string(repo_root().join("functions/lambda").join(bin_source)).unwrap();
+    let call = text.split("lambda::consumer(").nth(1)?;
+    let variant = call.split("EventKind::").nth(1)?.split(|c: char| !c.is_alphanumeric()).next()?;
+    EventKind::ALL.into_iter().find(|k| format!("{k:?}") == variant)
+}
+
+// --- Functions --------------------------------------------------------------------------------
+
+#[test]
+fn each_function_runs_its_own_openqq_lambda_bin_as_a_bootstrap_on_provided_al2023() {
+    let t = template();
+    let bins = lambda_bins();
+    let mut used = BTreeSet::new();
+    let declared: BTreeSet<&str> = resources(&t)
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .map(|(id, _)| id.as_str())
+        .collect();
+    assert_eq!(declared, FUNCTIONS.iter().map(|(id, _)| *id).collect(), "the template's functions");
+    for (id, bin) in FUNCTIONS {
+        let r = &resources(&t)[id];
+        assert_eq!(r["Metadata"]["BuildMethod"], "rust-cargolambda", "{id}");
+        let binary = r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap_or_else(|| panic!("{id}: Binary"));
+        assert_eq!(binary, bin, "{id} runs the bin it is named for");
+        assert!(bins.contains_key(binary), "{id}: {binary} is not a bin of openqq-lambda ({bins:?})");
+        assert!(used.insert(binary), "{id}: {binary} is deployed twice");
+        let p = &r["Properties"];
+        assert_eq!(p["Runtime"], "provided.al2023", "{id}");
+        assert_eq!(p["Handler"], "bootstrap", "{id}: cargo lambda names the executable bootstrap");
+        let arch = p["Architectures"].as_array().unwrap_or_else(|| panic!("{id}: Architectures"));
+        assert!(arch.len() == 1 && ["arm64", "x86_64"].contains(&arch[0].as_str().unwrap()), "{id}: {arch:?}");
+        let memory = p["MemorySize"].as_u64().unwrap_or_else(|| panic!("{id}: MemorySize"));
+        assert!((128..=10_240).contains(&memory), "{id}: Lambda takes 128 to 10,240 MB, not {memory}");
+        let timeout = p["Timeout"].as_u64().unwrap_or_else(|| panic!("{id}: Timeout"));
+        assert!((1..=900).contains(&timeout), "{id}: Lambda takes 1 to 900 s, not {timeout}");
+    }
+    assert_eq!(used.len(), bins.len(), "every bin of openqq-lambda is deployed");
+}
+
+#[test]
+fn the_api_function_answers_within_the_http_apis_30_second_limit_from_a_bounded_pool() {
+    let t = template();
+    let p = properties(&t, "ApiFunction");
+    assert!(p["Timeout"].as_u64().unwrap() < 30, "API Gateway gives up on an HTTP API integration at 30 s");
+    assert_eq!(p["ReservedConcurrentExecutions"], json!({"Ref": "ApiReservedConcurrency"}));
+    assert!(t["Parameters"]["ApiReservedConcurrency"].is_object(), "the pool's size is a parameter");
+    let events = p["Events"].as_object().unwrap();
+    assert!(events.values().all(|e| e["Type"] == "HttpApi"), "the API function is invoked by the HTTP API only");
+    let authorizer = &properties(&t, "HttpApi")["Auth"];
+    let name = authorizer["DefaultAuthorizer"].as_str().expect("the HTTP API has a default authorizer");
+    assert!(authorizer["Authorizers"][name]["JwtConfiguration"].is_object(), "{name} is a JWT authorizer");
+    // Only the routes that carry no bearer token bypass it.
+    for (id, event) in events {
+        if event["Properties"]["Auth"]["Authorizer"] == "NONE" {
+            let path = event["Properties"]["Path"].as_str().unwrap();
+            assert!(["/v1/uploads/{digest}", "/healthz"].contains(&path), "{id}: {path} skips the authorizer");
+        }
+    }
+}
+
+#[test]
+fn every_variable_a_function_sets_is_one_the_settings_read() {
+    let t = template();
+    let read: BTreeSet<String> = Settings::env_vars().into_iter().collect();
+    for (id, _) in FUNCTIONS {
+        for name in variables(&t, id).keys() {
+            let known = read.contains(name)
+                || (id == "ApiFunction" && name == openqq_platform::secret::ENV)
+                || PENDING_SETTINGS.contains(&name.as_str())
+                || STANDARD.contains(&name.as_str());
+            assert!(known, "{id} sets {name}, which nothing reads (known: {read:?})");
+        }
+    }
+    for pending in PENDING_SETTINGS {
+        assert!(pending.starts_with("OPENQQ_"), "{pending}");
+    }
+}
+
+#[test]
+fn every_function_shares_the_log_the_store_and_the_objects_and_only_the_api_holds_the_token_secret() {
+    let t = template();
+    for (id, _) in FUNCTIONS {
+        let vars = variables(&t, id);
+        for name in SHARED_BACKENDS.iter().chain(["OPENQQ_S3_BUCKET"].iter()) {
+            assert!(vars.contains_key(*name), "{id} does not set {name}");
+        }
+        let holds_secret = vars.contains_key(openqq_platform::secret::ENV);
+        assert_eq!(holds_secret, id == "ApiFunction", "{id}: OPENQQ_JWT_SECRET");
+        let reserved = ["AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"];
+        assert!(vars.keys().all(|k| !reserved.contains(&k.as_str())), "{id} sets a variable Lambda reserves");
+    }
+    let api = variables(&t, "ApiFunction");
+    assert!(api.contains_key("OPENQQ_ELASTICACHE_CACHE"), "the API's limiter is shared through ElastiCache");
+    let secret = api[openqq_platform::secret::ENV]["Fn::Sub"].as_str().unwrap_or_default();
+    assert!(secret.starts_with("{{resolve:secretsmanager:"), "the JWT secret comes from Secrets Manager: {secret}");
+}
+
+#[test]
+fn every_functions_settings_start_the_platform_the_way_the_cold_start_reads_them() {
+    let t = template();
+    let values = sample_values();
+    for (id, _) in FUNCTIONS {
+        let mut args = vec!["--data-dir=/nonexistent".to_owned()];
+        for (name, value) in variables(&t, id) {
+            if !Settings::env_vars().contains(&name) {
+                continue;
+            }
+            let value = resolve(&value, &values).unwrap_or_else(|| panic!("{id}: cannot resolve {name} = {value}"));
+            let flag = name.trim_start_matches("OPENQQ_").to_lowercase().replace('_', "-");
+            args.push(format!("--{flag}={value}"));
+        }
+        if let Err(e) = Settings::from_args(&args) {
+            panic!("{id}'s environment does not start the platform: {e:#} ({args:?})");
+        }
+    }
+}
+
+// --- Triggers ---------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_trigger_reads_the_topic_its_bin_consumes_under_the_consumer_group_the_platform_names() {
+    let t = template();
+    let values = sample_values();
+    let data = tempfile::tempdir().unwrap();
+    let settings =
+        Settings::from_args([format!("--data-dir={}", data.path().display()), format!("--topic-prefix={PREFIX}")])
+            .unwrap();
+    let platform = Platform::build(settings).await.expect("the embedded platform builds");
+    let bins = lambda_bins();
+    let mut consumed = BTreeSet::new();
+    for (id, bin) in FUNCTIONS.into_iter().filter(|(id, _)| *id != "ApiFunction") {
+        let kind = consumed_by(&bins[bin]).unwrap_or_else(|| panic!("{bin}'s main names the kind it consumes"));
+        assert!(openqq_platform::CONSUMED.contains(&kind), "{kind} is consumed");
+        consumed.insert(kind.as_str());
+        let trigger = msk_trigger(&t, id);
+        let topics: Vec<_> =
+            trigger["Topics"].as_array().unwrap().iter().map(|v| resolve(v, &values).unwrap()).collect();
+        assert_eq!(topics, [Topics::new(PREFIX).of(kind)], "{id}'s topic");
+        let group = resolve(&trigger["ConsumerGroupId"], &values).expect("a fixed consumer group id");
+        let handler = platform.handler(kind).unwrap();
+        // As `openqq up`'s trigger names it: the topic prefix and the function's name.
+        assert_eq!(group, format!("{PREFIX}{}", handler.name()), "{id}'s consumer group");
+        assert_eq!(trigger["Stream"], json!({"Ref": "MskClusterArn"}), "{id} reads the cluster parameter");
+    }
+    let all: BTreeSet<&str> = openqq_platform::CONSUMED.iter().map(|k| k.as_str()).collect();
+    assert_eq!(consumed, all, "every consumed topic has its function");
+}
+
+#[test]
+fn every_trigger_starts_at_the_oldest_record_within_awss_documented_limits_for_msk() {
+    let t = template();
+    for (id, _) in FUNCTIONS.into_iter().filter(|(id, _)| *id != "ApiFunction") {
+        let p = msk_trigger(&t, id);
+        assert_eq!(p["StartingPosition"], "TRIM_HORIZON", "{id}: a new mapping reads what the topic holds");
+        let batch = p["BatchSize"].as_u64().unwrap_or_else(|| panic!("{id}: BatchSize"));
+        assert!((1..=10_000).contains(&batch), "{id}: MSK batches are 1 to 10,000 records, not {batch}");
+        let window = p["MaximumBatchingWindowInSeconds"].as_u64().unwrap_or_else(|| panic!("{id}: window"));
+        assert!(window <= 300, "{id}: the batching window is 0 to 300 s, not {window}");
+        let group = resolve(&p["ConsumerGroupId"], &BTreeMap::from([("TopicPrefix", PREFIX)])).unwrap();
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "-/*:_+=.@".contains(c);
+        assert!((1..=200).contains(&group.len()) && group.chars().all(allowed), "{id}: consumer group {group:?}");
+        // Partial-batch responses and a retry limit are error-handling controls, which Lambda's
+        // Kafka triggers offer in provisioned mode only.
+        assert_eq!(p["FunctionResponseTypes"], json!(["ReportBatchItemFailures"]), "{id}");
+        let pollers = &p["ProvisionedPollerConfig"];
+        assert!(pollers["MinimumPollers"].as_u64().is_some_and(|n| (1..=200).contains(&n)), "{id}: {pollers}");
+        let retries = p["MaximumRetryAttempts"].as_i64().unwrap_or_else(|| panic!("{id}: MaximumRetryAttempts"));
+        assert!((0..=10_000).contains(&retries), "{id}: a finite retry limit, not {retries}");
+        assert_eq!(p["BisectBatchOnFunctionError"], false, "{id}: splitting a batch would reorder a partition");
+        assert!(p["DestinationConfig"]["OnFailure"]["Destination"].is_object(), "{id}: an on-failure destination");
+        let timeout = properties(&t, id)["Timeout"].as_u64().unwrap();
+        assert!(timeout > window, "{id}: the function outlives the batching window");
+    }
+}
+
+// --- Table and bucket -------------------------------------------------------------------------
+
+#[test]
+fn the_table_is_the_store_adapters_on_demand_with_recovery_and_ttl() {
+    use openqq_adapters::dynamo::table::DEFINITION;
+    let t = template();
+    let r = &resources(&t)["Table"];
+    assert_eq!(r["Type"], "AWS::DynamoDB::Table");
+    assert_eq!(r["DeletionPolicy"], "Retain", "deleting the stack keeps the designs");
+    let p = &r["Properties"];
+    assert_eq!(p["BillingMode"], DEFINITION.billing_mode);
+    let pairs = |list: &Value, a: &str, b: &str| -> Vec<(String, String)> {
+        let list = list.as_array().unwrap_or_else(|| panic!("{list}"));
+        list.iter().map(|e| (e[a].as_str().unwrap().to_owned(), e[b].as_str().unwrap().to_owned())).collect()
+    };
+    let want = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    };
+    assert_eq!(pairs(&p["KeySchema"], "AttributeName", "KeyType"), want(DEFINITION.key_schema));
+    let mut attributes = pairs(&p["AttributeDefinitions"], "AttributeName", "AttributeType");
+    let mut expected = want(DEFINITION.attributes);
+    attributes.sort();
+    expected.sort();
+    assert_eq!(attributes, expected, "attribute definitions");
+    let indexes: Vec<&str> = p["GlobalSecondaryIndexes"]
+        .as_array()
+        .map(|l| l.iter().map(|i| i["IndexName"].as_str().unwrap()).collect())
+        .unwrap_or_default();
+    assert_eq!(indexes, DEFINITION.global_secondary_indexes, "global secondary indexes");
+    assert!(p["LocalSecondaryIndexes"].is_null(), "no local secondary index (docs/DYNAMODB.md)");
+    assert_eq!(p["TimeToLiveSpecification"], json!({"AttributeName": DEFINITION.ttl_attribute, "Enabled": true}));
+    assert_eq!(p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], true);
+}
+
+#[test]
+fn the_object_bucket_is_private_and_expires_unadopted_uploads_after_a_day() {
+    let t = template();
+    let p = properties(&t, "ObjectBucket");
+    let block = &p["PublicAccessBlockConfiguration"];
+    for key in ["BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"] {
+        assert_eq!(block[key], true, "{key}");
+    }
+    let rules = p["LifecycleConfiguration"]["Rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 1, "one lifecycle rule");
+    let rule = &rules[0];
+    assert_eq!(rule["Id"], "expire-unadopted-uploads");
+    assert_eq!(
+        (&rule["Status"], &rule["Prefix"], &rule["ExpirationInDays"]),
+        (&json!("Enabled"), &json!("uploads/"), &json!(1))
+    );
+}
+
+// --- References and permissions ---------------------------------------------------------------
+
+/// Every name a `Ref`, `Fn::GetAtt` or `${…}` in a `Fn::Sub` refers to, with where.
+fn references(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, x)| references(x, &format!("{at}[{i}]"), out)),
+        Value::Object(o) => {
+            for (k, x) in o {
+                match (k.as_str(), x) {
+                    ("Ref", Value::String(name)) => out.push((name.clone(), at.to_owned())),
+                    ("Fn::GetAtt", Value::Array(parts)) => {
+                        out.push((parts[0].as_str().unwrap().to_owned(), at.to_owned()));
+                    }
+                    ("Fn::Sub", sub) => {
+                        let (text, locals) = match sub {
+                            Value::String(s) => (s.as_str(), Map::new()),
+                            Value::Array(parts) => {
+                                references(&parts[1], at, out);
+                                (parts[0].as_str().unwrap(), parts[1].as_object().cloned().unwrap_or_default())
+                            }
+                            other => panic!("{at}: Fn::Sub of {other}"),
+                        };
+                        for piece in text.split("${").skip(1) {
+                            let name = piece.split('}').next().unwrap();
+                            if name.starts_with('!') || locals.contains_key(name) {
+                                continue;
+                            }
+                            out.push((name.split('.').next().unwrap().to_owned(), at.to_owned()));
+                        }
+                    }
+                    _ => references(x, &format!("{at}.{k}"), out),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_reference_names_a_parameter_a_resource_or_a_pseudo_parameter() {
+    let t = template();
+    let mut known: BTreeSet<String> = resources(&t).keys().cloned().collect();
+    known.extend(t["Parameters"].as_object().unwrap().keys().cloned());
+    let mut found = Vec::new();
+    for section in ["Resources", "Outputs", "Globals", "Conditions"] {
+        references(&t[section], section, &mut found);
+    }
+    assert!(found.len() > 50, "the walk finds the references ({})", found.len());
+    for (name, at) in found {
+        assert!(known.contains(&name) || name.starts_with("AWS::"), "{at} refers to {name}, which is not declared");
+    }
+}
+
+#[test]
+fn no_role_grants_a_wildcard_action_or_a_wildcard_resource_on_data() {
+    let t = template();
+    let mut statements = 0;
+    for (id, r) in resources(&t) {
+        let documents: Vec<&Value> = match r["Type"].as_str() {
+            Some("AWS::IAM::Role") => {
+                r["Properties"]["Policies"].as_array().unwrap().iter().map(|p| &p["PolicyDocument"]).collect()
+            }
+            Some("AWS::IAM::ManagedPolicy") => vec![&r["Properties"]["PolicyDocument"]],
+            _ => continue,
+        };
+        for statement in documents.into_iter().flat_map(|d| d["Statement"].as_array().unwrap()) {
+            statements += 1;
+            let one_or_many = |v: &Value| match v {
+                Value::Array(a) => a.clone(),
+                other => vec![other.clone()],
+            };
+            let actions = one_or_many(&statement["Action"]);
+            for action in &actions {
+                let action = action.as_str().unwrap_or_else(|| panic!("{id}: action {action}"));
+                assert!(!action.contains('*'), "{id} grants {action}");
+            }
+            if one_or_many(&statement["Resource"]).contains(&json!("*")) {
+                // Only actions that take no resource may be granted on "*".
+                for action in actions {
+                    let action = action.as_str().unwrap();
+                    assert!(action.starts_with("ec2:"), "{id} grants {action} on every resource");
+                }
+            }
+        }
+    }
+    assert!(statements >= 20, "the roles' statements were read ({statements})");
+}
+
+// --- The local kit ----------------------------------------------------------------------------
+
+#[test]
+fn the_local_init_scripts_create_every_topic_and_the_table_as_the_code_defines_them() {
+    use openqq_adapters::dynamo::table::DEFINITION;
+    let topics_sh = std::fs::read_to_string(repo_root().join("localstack/init/topics.sh")).unwrap();
+    let list = topics_sh.lines().find_map(|l| l.strip_prefix("topics=(")).expect("topics.sh lists its topics");
+    let listed: Vec<String> = list.trim_end_matches(')').split_whitespace().map(str::to_owned).collect();
+    assert_eq!(listed, Topics::new("").all(), "localstack/init/topics.sh");
+
+    let resources_sh = std::fs::read_to_string(repo_root().join("localstack/init/resources.sh")).unwrap();
+    for (name, kind) in DEFINITION.attributes {
+        assert!(resources_sh.contains(&format!("AttributeName={name},AttributeType={kind}")), "{name} {kind}");
+    }
+    for (name, kind) in DEFINITION.key_schema {
+        assert!(resources_sh.contains(&format!("AttributeName={name},KeyType={kind}")), "{name} {kind}");
+    }
+    assert!(resources_sh.contains(&format!("--billing-mode {}", DEFINITION.billing_mode)));
+    assert!(resources_sh.contains(&format!("AttributeName={}", DEFINITION.ttl_attribute)));
+}
