@@ -29,8 +29,9 @@ pub(crate) struct Design<'a> {
 /// The parts whose IO has programmable pull-up strengths (nextpnr: "UP5K/UP3K").
 const PULLUP_RESISTOR_DEVICES: &[&str] = &["up5k", "up3k"];
 
-/// Runs every constraint check, returning early (the caller reports it) once `deadline` has passed. `pcf_text` is `None` when the design came without a PCF, which
-/// nextpnr accepts with a warning and places every IO itself.
+/// Runs every constraint check, returning early (the caller reports it) once `deadline` has
+/// passed. `pcf_text` is `None` when the design came without a PCF, which nextpnr accepts with a
+/// warning and places every IO itself.
 pub(crate) fn check_constraints(
     device: &Device,
     package: &Package,
@@ -48,99 +49,154 @@ pub(crate) fn check_constraints(
         )];
     };
     let (parsed, mut findings) = pcf::parse(text, file);
-    let at = |io: &SetIo| Location {
-        file: file.map(str::to_owned),
-        line: Some(io.line),
-        port: Some(io.port.clone()),
-        pin: Some(io.pin.clone()),
-        ..Location::default()
-    };
-    let ports: HashSet<BitName> = design.io_bits.iter().copied().collect();
-    // The port bits a set_io line names (a name can be both a one-bit port and a bus bit).
-    let bits_of = |io: &SetIo| design.names.lookup(&io.port).filter(|b| ports.contains(b)).collect::<Vec<_>>();
-    let mut placed: HashMap<&str, (&SetIo, &'static Pin)> = HashMap::new();
-    let mut pads: HashMap<(u8, u8, u8), &SetIo> = HashMap::new();
-    // Ports with a rejected constraint already have an error; calling them unconstrained too
-    // would only repeat it.
-    let mut mentioned: HashSet<BitName> = HashSet::new();
-    let mut pins: HashMap<BitName, (&str, &'static Pin)> = HashMap::new();
+    let mut placement = Placement::new(device, package, design, file);
     for io in &parsed.ios {
         if deadline.passed() {
             return findings;
         }
-        if io.pullup_resistor.is_some() && !PULLUP_RESISTOR_DEVICES.contains(&device.name) {
+        placement.place(io, &mut findings);
+    }
+    let unplaced = design.io_bits.iter().filter(|b| !placement.mentioned.contains(b));
+    for (i, bit) in unplaced.enumerate() {
+        if i.is_multiple_of(1024) && deadline.passed() {
+            return findings;
+        }
+        findings.push(unconstrained(design.names.display(*bit), allow_unconstrained, file));
+    }
+    findings.extend(pll::check_pads(&design.plls, &placement.pins, file));
+    findings.extend(pll::check_frequencies(&design.plls, &design.names, &parsed.frequencies, file));
+    findings
+}
+
+/// The `set_io` lines accepted so far, in file order, and what they say about the port bits.
+struct Placement<'a> {
+    device: &'a Device,
+    package: &'a Package,
+    design: &'a Design<'a>,
+    file: Option<&'a str>,
+    /// Every top-level port bit, to tell a port of the design from a name it lacks.
+    ports: HashSet<BitName>,
+    /// The first accepted line for each port name.
+    placed: HashMap<&'a str, &'a SetIo>,
+    /// The accepted line holding each pad (tile x, y and pad z).
+    pads: HashMap<(u8, u8, u8), &'a SetIo>,
+    /// Bits some line names, accepted or not: ports with a rejected constraint already have an
+    /// error, and calling them unconstrained too would only repeat it.
+    mentioned: HashSet<BitName>,
+    /// Each placed bit's port name and pin, for the PLL pad checks.
+    pins: HashMap<BitName, (&'a str, &'static Pin)>,
+}
+
+impl<'a> Placement<'a> {
+    fn new(device: &'a Device, package: &'a Package, design: &'a Design<'a>, file: Option<&'a str>) -> Self {
+        Placement {
+            device,
+            package,
+            design,
+            file,
+            ports: design.io_bits.iter().copied().collect(),
+            placed: HashMap::new(),
+            pads: HashMap::new(),
+            mentioned: HashSet::new(),
+            pins: HashMap::new(),
+        }
+    }
+
+    /// Checks one `set_io` line in nextpnr's order and, if it passes, places its port bits.
+    fn place(&mut self, io: &'a SetIo, findings: &mut Vec<Finding>) {
+        if io.pullup_resistor.is_some() && !PULLUP_RESISTOR_DEVICES.contains(&self.device.name) {
             findings.push(Finding::error(
                 "PULLUP_RESISTOR_NOT_SUPPORTED",
                 format!(
                     "-pullup_resistor needs an iCE40 UltraPlus part (up5k, up3k); {} has fixed pull-ups",
-                    device.name
+                    self.device.name
                 ),
-                at(io),
+                at(io, self.file),
             ));
         }
-        let bits = bits_of(io);
+        let bits = self.bits_of(io);
         if bits.is_empty() {
             if !io.nowarn {
                 findings.push(Finding::warning(
                     "CONSTRAINT_UNKNOWN_PORT",
                     format!("the design has no top-level port '{}'; the constraint is ignored (add -nowarn to silence this)", io.port),
-                    at(io),
+                    at(io, self.file),
                 ));
             }
-            continue;
+            return;
         }
-        mentioned.extend(bits.iter().copied());
-        let Some(pin) = package.pins.iter().find(|p| p.name == io.pin) else {
-            findings.push(Finding::error(
+        self.mentioned.extend(bits.iter().copied());
+        match self.free_pin(io) {
+            Ok(pin) => {
+                self.placed.insert(&io.port, io);
+                self.pads.insert((pin.x, pin.y, pin.z), io);
+                self.pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
+            }
+            Err(finding) => findings.push(finding),
+        }
+    }
+
+    /// The port bits a `set_io` line names (a name can be both a one-bit port and a bus bit).
+    fn bits_of(&self, io: &SetIo) -> Vec<BitName> {
+        self.design.names.lookup(&io.port).filter(|b| self.ports.contains(b)).collect()
+    }
+
+    /// The package pin a line asks for, if it exists, its port has no pin yet and no other
+    /// port holds its pad.
+    fn free_pin(&self, io: &SetIo) -> Result<&'static Pin, Finding> {
+        let Some(pin) = self.package.pins.iter().find(|p| p.name == io.pin) else {
+            return Err(Finding::error(
                 "PIN_NOT_IN_PACKAGE",
                 format!(
                     "package {} has no IO pin named '{}' (pin names are case-sensitive; power, ground and configuration pins cannot be constrained)",
-                    package.name, io.pin
+                    self.package.name, io.pin
                 ),
-                at(io),
+                at(io, self.file),
             ));
-            continue;
         };
-        if let Some((first, _)) = placed.get(io.port.as_str()) {
-            findings.push(Finding::error(
+        if let Some(first) = self.placed.get(io.port.as_str()) {
+            return Err(Finding::error(
                 "PORT_CONSTRAINED_TWICE",
                 format!("port '{}' is already constrained on line {}", io.port, first.line),
-                at(io),
+                at(io, self.file),
             ));
-            continue;
         }
-        if let Some(other) = pads.get(&(pin.x, pin.y, pin.z)) {
-            findings.push(Finding::error(
+        if let Some(other) = self.pads.get(&(pin.x, pin.y, pin.z)) {
+            return Err(Finding::error(
                 "PIN_DOUBLE_ASSIGNED",
                 format!("pin {} is already taken by port '{}' (line {})", io.pin, other.port, other.line),
-                at(io),
+                at(io, self.file),
             ));
-            continue;
         }
-        placed.insert(&io.port, (io, pin));
-        pads.insert((pin.x, pin.y, pin.z), io);
-        pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
+        Ok(pin)
     }
-    for (i, bit) in design.io_bits.iter().filter(|b| !mentioned.contains(b)).enumerate() {
-        if i.is_multiple_of(1024) && deadline.passed() {
-            return findings;
-        }
-        let port = design.names.display(*bit);
-        let location = Location { file: file.map(str::to_owned), port: Some(port.clone()), ..Location::default() };
-        let message = format!("port '{port}' has no set_io constraint");
-        findings.push(if allow_unconstrained {
-            Finding::warning("PORT_UNCONSTRAINED", format!("{message}; nextpnr will place it automatically"), location)
-        } else {
-            Finding::error(
-                "PORT_UNCONSTRAINED",
-                format!("{message} (allow unconstrained IO to let nextpnr place it)"),
-                location,
-            )
-        });
+}
+
+/// Where a finding about a `set_io` line points.
+fn at(io: &SetIo, file: Option<&str>) -> Location {
+    Location {
+        file: file.map(str::to_owned),
+        line: Some(io.line),
+        port: Some(io.port.clone()),
+        pin: Some(io.pin.clone()),
+        ..Location::default()
     }
-    findings.extend(pll::check_pads(&design.plls, &pins, file));
-    findings.extend(pll::check_frequencies(&design.plls, &design.names, &parsed.frequencies, file));
-    findings
+}
+
+/// `PORT_UNCONSTRAINED` for a port bit no `set_io` line names: an error, or a warning when
+/// unconstrained IO is allowed (nextpnr then places it).
+fn unconstrained(port: String, allow_unconstrained: bool, file: Option<&str>) -> Finding {
+    let message = format!("port '{port}' has no set_io constraint");
+    let location = Location { file: file.map(str::to_owned), port: Some(port), ..Location::default() };
+    if allow_unconstrained {
+        Finding::warning("PORT_UNCONSTRAINED", format!("{message}; nextpnr will place it automatically"), location)
+    } else {
+        Finding::error(
+            "PORT_UNCONSTRAINED",
+            format!("{message} (allow unconstrained IO to let nextpnr place it)"),
+            location,
+        )
+    }
 }
 
 #[cfg(test)]

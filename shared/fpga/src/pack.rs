@@ -115,14 +115,47 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
 /// [`pack`], or `None` once `deadline` has passed (looked at between steps and every
 /// [`CELLS_PER_LOOK`] cells).
 pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) -> Option<Packing> {
-    let late = |i: usize| i.is_multiple_of(CELLS_PER_LOOK) && deadline.passed();
     let mut g = Graph::new(m);
-    let mut used: BTreeMap<&'static str, u32> = BTreeMap::new();
-    let mut unknown_cells = Vec::new();
+    pair_luts_with_ffs(&mut g, deadline)?;
+    pack_lone_ffs(&mut g);
+    let mut breakdown = lut_and_ff_breakdown(&g);
+    if deadline.passed() {
+        return None;
+    }
+    let carry_only = pack_carries(&mut g);
+    breakdown.carry_only = carry_only.len() as u32;
+    let vcc_merged = merge_indirect(&mut g, &carry_only);
+    breakdown.merged = g.lcs.iter().filter(|l| l.gone).count() as u32 + u32::from(vcc_merged);
 
-    // LUT4 + DFF pairs: a LUT whose output drives only one flip-flop's D input.
-    for ci in 0..m.cells.len() {
-        if late(ci) {
+    // nextpnr always inserts the VCC driver, unless a carry LC swallowed it.
+    let mut extra_lcs = u32::from(!vcc_merged) + u32::from(uses_constant_zero(m));
+    let mut used: BTreeMap<&'static str, u32> = BTreeMap::new();
+    let (hard_cell_lcs, unknown_cells) = count_hard_cells(&g, &mut used);
+    extra_lcs += hard_cell_lcs;
+    *used.entry("SB_IO").or_default() += top_port_ios(m);
+
+    if deadline.passed() {
+        return None;
+    }
+    let existing_gbs = used.get("SB_GB").copied().unwrap_or(0);
+    let promoted = globals::promote(&g, existing_gbs);
+    if deadline.passed() {
+        return None;
+    }
+    *used.entry("SB_GB").or_default() += promoted.len() as u32;
+    let chain_lcs = chains::legalise(&mut g, &promoted, device);
+    breakdown.chain_legalise = chain_lcs;
+
+    let lcs = g.lcs.iter().filter(|l| !l.gone).count() as u32;
+    used.insert("ICESTORM_LC", lcs + extra_lcs + chain_lcs);
+    Some(Packing { used, unknown_cells, breakdown })
+}
+
+/// LUT4 + DFF pairs: gives every LUT an LC, packing with it the flip-flop its output drives
+/// when that is the output's only user (on D). `None` once `deadline` has passed.
+fn pair_luts_with_ffs(g: &mut Graph, deadline: &Deadline) -> Option<()> {
+    for ci in 0..g.module.cells.len() {
+        if ci.is_multiple_of(CELLS_PER_LOOK) && deadline.passed() {
             return None;
         }
         if g.kinds[ci] != Kind::Lut {
@@ -137,42 +170,50 @@ pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) 
             _ => None,
         });
         let inputs = [Role::I0, Role::I1, Role::I2, Role::I3].map(|p| g.pin(ci, p));
-        let lc = Lc { inputs, lut: true, dff: dff.map(|d| dff_of(&g, d)), ..Lc::default() };
+        let lc = Lc { inputs, lut: true, dff: dff.map(|d| dff_of(g, d)), ..Lc::default() };
         g.lcs.push(lc);
         g.cell_lc[ci] = Some(g.lcs.len() - 1);
         if let Some(d) = dff {
             g.cell_lc[d] = Some(g.lcs.len() - 1);
         }
     }
-    // Flip-flops left over get an LC with a pass-through LUT.
+    Some(())
+}
+
+/// Flip-flops left over get an LC with a pass-through LUT.
+fn pack_lone_ffs(g: &mut Graph) {
+    let m = g.module;
     for (ci, c) in m.cells.iter().enumerate() {
         if g.kinds[ci] == Kind::Ff && g.cell_lc[ci].is_none() {
             let inputs = [m.bit(c, "D").and_then(|b| g.net_of_any(b)), None, None, None];
-            let lc = Lc { inputs, dff: Some(dff_of(&g, ci)), ..Lc::default() };
+            let lc = Lc { inputs, dff: Some(dff_of(g, ci)), ..Lc::default() };
             g.lcs.push(lc);
             g.cell_lc[ci] = Some(g.lcs.len() - 1);
         }
     }
-    let mut breakdown = Breakdown {
+}
+
+/// The LUT and flip-flop counts nextpnr logs once they are packed.
+fn lut_and_ff_breakdown(g: &Graph) -> Breakdown {
+    Breakdown {
         lut_only: g.lcs.iter().filter(|l| l.lut && l.dff.is_none()).count() as u32,
         lut_dff: g.lcs.iter().filter(|l| l.lut && l.dff.is_some()).count() as u32,
         dff_only: g.lcs.iter().filter(|l| !l.lut).count() as u32,
         ..Breakdown::default()
-    };
-    if deadline.passed() {
-        return None;
     }
-    let carry_only = pack_carries(&mut g);
-    breakdown.carry_only = carry_only.len() as u32;
-    let vcc_merged = merge_indirect(&mut g, &carry_only);
-    breakdown.merged = g.lcs.iter().filter(|l| l.gone).count() as u32 + u32::from(vcc_merged);
+}
 
-    // nextpnr always inserts the VCC driver, unless a carry LC swallowed it.
-    let mut extra_lcs = u32::from(!vcc_merged);
-    let any_zero = m.all_cell_bits().contains(&Bit::Zero) || m.ports.iter().any(|p| p.bits.contains(&Bit::Zero));
-    extra_lcs += u32::from(any_zero);
+/// Whether anything is tied to constant zero, for which nextpnr adds a GND driver LC.
+fn uses_constant_zero(m: &Module<'_>) -> bool {
+    m.all_cell_bits().contains(&Bit::Zero) || m.ports.iter().any(|p| p.bits.contains(&Bit::Zero))
+}
 
-    for (ci, c) in m.cells.iter().enumerate() {
+/// Counts the cells that are not LUTs, carries or flip-flops into `used` by resource. Returns
+/// the LCs they add (an `ICESTORM_LC` cell each, a LUT per used PLL LOCK output) and the
+/// indices of the cells nextpnr-ice40 would not recognise.
+fn count_hard_cells(g: &Graph, used: &mut BTreeMap<&'static str, u32>) -> (u32, Vec<usize>) {
+    let (mut extra_lcs, mut unknown_cells) = (0, Vec::new());
+    for (ci, c) in g.module.cells.iter().enumerate() {
         let t = c.cell_type.as_ref();
         if g.kinds[ci] != Kind::Other {
             continue;
@@ -189,7 +230,12 @@ pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) 
             unknown_cells.push(ci);
         }
     }
-    // Every top-level port bit needs an SB_IO unless an IO cell already owns its pad.
+    (extra_lcs, unknown_cells)
+}
+
+/// How many `SB_IO`s the top-level ports need: one per port bit, unless an IO cell already
+/// owns its pad.
+fn top_port_ios(m: &Module<'_>) -> u32 {
     let pads: BTreeSet<u32> = m
         .cells
         .iter()
@@ -208,23 +254,7 @@ pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) 
         .collect();
     let top_ios =
         m.ports.iter().flat_map(|p| &p.bits).filter(|b| !matches!(b, Bit::Net(x) if pads.contains(x))).count();
-    *used.entry("SB_IO").or_default() += top_ios as u32;
-
-    if deadline.passed() {
-        return None;
-    }
-    let existing_gbs = used.get("SB_GB").copied().unwrap_or(0);
-    let promoted = globals::promote(&g, existing_gbs);
-    if deadline.passed() {
-        return None;
-    }
-    *used.entry("SB_GB").or_default() += promoted.len() as u32;
-    let chain_lcs = chains::legalise(&mut g, &promoted, device);
-    breakdown.chain_legalise = chain_lcs;
-
-    let lcs = g.lcs.iter().filter(|l| !l.gone).count() as u32;
-    used.insert("ICESTORM_LC", lcs + extra_lcs + chain_lcs);
-    Some(Packing { used, unknown_cells, breakdown })
+    top_ios as u32
 }
 
 /// How many cells the packer's loops visit between looks at the clock.
