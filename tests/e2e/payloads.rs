@@ -254,3 +254,53 @@ async fn an_upload_request_over_64_mib_or_with_a_malformed_digest_is_refused_cle
     let anonymous = Client::new(&server.url, "not-a-token");
     assert_eq!(anonymous.post("/v1/uploads", &json!({"sha256": digest, "bytes": 1})).await.unwrap().0, 401);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_netlist_object_that_is_missing_or_does_not_match_fails_its_revision_at_once_with_the_reason() {
+    use openqq_core::event::Cause;
+    use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), "127.0.0.1:0", &["--partitions", PARTITIONS]).unwrap();
+    server.terminate().unwrap();
+    // Two submissions naming netlist objects, written to the log while the server is down (the
+    // embedded log has one writer at a time): one nobody stored, one whose stored bytes were
+    // changed afterwards (the file's name is its digest in the embedded object store).
+    let netlist = blink_design("n")["netlist"].to_string().into_bytes();
+    let stored = sha256_hex(&netlist);
+    let tenant_dir = dir.path().join("objects").join("acme");
+    std::fs::create_dir_all(&tenant_dir).unwrap();
+    let mut changed = netlist.clone();
+    changed[20] ^= 1;
+    std::fs::write(tenant_dir.join(&stored), &changed).unwrap();
+    let missing = sha256_hex(b"never uploaded");
+    let mut designs = Vec::new();
+    let log = EmbeddedEventLog::open(dir.path(), PARTITIONS.parse().unwrap(), Durability::Process).unwrap();
+    for digest in [&missing, &stored] {
+        let design = DesignId::generate();
+        let cause = Cause {
+            tenant_id: TenantId::parse("acme").unwrap(),
+            design_id: design.clone(),
+            revision: 1,
+            correlation_id: CorrelationId::parse(format!("corr-{}", &digest[..8])).unwrap(),
+        };
+        let mut spec = blink_design("by-ref");
+        spec.as_object_mut().unwrap().remove("netlist");
+        spec["netlist_ref"] = json!({"digest": digest, "bytes": netlist.len()});
+        let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", json!({ "spec": spec }));
+        log.publish(&Topics::default().of(EventKind::DesignSubmitted), vec![env.to_record()]).await.unwrap();
+        designs.push(design);
+    }
+    drop(log);
+    server.restart().unwrap();
+
+    let acme = Client::new(&server.url, &server.token("acme"));
+    for (design, why) in designs.iter().zip(["is not in the object store", "could not be read"]) {
+        let view = acme.wait_for(design.as_str(), Duration::from_secs(30), |d| d["status"] == "failed").await.unwrap();
+        let reason = view["failure_reason"].as_str().expect("the reason is shown");
+        assert!(reason.contains("netlist") && reason.contains(why), "{reason}");
+    }
+    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+    let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"validation\""]);
+    assert_eq!(dead, 2.0, "each dead-lettered once, never retried in a loop");
+}

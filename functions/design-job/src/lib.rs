@@ -6,6 +6,10 @@
 //! have crashed between the store write and the publish; downstream writes are conditional too,
 //! so the extra event changes nothing. A stale revision (older than one already applied) stops
 //! here.
+//!
+//! The specification travels on unchanged, large payloads included as the API left them: by
+//! reference to the object store (`netlist_ref`, …), so `validation.requested` is as small as
+//! `design.submitted`; only the validation function reads the objects.
 
 use async_trait::async_trait;
 use openqq_core::event::DesignSubmitted;

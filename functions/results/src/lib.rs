@@ -1,6 +1,9 @@
 //! The results function: marks the revision's results ready (conditional on revision), publishes
 //! `results.ready` and notifies the tenant.
 //!
+//! It needs only the verdict of `validation.finished`, never its report (which the validation
+//! function stored, and which travels by reference when large), so it reads no object.
+//!
 //! Notifications are at least once: a re-read batch may notify again with the same `event_id`
 //! semantics (design, revision), so receivers de-duplicate on (design_id, revision). A failing
 //! notifier is logged and counted but does not hold the partition back.
