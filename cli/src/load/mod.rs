@@ -7,13 +7,15 @@
 //!
 //! - [`plan`]: tenants, classes and send schedules (pure).
 //! - [`report`]: samples into per-class counts and percentiles, the JSON results file (pure).
-//! - this module: tokens, the HTTP client, the clock, the progress line.
+//! - [`send`]: the HTTP client, the clock, the progress line.
+//! - this module: the flags, the tokens, the results file and the summary.
 //!
 //! It only talks to loopback addresses and stops after `--duration` (at most 10 minutes) and
 //! `--max-requests`.
 
 mod plan;
 mod report;
+mod send;
 
 use anyhow::{bail, ensure, Context, Result};
 use clap::{Args, ValueEnum};
@@ -21,14 +23,10 @@ use openqq_api::JwtKeys;
 use openqq_core::TenantId;
 use openqq_platform::secret;
 use plan::{Arrivals, Burst, Class};
-use report::{Outcome, Sample};
+use send::{send_all, Senders, TenantPlan};
 use serde_json::json;
-use std::io::IsTerminal;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// Longest run accepted.
 const MAX_DURATION: Duration = Duration::from_secs(600);
@@ -101,6 +99,13 @@ impl LoadArgs {
         })
     }
 
+    fn arrivals(&self) -> Arrivals {
+        match self.arrivals {
+            ArrivalsArg::Even => Arrivals::Even,
+            ArrivalsArg::Poisson => Arrivals::Poisson,
+        }
+    }
+
     fn check(&self) -> Result<reqwest::Url> {
         let url = reqwest::Url::parse(&self.url).context("--url")?;
         ensure!(url.scheme() == "http", "--url must be http://");
@@ -122,160 +127,74 @@ impl LoadArgs {
     }
 }
 
-struct Progress {
-    sent: AtomicUsize,
-    answered: AtomicUsize,
-    ok: AtomicUsize,
-    limited: AtomicUsize,
-    server_errors: AtomicUsize,
-    failed: AtomicUsize,
-}
-
-impl Progress {
-    fn line(&self, at: Duration, of: Duration) -> String {
-        let get = |a: &AtomicUsize| a.load(Ordering::Relaxed);
-        let (sent, answered, failed) = (get(&self.sent), get(&self.answered), get(&self.failed));
-        format!(
-            "load: {:>4.0}s/{:.0}s  sent {sent}  in flight {}  2xx {}  429 {}  5xx {}  timeouts+errors {failed}",
-            at.as_secs_f64(),
-            of.as_secs_f64(),
-            sent - answered - failed,
-            get(&self.ok),
-            get(&self.limited),
-            get(&self.server_errors),
-        )
-    }
-}
-
 pub fn run(args: LoadArgs) -> Result<()> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(drive(args))
 }
 
+/// Plans the run, sends it, then writes the results file and prints a summary per class.
 async fn drive(args: LoadArgs) -> Result<()> {
     let target = args.check()?;
-    if std::env::var_os(secret::ENV).is_none() && !args.data_dir.join("jwt-secret").exists() {
-        bail!("{} holds no local secret: point --data-dir at the running server's data dir", args.data_dir.display());
-    }
-    let keys = JwtKeys::from_secret(&secret::load_or_create(&args.data_dir)?).map_err(anyhow::Error::msg)?;
+    let keys = signing_keys(&args.data_dir)?;
+    let (burst, arrivals) = (args.burst(), args.arrivals());
+    let (tenants, plans) = plan_tenants(&args, &keys, burst, arrivals)?;
+    let total: usize = plans.iter().map(|p| p.times.len()).sum();
+    ensure!(
+        total <= args.max_requests,
+        "the schedule holds {total} requests, more than --max-requests {}",
+        args.max_requests
+    );
+    let http = reqwest::Client::builder().timeout(args.timeout).build()?;
+    let (senders, rx) = Senders::new(http, target);
+    let (samples, elapsed) = send_all(plans, total, senders, rx, args.duration).await?;
 
-    let burst = args.burst();
-    let arrivals = match args.arrivals {
-        ArrivalsArg::Even => Arrivals::Even,
-        ArrivalsArg::Poisson => Arrivals::Poisson,
-    };
+    let config = run_config(&args, burst, arrivals, total);
+    let doc = report::results(config, elapsed, burst, &tenants, &samples);
+    std::fs::write(&args.out, serde_json::to_string_pretty(&doc)? + "\n")
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    print_summary(&doc);
+    println!("results in {}", args.out.display());
+    Ok(())
+}
+
+/// The keys that sign the tenants' tokens: the running server's local secret, from the
+/// environment or its data dir. A data dir without one is refused, since a new secret would
+/// sign tokens the server rejects.
+fn signing_keys(data_dir: &Path) -> Result<JwtKeys> {
+    if std::env::var_os(secret::ENV).is_none() && !data_dir.join("jwt-secret").exists() {
+        bail!("{} holds no local secret: point --data-dir at the running server's data dir", data_dir.display());
+    }
+    JwtKeys::from_secret(&secret::load_or_create(data_dir)?).map_err(anyhow::Error::msg)
+}
+
+/// The compliant tenants, then the noisy ones: their names and classes (for the results) and
+/// their plans, each with a schedule seeded from `--seed` and the tenant's place.
+fn plan_tenants(
+    args: &LoadArgs,
+    keys: &JwtKeys,
+    burst: Option<Burst>,
+    arrivals: Arrivals,
+) -> Result<(Vec<(String, Class)>, Vec<TenantPlan>)> {
     let classes =
         std::iter::repeat_n(Class::Compliant, args.tenants).chain(std::iter::repeat_n(Class::Noisy, args.noisy));
     let mut tenants = Vec::new();
-    let mut schedules = Vec::new();
+    let mut plans = Vec::new();
     for (i, class) in classes.enumerate() {
         let n = if class == Class::Compliant { i } else { i - args.tenants };
         let name = format!("{}-{}-{n}", args.tenant_prefix, class.name());
         let id = TenantId::parse(name.clone()).context("--tenant-prefix")?;
         let token = keys.issue(&id, args.duration + args.timeout + Duration::from_secs(3600));
         let b = if class == Class::Noisy { burst } else { None };
-        schedules.push((
-            class,
-            token,
-            plan::schedule(
-                args.rate,
-                b,
-                args.duration,
-                arrivals,
-                args.seed.wrapping_mul(1_000_003).wrapping_add(i as u64),
-            ),
-        ));
+        let seed = args.seed.wrapping_mul(1_000_003).wrapping_add(i as u64);
+        let times = plan::schedule(args.rate, b, args.duration, arrivals, seed);
+        plans.push(TenantPlan { class, token, times });
         tenants.push((name, class));
     }
-    let total: usize = schedules.iter().map(|(_, _, s)| s.len()).sum();
-    ensure!(
-        total <= args.max_requests,
-        "the schedule holds {total} requests, more than --max-requests {}",
-        args.max_requests
-    );
+    Ok((tenants, plans))
+}
 
-    let http = reqwest::Client::builder().timeout(args.timeout).build()?;
-    let progress = Arc::new(Progress {
-        sent: AtomicUsize::new(0),
-        answered: AtomicUsize::new(0),
-        ok: AtomicUsize::new(0),
-        limited: AtomicUsize::new(0),
-        server_errors: AtomicUsize::new(0),
-        failed: AtomicUsize::new(0),
-    });
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Sample>();
-    let start = Instant::now() + Duration::from_millis(100);
-    let mut senders = Vec::new();
-    for (tenant, (class, token, times)) in schedules.into_iter().enumerate() {
-        let (http, target, tx, progress) = (http.clone(), target.clone(), tx.clone(), progress.clone());
-        senders.push(tokio::spawn(async move {
-            for scheduled in times {
-                let due = start + scheduled;
-                tokio::time::sleep_until(due).await;
-                let request = http.get(target.clone()).bearer_auth(&token);
-                let (tx, progress) = (tx.clone(), progress.clone());
-                progress.sent.fetch_add(1, Ordering::Relaxed);
-                tokio::spawn(async move {
-                    let outcome = match request.send().await {
-                        Ok(resp) => {
-                            let code = resp.status().as_u16();
-                            match resp.bytes().await {
-                                Ok(_) => Outcome::Status(code),
-                                Err(e) if e.is_timeout() => Outcome::Timeout,
-                                Err(_) => Outcome::Error,
-                            }
-                        }
-                        Err(e) if e.is_timeout() => Outcome::Timeout,
-                        Err(_) => Outcome::Error,
-                    };
-                    let latency = due.elapsed();
-                    let counter = match outcome {
-                        Outcome::Status(200..=299) => Some(&progress.ok),
-                        Outcome::Status(429) => Some(&progress.limited),
-                        Outcome::Status(500..) => Some(&progress.server_errors),
-                        _ => None,
-                    };
-                    if let Some(c) = counter {
-                        c.fetch_add(1, Ordering::Relaxed);
-                    }
-                    let done =
-                        if matches!(outcome, Outcome::Status(_)) { &progress.answered } else { &progress.failed };
-                    done.fetch_add(1, Ordering::Relaxed);
-                    let _ = tx.send(Sample { class, tenant, scheduled, outcome, latency });
-                });
-            }
-        }));
-    }
-    drop(tx);
-
-    let tty = std::io::stderr().is_terminal();
-    let report_progress = {
-        let (progress, duration) = (progress.clone(), args.duration);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
-            loop {
-                tick.tick().await;
-                let line = progress.line(start.elapsed(), duration);
-                if tty {
-                    eprint!("\r{line}\x1b[K");
-                } else {
-                    eprintln!("{line}");
-                }
-            }
-        })
-    };
-    for s in senders {
-        s.await?;
-    }
-    // Every request has a client timeout, so the channel closes once the last one ends.
-    let mut samples = Vec::with_capacity(total);
-    while let Some(s) = rx.recv().await {
-        samples.push(s);
-    }
-    report_progress.abort();
-    let elapsed = start.elapsed();
-    eprintln!("{}{}", if tty { "\r" } else { "" }, progress.line(elapsed, args.duration));
-
-    let config = json!({
+/// The run's settings as the results file records them.
+fn run_config(args: &LoadArgs, burst: Option<Burst>, arrivals: Arrivals, total: usize) -> serde_json::Value {
+    json!({
         "url": args.url,
         "path": args.path,
         "compliant_tenants": args.tenants,
@@ -287,10 +206,11 @@ async fn drive(args: LoadArgs) -> Result<()> {
         "arrivals": match arrivals { Arrivals::Even => "even", Arrivals::Poisson => "poisson" },
         "seed": args.seed,
         "scheduled": total,
-    });
-    let doc = report::results(config, elapsed, burst, &tenants, &samples);
-    std::fs::write(&args.out, serde_json::to_string_pretty(&doc)? + "\n")
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    })
+}
+
+/// One line per class: status counts and latency percentiles from the results document.
+fn print_summary(doc: &serde_json::Value) {
     for class in ["compliant", "noisy"] {
         let c = &doc["classes"][class];
         println!(
@@ -298,6 +218,4 @@ async fn drive(args: LoadArgs) -> Result<()> {
             c["sent"], c["ok"], c["rate_limited"], c["server_errors"], c["timeouts"], c["transport_errors"], c["latency_ms"]["p50"], c["latency_ms"]["p99"], c["latency_ms"]["max"]
         );
     }
-    println!("results in {}", args.out.display());
-    Ok(())
 }
