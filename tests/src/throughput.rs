@@ -23,6 +23,8 @@ pub struct Run {
     pub submit: Duration,
     /// Until the last design was ready.
     pub total: Duration,
+    /// The server's `/metrics` as scraped when the last design was ready.
+    pub metrics: String,
 }
 
 /// The design without the blackbox library modules yosys writes beside the user's modules.
@@ -88,11 +90,11 @@ pub async fn run(
     }
     let submit = started.elapsed();
     let http = reqwest::Client::new();
-    loop {
+    let metrics = loop {
         let m = http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
         let done = applied_results(&m);
         if done >= designs {
-            break;
+            break m;
         }
         if last_report.elapsed() > Duration::from_secs(2) {
             eprintln!("  … {done}/{designs} designs ready after {:.1?}", started.elapsed());
@@ -100,6 +102,6 @@ pub async fn run(
         }
         assert!(started.elapsed() < Duration::from_secs(600), "the pipeline did not drain in 10 minutes");
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Run { submit, total: started.elapsed() }
+    };
+    Run { submit, total: started.elapsed(), metrics }
 }

@@ -6,7 +6,9 @@
 //!   store (full reports).
 //! - [`redis_limiter`]: the per-tenant sliding-window limiter in Redis (ElastiCache in
 //!   production), one atomic Lua script per decision; [`fallback_limiter`] wraps it with the
-//!   Redis-down policy (fail open to an in-process share of the limit, or fail closed).
+//!   Redis-down policy (fail open to an in-process share of the limit, or fail closed);
+//!   [`limiter_choice`] builds the limiter a process asks for (in process, a Redis URL, or
+//!   an ElastiCache cache by name through `elasticache`, cargo feature `elasticache`).
 //! - [`kafka`] (cargo feature `kafka`): the event log on Kafka / MSK through `rdkafka`, with the
 //!   consumer side the local runner reads through, TLS / SASL/SCRAM / MSK IAM auth, and MSK
 //!   bootstrap-broker lookup; `--kafka-brokers` or `--msk-cluster-arn` selects it.
@@ -30,12 +32,17 @@
 mod append_signal;
 pub mod backends;
 pub mod conformance;
+#[cfg(test)]
+mod counting_recorder;
 #[cfg(feature = "dynamodb")]
 pub mod dynamo;
+#[cfg(feature = "elasticache")]
+pub mod elasticache;
 pub mod embedded;
 pub mod fallback_limiter;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod limiter_choice;
 pub mod redis_limiter;
 #[cfg(feature = "s3")]
 pub mod s3;
@@ -50,7 +57,13 @@ pub use embedded::{
 pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 #[cfg(feature = "kafka")]
 pub use kafka::{KafkaEventLog, KafkaSettings};
+pub use limiter_choice::{build_limiter, LimiterBackend, LimiterChoiceError, LimiterSettings};
 pub use redis_limiter::RedisRateLimiter;
 #[cfg(feature = "s3")]
 pub use s3::{S3ObjectStore, S3Settings};
 pub use webhook::{Endpoint, FanoutNotifier, WebhookNotifier, WebhookSecret};
+
+/// The counter of a design store's round trips: one per request the DynamoDB store sends
+/// (retries included, `backend="dynamodb"`, `operation` the DynamoDB API), one per port call of
+/// the embedded store (`backend="embedded"`, `operation` the port method).
+pub const STORE_REQUESTS_METRIC: &str = "openqq_store_requests_total";

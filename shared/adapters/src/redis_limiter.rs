@@ -56,7 +56,8 @@ pub struct RedisRateLimiter {
 }
 
 impl RedisRateLimiter {
-    /// Connects to `url` (`redis://host:port[/db]`). `timeout` bounds the connection attempt
+    /// Connects to `url` (`redis://host:port[/db]`, or `rediss://` for TLS with a certificate
+    /// the system trusts, as ElastiCache's are). `timeout` bounds the connection attempt
     /// and every decision. Fails with `Invalid` for a malformed URL and `Unavailable` when Redis
     /// cannot be reached, so a start-up check can tell the two apart.
     pub async fn connect(url: &str, timeout: Duration) -> PortResult<Self> {
@@ -69,6 +70,20 @@ impl RedisRateLimiter {
     #[doc(hidden)]
     pub async fn connect_with_script(url: &str, timeout: Duration, script: &'static str) -> PortResult<Self> {
         let client = redis::Client::open(url).map_err(|e| PortError::Invalid(format!("redis url: {e}")))?;
+        Self::connect_client(client, timeout, script).await
+    }
+
+    /// Like [`connect`](Self::connect) for a `rediss://` URL whose server certificate is signed
+    /// by `root_certificate_pem` (a private CA, or a test's self-signed certificate) instead of
+    /// a CA the system trusts. ElastiCache's certificates need no such root.
+    pub async fn connect_trusting(url: &str, timeout: Duration, root_certificate_pem: &[u8]) -> PortResult<Self> {
+        let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_certificate_pem.to_vec()) };
+        let client = redis::Client::build_with_tls(url, certificates)
+            .map_err(|e| PortError::Invalid(format!("redis url or root certificate: {e}")))?;
+        Self::connect_client(client, timeout, SCRIPT).await
+    }
+
+    async fn connect_client(client: redis::Client, timeout: Duration, script: &'static str) -> PortResult<Self> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))

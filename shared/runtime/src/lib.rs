@@ -20,6 +20,9 @@
 //!   `--dynamodb-endpoint`), as flags of `openqq up` and as the environment of a Lambda function.
 //! - [`s3_flags`]: whether the object store is on S3 (`--s3-bucket`, `--s3-endpoint`), as flags
 //!   of `openqq up` and as the environment of a Lambda function.
+//! - [`limiter_flags`]: where the per-tenant limiter lives (in process, `--redis-url`,
+//!   `--elasticache-cache`) and its Redis-down policy, as flags of `openqq up` and as the
+//!   environment of the API function on Lambda.
 //! - [`lambda`]: a function's `main` on AWS Lambda, its backends from the environment.
 
 pub mod consumer;
@@ -29,6 +32,7 @@ pub mod esm;
 pub mod kafka;
 pub mod kafka_flags;
 pub mod lambda;
+pub mod limiter_flags;
 pub mod outbox;
 pub mod s3_flags;
 

@@ -1,6 +1,7 @@
 //! `apply` on DynamoDB: one consistent read of what [`revision::plan`] needs, the plan, and the
 //! plan executed as one `TransactWriteItems` whose conditions hold only if nothing moved since
-//! the read. A lost race (a condition failed, another transaction held an item) reads and plans
+//! the read. A submission skips the read on its first attempt: it is planned as a new design's
+//! first write, which only lands if nothing is held. A lost race (a condition failed, another transaction held an item) reads and plans
 //! again, so a replay that raced its original comes out `Duplicate` or `Stale`.
 
 use super::error::{classify, transact_failure, TransactFailure};
@@ -30,6 +31,11 @@ struct Snapshot {
     seq: u64,
 }
 
+impl Snapshot {
+    /// No design item and no applied marker: what a new design's first write is planned from.
+    const NOTHING_HELD: Snapshot = Snapshot { held: Held { seen: false, latest_of_kind: None, design: None }, seq: 0 };
+}
+
 pub(crate) async fn apply(
     client: &Client,
     table: &str,
@@ -47,7 +53,14 @@ pub(crate) async fn apply(
         }
     }
     for attempt in 0..MAX_ATTEMPTS {
-        let snapshot = read(client, table, tenant, design, entry).await?;
+        // A submission nearly always creates its design, so its first attempt is planned as the
+        // design's first write without reading: every item of that transaction is conditional on
+        // being new, so if anything is held it fails as a lost race and is read and planned again.
+        let snapshot = if attempt == 0 && matches!(change, Change::Submitted { .. }) {
+            Snapshot::NOTHING_HELD
+        } else {
+            read(client, table, tenant, design, entry).await?
+        };
         let plan = revision::plan(&snapshot.held, entry, change);
         let Plan::Apply(writes) = &plan else { return plan.outcome().ok_or(PortError::NotFound) };
         let items = transaction(table, tenant, design, entry, writes, &snapshot);

@@ -16,6 +16,7 @@ mod apply;
 mod error;
 mod idempotency;
 mod reads;
+mod requests;
 pub mod table;
 
 pub use apply::MAX_REPORT_ITEM_BYTES;
@@ -53,7 +54,8 @@ pub struct DynamoDesignStore {
 
 impl DynamoDesignStore {
     /// A store on `table` through `client` (tests hand in one configured for a local server or
-    /// one that replays recorded responses).
+    /// one that replays recorded responses). Every request it sends is counted in
+    /// [`STORE_REQUESTS_METRIC`](crate::STORE_REQUESTS_METRIC).
     pub fn new(client: Client, table: impl Into<String>) -> PortResult<Self> {
         let table = table.into();
         if !table::valid_table_name(&table) {
@@ -61,6 +63,7 @@ impl DynamoDesignStore {
                 "the DynamoDB table name {table:?} is not valid: 3 to 255 letters, digits, '_', '-' or '.'"
             )));
         }
+        let client = Client::from_conf(client.config().to_builder().interceptor(requests::CountRequests).build());
         Ok(Self { client, table })
     }
 

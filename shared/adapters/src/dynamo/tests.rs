@@ -189,3 +189,59 @@ async fn on_aws_a_missing_table_is_an_error_naming_it_and_an_existing_one_passes
     let err = table::require_table(&s.client, &s.table).await.unwrap_err();
     assert!(err.is_retriable(), "{err:?}");
 }
+
+#[tokio::test]
+async fn every_request_sent_is_counted_by_operation_retries_included() {
+    let counters = crate::counting_recorder::Counters::default();
+    let _local = metrics::set_default_local_recorder(&counters);
+    let (t, d) = ids();
+    let (s, _) = store(vec![answer(200, "{}".into()), answer(200, "{}".into())]);
+    assert!(s.get(&t, &d).await.unwrap().is_none());
+    let get_item = format!("{}{{backend=dynamodb,operation=GetItem}}", crate::STORE_REQUESTS_METRIC);
+    assert_eq!(counters.get(&get_item), 2, "the design and its accepted marker: {:?}", counters.all());
+
+    // With the SDK's retries on, a throttled attempt and its retry are two round trips.
+    let events = vec![error(400, "ThrottlingException", ""), held_design(false), answer(200, "{}".into())];
+    let replay = StaticReplayClient::new(events);
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("eu-west-1"))
+        .credentials_provider(Credentials::new("AKIDEXAMPLE", "secret", None, None, "test"))
+        .retry_config(RetryConfig::standard().with_max_attempts(2).with_initial_backoff(Duration::from_millis(1)))
+        .http_client(replay.clone())
+        .build();
+    let s = DynamoDesignStore::new(Client::from_conf(config), "openqq").unwrap();
+    let applied = s.apply(&t, &d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await;
+    assert_eq!(applied.unwrap(), Applied::Applied);
+    assert_eq!(replay.actual_requests().count(), 3, "a throttled read, its retry, one write");
+    let read = format!("{}{{backend=dynamodb,operation=TransactGetItems}}", crate::STORE_REQUESTS_METRIC);
+    assert_eq!(counters.get(&read), 2, "{:?}", counters.all());
+    let write = format!("{}{{backend=dynamodb,operation=TransactWriteItems}}", crate::STORE_REQUESTS_METRIC);
+    assert_eq!(counters.get(&write), 1, "{:?}", counters.all());
+}
+
+#[tokio::test]
+async fn a_new_design_is_submitted_in_one_write_without_a_read() {
+    let (t, d) = ids();
+    let (store, replay) = store(vec![answer(200, "{}".into())]);
+    let submitted = Change::Submitted { name: Some("blinky".into()) };
+    assert_eq!(store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted).await.unwrap(), Applied::Applied);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 1, "no read before the write");
+    assert_eq!(sent[0].headers().get("x-amz-target"), Some("DynamoDB_20120810.TransactWriteItems"));
+    let body: serde_json::Value = serde_json::from_slice(sent[0].body().bytes().unwrap()).unwrap();
+    for item in body["TransactItems"].as_array().unwrap() {
+        assert_eq!(item["Put"]["ConditionExpression"], "attribute_not_exists(#pk)", "every item only if new: {item}");
+    }
+}
+
+#[tokio::test]
+async fn a_replayed_submission_fails_its_unread_write_then_reads_and_comes_out_duplicate() {
+    let (t, d) = ids();
+    let reasons = r#","CancellationReasons":[{"Code":"ConditionalCheckFailed"},{"Code":"ConditionalCheckFailed"},{"Code":"ConditionalCheckFailed"}]"#;
+    let (store, replay) = store(vec![error(400, "TransactionCanceledException", reasons), held_design(true)]);
+    let submitted = Change::Submitted { name: None };
+    let applied = store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted).await;
+    assert_eq!(applied.unwrap(), Applied::Duplicate);
+    assert_eq!(replay.actual_requests().count(), 2, "the refused write, then the read");
+}

@@ -185,6 +185,13 @@ fn migrate(conn: &rusqlite::Connection) -> PortResult<()> {
     Ok(())
 }
 
+/// Counts one call of the port (one SQLite transaction or read) in
+/// [`STORE_REQUESTS_METRIC`](crate::STORE_REQUESTS_METRIC) with `backend="embedded"`, so round
+/// trips per design compare with the DynamoDB store's requests under the same metric.
+fn count(operation: &'static str) {
+    metrics::counter!(crate::STORE_REQUESTS_METRIC, "backend" => "embedded", "operation" => operation).increment(1);
+}
+
 #[async_trait]
 impl DesignStore for EmbeddedDesignStore {
     async fn apply(
@@ -194,6 +201,7 @@ impl DesignStore for EmbeddedDesignStore {
         entry: &TimelineEntry,
         change: &Change,
     ) -> PortResult<Applied> {
+        count("apply");
         let (tenant, design, entry, change) = (tenant.to_string(), design.to_string(), entry.clone(), change.clone());
         self.writer
             .call(move |conn| {
@@ -213,6 +221,7 @@ impl DesignStore for EmbeddedDesignStore {
     }
 
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
+        count("get");
         let (tenant, design) = (tenant.to_string(), design.to_string());
         self.reader
             .call(move |conn| {
@@ -226,6 +235,7 @@ impl DesignStore for EmbeddedDesignStore {
     }
 
     async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<DesignView>> {
+        count("list");
         let limit = limit.clamp(1, MAX_PAGE);
         let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
         self.reader
@@ -253,6 +263,7 @@ impl DesignStore for EmbeddedDesignStore {
         design: &DesignId,
         revision: Option<u64>,
     ) -> PortResult<Option<StoredReport>> {
+        count("report");
         let (tenant, design) = (tenant.to_string(), design.to_string());
         let found = self
             .reader
@@ -297,6 +308,7 @@ impl DesignStore for EmbeddedDesignStore {
     }
 
     async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>> {
+        count("timeline");
         let (tenant, design) = (tenant.to_string(), design.to_string());
         let (t, d) = (tenant.clone(), design.clone());
         let marker = self.reader.call(move |conn| accepted::one(conn, &t, &d)).await?;
@@ -336,6 +348,7 @@ impl DesignStore for EmbeddedDesignStore {
     }
 
     async fn usage(&self, tenant: &TenantId) -> PortResult<Usage> {
+        count("usage");
         let tenant = tenant.to_string();
         self.reader
             .call(move |conn| {
@@ -357,6 +370,7 @@ impl DesignStore for EmbeddedDesignStore {
     }
 
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
+        count("record_accepted");
         let (tenant, accepted) = (tenant.to_string(), accepted.clone());
         self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted)).await
     }
@@ -368,6 +382,7 @@ impl DesignStore for EmbeddedDesignStore {
         fingerprint: &[u8; 32],
         lease: Duration,
     ) -> PortResult<IdempotencyClaim> {
+        count("claim_idempotency_key");
         let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
         self.writer.call(move |conn| idempotency::claim(conn, &tenant, &key, &fingerprint, lease)).await
     }
@@ -380,6 +395,7 @@ impl DesignStore for EmbeddedDesignStore {
         response: &KeptResponse,
         ttl: Duration,
     ) -> PortResult<()> {
+        count("complete_idempotency_key");
         let (tenant, key, fingerprint, response) =
             (tenant.to_string(), key.as_str().to_owned(), *fingerprint, response.clone());
         self.writer.call(move |conn| idempotency::complete(conn, &tenant, &key, &fingerprint, &response, ttl)).await
@@ -391,7 +407,29 @@ impl DesignStore for EmbeddedDesignStore {
         key: &IdempotencyKey,
         fingerprint: &[u8; 32],
     ) -> PortResult<()> {
+        count("release_idempotency_key");
         let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
         self.writer.call(move |conn| idempotency::release(conn, &tenant, &key, &fingerprint)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counting_recorder::Counters;
+
+    #[tokio::test]
+    async fn every_port_call_is_counted_by_operation() {
+        let counters = Counters::default();
+        let _local = metrics::set_default_local_recorder(&counters);
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedDesignStore::open_with_readers(dir.path(), Durability::Process, 1).unwrap();
+        let (tenant, design) = (TenantId::parse("acme").unwrap(), DesignId::parse("d-1").unwrap());
+        assert!(store.get(&tenant, &design).await.unwrap().is_none());
+        assert!(store.timeline(&tenant, &design).await.unwrap().is_none());
+        assert!(store.get(&tenant, &design).await.unwrap().is_none());
+        let key = |op: &str| format!("{}{{backend=embedded,operation={op}}}", crate::STORE_REQUESTS_METRIC);
+        assert_eq!((counters.get(&key("get")), counters.get(&key("timeline"))), (2, 1), "{:?}", counters.all());
+        assert_eq!(counters.all().len(), 2, "nothing else counted: {:?}", counters.all());
     }
 }
