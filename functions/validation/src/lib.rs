@@ -106,17 +106,20 @@ fn unreadable(code: &str, message: String) -> Report {
     Report::new(Vec::new(), vec![Finding::error(code, message, Location::default())])
 }
 
-/// A text payload, inline or fetched; a fetched one must be UTF-8.
-fn text<'a>(inline: Option<&'a str>, fetched: Option<&'a [u8]>, payload: Payload) -> Result<&'a str, Report> {
+/// A text payload, inline or fetched; a fetched one must be UTF-8. The error is the finding's
+/// code and message.
+fn text<'a>(
+    inline: Option<&'a str>,
+    fetched: Option<&'a [u8]>,
+    payload: Payload,
+) -> Result<&'a str, (&'static str, String)> {
     match (inline, fetched) {
         (_, Some(bytes)) => std::str::from_utf8(bytes).map_err(|e| {
-            unreadable(
-                "PAYLOAD_MALFORMED",
-                format!("the uploaded {} is not UTF-8 text: {e}", payload.field().trim_end_matches(".text")),
-            )
+            let what = payload.field().trim_end_matches(".text");
+            ("PAYLOAD_MALFORMED", format!("the uploaded {what} is not UTF-8 text: {e}"))
         }),
         (Some(inline), None) => Ok(inline),
-        (None, None) => Err(unreadable(
+        (None, None) => Err((
             "PAYLOAD_MISSING",
             format!("the {} was given by reference and not read from the object store", payload.field()),
         )),
@@ -140,12 +143,12 @@ pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> 
     };
     let netlist = match text(spec.netlist.as_deref().map(RawValue::get), fetched.netlist.as_deref(), Payload::Netlist) {
         Ok(n) => n,
-        Err(report) => return report,
+        Err((code, message)) => return unreadable(code, message),
     };
     let inline_pcf = spec.constraints.text_ref.is_none().then_some(spec.constraints.text.as_str());
     let pcf = match text(inline_pcf, fetched.constraints.as_deref(), Payload::Constraints) {
         Ok(p) => p,
-        Err(report) => return report,
+        Err((code, message)) => return unreadable(code, message),
     };
     let input = Input {
         device: &spec.target.device,
