@@ -210,3 +210,40 @@ fn a_bucket_name_is_checked_before_any_request() {
         assert!(err.to_string().contains("is not valid"), "{bad:?}: {err}");
     }
 }
+
+/// A client on `events` for the bucket-level calls, which take the client itself.
+fn client(events: Vec<ReplayEvent>) -> (Client, StaticReplayClient) {
+    let (store, replay) = store(events);
+    (store.client, replay)
+}
+
+#[tokio::test]
+async fn a_bucket_missing_on_aws_is_a_permanent_error_naming_it() {
+    let (c, replay) = client(vec![answer(404, "")]);
+    let err = bucket::require_bucket(&c, "openqq-objects").await.unwrap_err();
+    assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
+    assert!(err.to_string().contains("openqq-objects does not exist"), "{err}");
+    assert_eq!(replay.actual_requests().count(), 1, "nothing is created: one HeadBucket");
+    let (c, _) = client(vec![answer(403, "")]);
+    let err = bucket::require_bucket(&c, "openqq-objects").await.unwrap_err();
+    assert!(matches!(err, PortError::Backend { retriable: false, .. }), "{err:?}");
+    assert!(err.to_string().contains("openqq-objects cannot be used"), "{err}");
+}
+
+#[tokio::test]
+async fn a_bucket_created_outside_us_east_1_names_its_region_and_gets_the_upload_expiry_rule() {
+    let (c, replay) = client(vec![answer(404, ""), answer(200, ""), answer(200, "")]);
+    assert!(bucket::create_bucket_if_missing(&c, "openqq").await.unwrap());
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.iter().map(|r| r.method()).collect::<Vec<_>>(), ["HEAD", "PUT", "PUT"]);
+    let body = |i: usize| String::from_utf8(sent[i].body().bytes().unwrap().to_vec()).unwrap();
+    assert!(body(1).contains("<LocationConstraint>eu-west-1</LocationConstraint>"), "{}", body(1));
+    assert!(sent[2].uri().contains("lifecycle"), "{}", sent[2].uri());
+    let rule = body(2);
+    for part in ["<ID>expire-unadopted-uploads</ID>", "<Prefix>uploads/</Prefix>", "<Days>1</Days>", "Enabled"] {
+        assert!(rule.contains(part), "{part} in {rule}");
+    }
+    let (existing, replay) = client(vec![answer(200, "")]);
+    assert!(!bucket::create_bucket_if_missing(&existing, "openqq").await.unwrap());
+    assert_eq!(replay.actual_requests().count(), 1, "an existing bucket is left as it is");
+}
