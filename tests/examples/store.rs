@@ -2,18 +2,21 @@
 //! trips per design, by operation, and end-to-end designs/s.
 //!
 //!   cargo build --release --bin openqq
-//!   OPENQQ_TEST_DYNAMODB_ENDPOINT=$(scripts/services/moto.sh) \
+//!   OPENQQ_TEST_DYNAMODB_ENDPOINT=$(scripts/services/moto.sh) AWS_REGION=us-east-1 \
 //!     cargo run --release -p openqq-e2e --example store -- [DESIGNS] [TENANTS] [CONCURRENCY]
 //!
-//! Defaults: 500 compact designs from 10 tenants, 16 requests in flight. The same designs go
+//! (`AWS_REGION` spares the server a region lookup in instance metadata at start-up.)
+//! docs/BENCHMARKS.md §8 has the figures.
+//!
+//! Defaults: 200 compact designs from 5 tenants, 8 requests in flight. The same designs go
 //! through `openqq up` twice: with the embedded store, then with `--dynamodb-table` (a fresh
 //! table) on the local endpoint. Round trips come from `openqq_store_requests_total`: for the
 //! DynamoDB store one per request sent (retries included), labelled with the DynamoDB API; for
 //! the embedded store one per port call (one SQLite transaction or read).
 //!
 //! The local endpoint (moto) serves one request at a time and is far slower than DynamoDB, so its
-//! designs/s say what the round trips cost on this machine, not what AWS does; the round trips per
-//! design carry over as they are.
+//! designs/s say what the round trips cost on this machine (and fall as moto's table grows), not
+//! what AWS does; the round trips per design carry over as they are.
 
 use openqq_e2e::compact_blink_design;
 use openqq_e2e::throughput::run;
@@ -43,9 +46,9 @@ struct Measured {
 async fn main() {
     let args: Vec<usize> =
         std::env::args().skip(1).take(3).map(|a| a.parse().expect("numbers: DESIGNS TENANTS CONCURRENCY")).collect();
-    let designs = args.first().copied().unwrap_or(500);
-    let tenants = args.get(1).copied().unwrap_or(10);
-    let concurrency = args.get(2).copied().unwrap_or(16);
+    let designs = args.first().copied().unwrap_or(200);
+    let tenants = args.get(1).copied().unwrap_or(5);
+    let concurrency = args.get(2).copied().unwrap_or(8);
     let endpoint = std::env::var("OPENQQ_TEST_DYNAMODB_ENDPOINT")
         .expect("OPENQQ_TEST_DYNAMODB_ENDPOINT: a local DynamoDB endpoint, e.g. $(scripts/services/moto.sh)");
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
