@@ -61,15 +61,24 @@ pub(crate) async fn put(client: &Client, bucket: &str, tenant: &TenantId, bytes:
     Ok(object)
 }
 
-/// Reads `key` whole, refusing more than `limit` bytes with `over_limit`'s error; returns the
-/// bytes, their lower-case hex SHA-256 and the ETag they were read at.
+/// What [`read`] found: the bytes (when kept), their lower-case hex SHA-256 and the ETag they
+/// were read at.
+struct Read {
+    bytes: Vec<u8>,
+    sha256: String,
+    etag: Option<String>,
+}
+
+/// Reads `key` whole, refusing more than `limit` bytes with `over_limit`'s error. The bytes are
+/// hashed as they arrive and kept only if `keep` (an adoption needs just their digest).
 async fn read(
     client: &Client,
     bucket: &str,
     key: &str,
     limit: u64,
     over_limit: fn(String) -> PortError,
-) -> PortResult<(Vec<u8>, String, Option<String>)> {
+    keep: bool,
+) -> PortResult<Read> {
     let out = client.get_object().bucket(bucket).key(key).send().await.map_err(|e| classify("get", e))?;
     let declared = out.content_length().unwrap_or(0).max(0) as u64;
     if declared > limit {
@@ -77,18 +86,21 @@ async fn read(
     }
     let etag = out.e_tag().map(str::to_owned);
     let mut body = out.body;
-    let mut bytes = Vec::with_capacity(declared as usize);
-    let mut hasher = Sha256::new();
+    let mut bytes = Vec::with_capacity(if keep { declared as usize } else { 0 });
+    let (mut hasher, mut seen) = (Sha256::new(), 0u64);
     while let Some(chunk) = body.next().await {
         let chunk =
             chunk.map_err(|e| PortError::Unavailable(format!("S3 get of {key} broke off: {}", error_chain(&e))))?;
-        if (bytes.len() + chunk.len()) as u64 > limit {
+        seen += chunk.len() as u64;
+        if seen > limit {
             return Err(over_limit(format!("{key} holds more than the {limit} bytes expected")));
         }
         hasher.update(&chunk);
-        bytes.extend_from_slice(&chunk);
+        if keep {
+            bytes.extend_from_slice(&chunk);
+        }
     }
-    Ok((bytes, hex(&hasher.finalize()), etag))
+    Ok(Read { bytes, sha256: hex(&hasher.finalize()), etag })
 }
 
 pub(crate) async fn get(client: &Client, bucket: &str, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>> {
@@ -96,7 +108,7 @@ pub(crate) async fn get(client: &Client, bucket: &str, tenant: &TenantId, digest
     let key = key(OBJECTS, tenant, digest);
     // Nothing this store wrote is that large: a stored object that is, is damaged.
     let damaged = |message| PortError::Backend { message, retriable: false };
-    let (bytes, actual, _) = read(client, bucket, &key, MAX_OBJECT_BYTES as u64, damaged).await?;
+    let Read { bytes, sha256: actual, .. } = read(client, bucket, &key, MAX_OBJECT_BYTES as u64, damaged, true).await?;
     if actual != digest {
         return Err(PortError::Backend {
             message: format!("object store: s3://{bucket}/{key} does not match its digest (it hashes to {actual})"),
@@ -207,13 +219,14 @@ pub(crate) async fn adopt_upload(
     }
     // Read back and hashed here rather than trusting a stored checksum: the bytes are what
     // every later read is checked against, and a server may keep a checksum it never verified.
-    let (_, actual, etag) = match read(client, bucket, &upload, object.bytes, PortError::Invalid).await {
-        Err(PortError::Invalid(message)) => {
-            discard(client, bucket, &upload).await;
-            return Err(PortError::Invalid(message));
-        }
-        other => other?,
-    };
+    let Read { sha256: actual, etag, .. } =
+        match read(client, bucket, &upload, object.bytes, PortError::Invalid, false).await {
+            Err(PortError::Invalid(message)) => {
+                discard(client, bucket, &upload).await;
+                return Err(PortError::Invalid(message));
+            }
+            other => other?,
+        };
     if actual != object.digest {
         discard(client, bucket, &upload).await;
         return Err(PortError::Invalid(format!("the uploaded bytes hash to {actual}, not {}", object.digest)));
