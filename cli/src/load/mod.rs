@@ -136,7 +136,8 @@ async fn drive(args: LoadArgs) -> Result<()> {
     let target = args.check()?;
     let keys = signing_keys(&args.data_dir)?;
     let (burst, arrivals) = (args.burst(), args.arrivals());
-    let (tenants, plans) = plan_tenants(&args, &keys, burst, arrivals)?;
+    let plans = plan_tenants(&args, &keys, burst, arrivals)?;
+    let tenants: Vec<(String, Class)> = plans.iter().map(|p| (p.name.clone(), p.class)).collect();
     let total: usize = plans.iter().map(|p| p.times.len()).sum();
     ensure!(
         total <= args.max_requests,
@@ -166,17 +167,11 @@ fn signing_keys(data_dir: &Path) -> Result<JwtKeys> {
     JwtKeys::from_secret(&secret::load_or_create(data_dir)?).map_err(anyhow::Error::msg)
 }
 
-/// The compliant tenants, then the noisy ones: their names and classes (for the results) and
-/// their plans, each with a schedule seeded from `--seed` and the tenant's place.
-fn plan_tenants(
-    args: &LoadArgs,
-    keys: &JwtKeys,
-    burst: Option<Burst>,
-    arrivals: Arrivals,
-) -> Result<(Vec<(String, Class)>, Vec<TenantPlan>)> {
+/// The compliant tenants, then the noisy ones, each with a token and a schedule seeded from
+/// `--seed` and the tenant's place.
+fn plan_tenants(args: &LoadArgs, keys: &JwtKeys, burst: Option<Burst>, arrivals: Arrivals) -> Result<Vec<TenantPlan>> {
     let classes =
         std::iter::repeat_n(Class::Compliant, args.tenants).chain(std::iter::repeat_n(Class::Noisy, args.noisy));
-    let mut tenants = Vec::new();
     let mut plans = Vec::new();
     for (i, class) in classes.enumerate() {
         let n = if class == Class::Compliant { i } else { i - args.tenants };
@@ -186,10 +181,9 @@ fn plan_tenants(
         let b = if class == Class::Noisy { burst } else { None };
         let seed = args.seed.wrapping_mul(1_000_003).wrapping_add(i as u64);
         let times = plan::schedule(args.rate, b, args.duration, arrivals, seed);
-        plans.push(TenantPlan { class, token, times });
-        tenants.push((name, class));
+        plans.push(TenantPlan { name, class, token, times });
     }
-    Ok((tenants, plans))
+    Ok(plans)
 }
 
 /// The run's settings as the results file records them.

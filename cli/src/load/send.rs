@@ -14,6 +14,8 @@ use tokio::time::Instant;
 
 /// One tenant's part of the run.
 pub struct TenantPlan {
+    /// Its tenant id.
+    pub name: String,
     pub class: Class,
     /// Its bearer token, valid past the end of the run.
     pub token: String,

@@ -104,16 +104,7 @@ impl<'a> Placement<'a> {
 
     /// Checks one `set_io` line in nextpnr's order and, if it passes, places its port bits.
     fn place(&mut self, io: &'a SetIo, findings: &mut Vec<Finding>) {
-        if io.pullup_resistor.is_some() && !PULLUP_RESISTOR_DEVICES.contains(&self.device.name) {
-            findings.push(Finding::error(
-                "PULLUP_RESISTOR_NOT_SUPPORTED",
-                format!(
-                    "-pullup_resistor needs an iCE40 UltraPlus part (up5k, up3k); {} has fixed pull-ups",
-                    self.device.name
-                ),
-                at(io, self.file),
-            ));
-        }
+        findings.extend(self.unsupported_pullup_resistor(io));
         let bits = self.bits_of(io);
         if bits.is_empty() {
             if !io.nowarn {
@@ -126,14 +117,17 @@ impl<'a> Placement<'a> {
             return;
         }
         self.mentioned.extend(bits.iter().copied());
-        match self.free_pin(io) {
-            Ok(pin) => {
-                self.placed.insert(&io.port, io);
-                self.pads.insert((pin.x, pin.y, pin.z), io);
-                self.pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
-            }
-            Err(finding) => findings.push(finding),
+        let Some(pin) = self.package.pins.iter().find(|p| p.name == io.pin) else {
+            findings.push(self.pin_not_in_package(io));
+            return;
+        };
+        if let Some(taken) = self.taken(io, pin) {
+            findings.push(taken);
+            return;
         }
+        self.placed.insert(&io.port, io);
+        self.pads.insert((pin.x, pin.y, pin.z), io);
+        self.pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
     }
 
     /// The port bits a `set_io` line names (a name can be both a one-bit port and a bus bit).
@@ -141,34 +135,47 @@ impl<'a> Placement<'a> {
         self.design.names.lookup(&io.port).filter(|b| self.ports.contains(b)).collect()
     }
 
-    /// The package pin a line asks for, if it exists, its port has no pin yet and no other
-    /// port holds its pad.
-    fn free_pin(&self, io: &SetIo) -> Result<&'static Pin, Finding> {
-        let Some(pin) = self.package.pins.iter().find(|p| p.name == io.pin) else {
-            return Err(Finding::error(
-                "PIN_NOT_IN_PACKAGE",
-                format!(
-                    "package {} has no IO pin named '{}' (pin names are case-sensitive; power, ground and configuration pins cannot be constrained)",
-                    self.package.name, io.pin
-                ),
-                at(io, self.file),
-            ));
-        };
+    /// An error for `-pullup_resistor` on a part whose pull-ups are fixed.
+    fn unsupported_pullup_resistor(&self, io: &SetIo) -> Option<Finding> {
+        if io.pullup_resistor.is_none() || PULLUP_RESISTOR_DEVICES.contains(&self.device.name) {
+            return None;
+        }
+        Some(Finding::error(
+            "PULLUP_RESISTOR_NOT_SUPPORTED",
+            format!(
+                "-pullup_resistor needs an iCE40 UltraPlus part (up5k, up3k); {} has fixed pull-ups",
+                self.device.name
+            ),
+            at(io, self.file),
+        ))
+    }
+
+    fn pin_not_in_package(&self, io: &SetIo) -> Finding {
+        Finding::error(
+            "PIN_NOT_IN_PACKAGE",
+            format!(
+                "package {} has no IO pin named '{}' (pin names are case-sensitive; power, ground and configuration pins cannot be constrained)",
+                self.package.name, io.pin
+            ),
+            at(io, self.file),
+        )
+    }
+
+    /// An error if the line's port already has a pin, or another port holds the pin's pad.
+    fn taken(&self, io: &SetIo, pin: &Pin) -> Option<Finding> {
         if let Some(first) = self.placed.get(io.port.as_str()) {
-            return Err(Finding::error(
+            return Some(Finding::error(
                 "PORT_CONSTRAINED_TWICE",
                 format!("port '{}' is already constrained on line {}", io.port, first.line),
                 at(io, self.file),
             ));
         }
-        if let Some(other) = self.pads.get(&(pin.x, pin.y, pin.z)) {
-            return Err(Finding::error(
-                "PIN_DOUBLE_ASSIGNED",
-                format!("pin {} is already taken by port '{}' (line {})", io.pin, other.port, other.line),
-                at(io, self.file),
-            ));
-        }
-        Ok(pin)
+        let other = self.pads.get(&(pin.x, pin.y, pin.z))?;
+        Some(Finding::error(
+            "PIN_DOUBLE_ASSIGNED",
+            format!("pin {} is already taken by port '{}' (line {})", io.pin, other.port, other.line),
+            at(io, self.file),
+        ))
     }
 }
 
