@@ -304,3 +304,49 @@ async fn a_netlist_object_that_is_missing_or_does_not_match_fails_its_revision_a
     let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"validation\""]);
     assert_eq!(dead, 2.0, "each dead-lettered once, never retried in a loop");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_counts_among_the_tenants_requests_in_progress_and_against_its_storage_quota() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--tenant-concurrency", "1", "--tenant-storage", "300KiB"];
+    let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let netlist = blink_design("n")["netlist"].to_string().into_bytes();
+    let url = grant(&acme, &netlist).await["upload"]["url"].as_str().unwrap().to_owned();
+
+    // An upload whose body is still arriving holds the tenant's one request in progress.
+    let addr = openqq_e2e::slow_client::addr(&server.url);
+    let path = url.trim_start_matches(&server.url).to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!("PUT {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: {}\r\n\r\n", netlist.len());
+    slow.write_all(head.as_bytes()).await.unwrap();
+    slow.write_all(&netlist[..100]).await.unwrap();
+    let refused = async {
+        for _ in 0..100 {
+            let (status, problem) = put(&url, netlist.clone()).await;
+            if status == 429 {
+                return problem;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("a second request in progress was never refused");
+    };
+    let problem = refused.await;
+    assert_eq!(problem["type"], "urn:openqq:problem:too-many-in-flight", "{problem}");
+    slow.write_all(&netlist[100..]).await.unwrap();
+    let mut answer = vec![0; 12];
+    tokio::io::AsyncReadExt::read_exact(&mut slow, &mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 201", "the slow upload itself completes");
+
+    // 300 KiB of storage: the 200 KB netlist fits once, another as large does not.
+    let mut other = netlist.clone();
+    other.extend_from_slice(b"  ");
+    let (status, problem) =
+        acme.post("/v1/uploads", &json!({"sha256": sha256_hex(&other), "bytes": other.len()})).await.unwrap();
+    assert_eq!(
+        (status, problem["type"].as_str()),
+        (403, Some("urn:openqq:problem:storage-quota-exceeded")),
+        "{problem}"
+    );
+}

@@ -158,6 +158,12 @@ impl StorageQuota {
         Ok(())
     }
 
+    /// Drops `tenant`'s cached usage, so the next check reads it afresh: called once an upload
+    /// is stored, which would otherwise go uncounted for up to [`USAGE_TTL`].
+    pub fn forget(&self, tenant: &TenantId) {
+        self.cache.lock().unwrap().remove(tenant);
+    }
+
     async fn usage(
         &self,
         store: &dyn DesignStore,

@@ -249,6 +249,7 @@ async fn store(
         .put(tenant, bytes)
         .await
         .map_err(|e| Problem::from_port(e, "storing the upload").into_response())?;
+    state.quota.forget(tenant);
     if stored != *object {
         // The store hashes what it keeps; the check above makes this unreachable.
         tracing::error!(expected = %object.digest, stored = %stored.digest, "An upload was stored under another digest.");

@@ -133,3 +133,17 @@ async fn an_upload_that_would_take_the_tenant_past_its_byte_quota_is_refused_wit
     let other = TenantId::parse("other").unwrap();
     assert!(quota.check_adding(&store, &objects, &other, 100_000).await.is_ok(), "quotas are per tenant");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_upload_counts_at_once_once_the_tenants_cached_usage_is_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let objects = EmbeddedObjectStore::open(dir.path()).unwrap();
+    let tenant = TenantId::parse("up").unwrap();
+    let quota = StorageQuota::with_ttl(StorageLimits { bytes: 100_000, designs: 100 }, Duration::from_secs(3600));
+    assert!(quota.check_adding(&store, &objects, &tenant, 60_000).await.is_ok());
+    objects.put(&tenant, vec![7; 60_000]).await.unwrap();
+    assert!(quota.check_adding(&store, &objects, &tenant, 60_000).await.is_ok(), "the cached usage is stale");
+    quota.forget(&tenant);
+    assert!(quota.check_adding(&store, &objects, &tenant, 60_000).await.is_err(), "read afresh, it counts");
+}
