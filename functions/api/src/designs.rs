@@ -215,6 +215,7 @@ async fn by_reference(state: &AppState, tenant: &TenantId, mut spec: DesignSpec)
         let object =
             state.objects.put(tenant, bytes).await.map_err(|e| Problem::from_port(e, "storing a large payload"))?;
         spec.refer(payload, object);
+        state.quota.forget(tenant);
     }
     Ok(spec)
 }
