@@ -12,6 +12,8 @@
 //! Besides icepack's own errors we check the bank geometry against the known dies and the die
 //! against the device the design targets, which icepack cannot know.
 
+use std::ops::ControlFlow;
+
 use crate::report::{Finding, Location};
 
 /// CRAM bank geometry of each die, as (die, bank width, bank heights, full CRAM height). The UP5K
@@ -122,6 +124,24 @@ pub fn crc16_update(mut crc: u16, byte: u8) -> u16 {
 /// Parses a bitstream up to its wakeup command.
 pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
     let mut r = Reader { bytes, pos: 0, crc: 0 };
+    skip_to_sync_word(&mut r)?;
+    let comments = comments(&bytes[..r.pos - 4]);
+    let mut config = Config::default();
+    while config.command(&mut r)?.is_continue() {}
+    let (cram_width, cram_height) = (config.cram_width, config.cram_height);
+    let die = DIES.iter().find(|(_, w, _, h)| *w == cram_width && *h == cram_height).map(|(die, ..)| *die).ok_or_else(
+        || {
+            r.err(
+                "BITSTREAM_SIZE_MISMATCH",
+                format!("the CRAM is {cram_width}×{cram_height} bits, which matches no iCE40 die"),
+            )
+        },
+    )?;
+    Ok(Bitstream { comments, die, crc_checks: config.crc_checks, trailing_bytes: bytes.len() - r.pos })
+}
+
+/// Reads up to and including the sync word; icepack rejects four FF bytes before it.
+fn skip_to_sync_word(r: &mut Reader<'_>) -> Result<(), BitstreamError> {
     let mut window = 0u32;
     loop {
         let byte = r.byte().map_err(|_| r.err("BITSTREAM_MALFORMED", "no sync word 7E AA 99 7E found".to_owned()))?;
@@ -133,13 +153,27 @@ pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
             ));
         }
         if window == SYNC_WORD {
-            break;
+            return Ok(());
         }
     }
-    let comments = comments(&bytes[..r.pos - 4]);
-    let (mut bank, mut width, mut height, mut offset) = (0u32, 0u32, 0u32, 0u32);
-    let (mut cram_width, mut cram_height, mut crc_checks) = (0u32, 0u32, 0u32);
-    loop {
+}
+
+/// The registers the commands set, and what the data banks so far add up to.
+#[derive(Default)]
+struct Config {
+    bank: u32,
+    width: u32,
+    height: u32,
+    offset: u32,
+    /// The widest CRAM bank and the tallest offset + height, which identify the die.
+    cram_width: u32,
+    cram_height: u32,
+    crc_checks: u32,
+}
+
+impl Config {
+    /// Reads and runs one command; breaks at wakeup.
+    fn command(&mut self, r: &mut Reader<'_>) -> Result<ControlFlow<()>, BitstreamError> {
         let start = r.pos;
         let command = r.byte()?;
         let mut payload = 0u32;
@@ -148,48 +182,8 @@ pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
         }
         let at = |code, message: String| BitstreamError { code, offset: start, message };
         match command >> 4 {
-            0x0 => match payload {
-                1 | 3 => {
-                    let cram = payload == 1;
-                    check_geometry(cram, width, height).map_err(|m| at("BITSTREAM_SIZE_MISMATCH", m))?;
-                    if bank > 3 {
-                        return Err(at(
-                            "BITSTREAM_MALFORMED",
-                            format!("data for bank {bank}; iCE40 dies have banks 0 to 3"),
-                        ));
-                    }
-                    let len = (u64::from(width) * u64::from(height) / 8) as usize;
-                    if r.bytes.len() - r.pos < len + 2 {
-                        return Err(at(
-                            "BITSTREAM_TRUNCATED",
-                            format!("the bitstream ends inside the data of bank {bank}"),
-                        ));
-                    }
-                    for _ in 0..len {
-                        r.byte()?;
-                    }
-                    let end = u16::from_be_bytes([r.byte()?, r.byte()?]);
-                    if end != 0 {
-                        return Err(r.err(
-                            "BITSTREAM_MALFORMED",
-                            format!("expected 00 00 after the data of bank {bank}, found {end:04X}"),
-                        ));
-                    }
-                    if cram {
-                        cram_width = cram_width.max(width);
-                        cram_height = cram_height.max(offset.saturating_add(height));
-                    }
-                }
-                5 => r.crc = 0xFFFF,
-                6 => break,
-                other => {
-                    return Err(at(
-                        "BITSTREAM_UNKNOWN_COMMAND",
-                        format!("unknown command {command:02X} with payload {other:X}"),
-                    ))
-                }
-            },
-            0x1 => bank = payload,
+            0x0 => return self.control(r, command, payload, start),
+            0x1 => self.bank = payload,
             0x2 => {
                 if r.crc != 0 {
                     return Err(at(
@@ -197,29 +191,73 @@ pub fn parse(bytes: &[u8]) -> Result<Bitstream, BitstreamError> {
                         format!("CRC check failed: stored {payload:04X} does not match the data"),
                     ));
                 }
-                crc_checks += 1;
+                self.crc_checks += 1;
             }
             0x5 if payload > 2 => return Err(at("BITSTREAM_MALFORMED", format!("unknown oscillator range {payload}"))),
             0x5 => {}
-            0x6 => width = payload.wrapping_add(1),
-            0x7 => height = payload,
-            0x8 => offset = payload,
+            0x6 => self.width = payload.wrapping_add(1),
+            0x7 => self.height = payload,
+            0x8 => self.offset = payload,
             0x9 if !matches!(payload, 0 | 1 | 32 | 33) => {
                 return Err(at("BITSTREAM_MALFORMED", format!("unknown warm boot / no-sleep flags {payload:X}")));
             }
             0x9 => {}
             _ => return Err(at("BITSTREAM_UNKNOWN_COMMAND", format!("unknown command {command:02X}"))),
         }
+        Ok(ControlFlow::Continue(()))
     }
-    let die = DIES.iter().find(|(_, w, _, h)| *w == cram_width && *h == cram_height).map(|(die, ..)| *die).ok_or_else(
-        || {
-            r.err(
-                "BITSTREAM_SIZE_MISMATCH",
-                format!("the CRAM is {cram_width}×{cram_height} bits, which matches no iCE40 die"),
-            )
-        },
-    )?;
-    Ok(Bitstream { comments, die, crc_checks, trailing_bytes: bytes.len() - r.pos })
+
+    /// Opcode 0, whose payload is the sub-command: bank data, CRC reset or wakeup.
+    fn control(
+        &mut self,
+        r: &mut Reader<'_>,
+        command: u8,
+        payload: u32,
+        start: usize,
+    ) -> Result<ControlFlow<()>, BitstreamError> {
+        match payload {
+            1 | 3 => self.data(r, payload == 1, start)?,
+            5 => r.crc = 0xFFFF,
+            6 => return Ok(ControlFlow::Break(())),
+            other => {
+                return Err(BitstreamError {
+                    code: "BITSTREAM_UNKNOWN_COMMAND",
+                    offset: start,
+                    message: format!("unknown command {command:02X} with payload {other:X}"),
+                })
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// A CRAM or BRAM data command: checks the bank, skips its data and the two zero bytes that
+    /// end it, and widens the CRAM seen so far.
+    fn data(&mut self, r: &mut Reader<'_>, cram: bool, start: usize) -> Result<(), BitstreamError> {
+        let (bank, width, height) = (self.bank, self.width, self.height);
+        let at = |code, message: String| BitstreamError { code, offset: start, message };
+        check_geometry(cram, width, height).map_err(|m| at("BITSTREAM_SIZE_MISMATCH", m))?;
+        if bank > 3 {
+            return Err(at("BITSTREAM_MALFORMED", format!("data for bank {bank}; iCE40 dies have banks 0 to 3")));
+        }
+        let len = (u64::from(width) * u64::from(height) / 8) as usize;
+        if r.bytes.len() - r.pos < len + 2 {
+            return Err(at("BITSTREAM_TRUNCATED", format!("the bitstream ends inside the data of bank {bank}")));
+        }
+        for _ in 0..len {
+            r.byte()?;
+        }
+        let end = u16::from_be_bytes([r.byte()?, r.byte()?]);
+        if end != 0 {
+            return Err(
+                r.err("BITSTREAM_MALFORMED", format!("expected 00 00 after the data of bank {bank}, found {end:04X}"))
+            );
+        }
+        if cram {
+            self.cram_width = self.cram_width.max(width);
+            self.cram_height = self.cram_height.max(self.offset.saturating_add(height));
+        }
+        Ok(())
+    }
 }
 
 /// Rejects a data command whose bank size belongs to no iCE40 die: its data length would be

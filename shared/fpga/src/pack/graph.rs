@@ -28,6 +28,17 @@ pub(crate) enum Kind {
     Other,
 }
 
+impl Kind {
+    fn of(cell_type: &str) -> Kind {
+        match cell_type {
+            "SB_LUT4" => Kind::Lut,
+            "SB_CARRY" => Kind::Carry,
+            t if is_ff(t) => Kind::Ff,
+            _ => Kind::Other,
+        }
+    }
+}
+
 /// A cell port the packer cares about, recognised once while building the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -170,19 +181,9 @@ impl<'a> Graph<'a> {
         let ids = NetIds::new(m);
         let vcc = ids.len();
         let nets = vcc + 2; // VCC, then GND
-        let kinds = m
-            .cells
-            .iter()
-            .map(|c| match c.cell_type.as_ref() {
-                "SB_LUT4" => Kind::Lut,
-                "SB_CARRY" => Kind::Carry,
-                t if is_ff(t) => Kind::Ff,
-                _ => Kind::Other,
-            })
-            .collect();
         let mut g = Graph {
             module: m,
-            kinds,
+            kinds: m.cells.iter().map(|c| Kind::of(&c.cell_type)).collect(),
             nets,
             vcc,
             ids,
@@ -197,62 +198,75 @@ impl<'a> Graph<'a> {
         let mut fill: Option<Vec<u32>> = None;
         let mut roles = Vec::new();
         for pass in 0..2 {
-            let mut k = 0;
-            for (ci, c) in m.cells.iter().enumerate() {
-                for conn in m.connections(c) {
-                    let role = if pass == 0 {
-                        roles.push(Role::of(&conn.port));
-                        roles[roles.len() - 1]
-                    } else {
-                        k += 1;
-                        roles[k - 1]
-                    };
-                    if pass == 0 && role != Role::Other {
-                        if let Some(n) = m.bits(conn).first().and_then(|b| g.net_of(*b)) {
-                            g.pins[ci][role as usize] = n as u32;
-                        }
-                    }
-                    for b in m.bits(conn) {
-                        let Some(n) = g.net_of(*b) else { continue };
-                        if conn.output {
-                            if pass == 0 {
-                                g.driver[n] = Some((Owner::Cell(ci), conn.port.as_ref()));
-                            }
-                        } else {
-                            g.add_user(
-                                pass,
-                                &mut fill,
-                                n,
-                                Use { owner: Owner::Cell(ci), port: conn.port.as_ref(), role },
-                            );
-                        }
-                    }
-                }
-            }
-            for p in &m.ports {
-                for b in &p.bits {
-                    let Some(n) = g.net_of(*b) else { continue };
-                    match p.direction {
-                        Direction::Input if pass == 0 => g.driver[n] = g.driver[n].or(Some((Owner::TopPort, "O"))),
-                        Direction::Input => {}
-                        _ => {
-                            g.add_user(pass, &mut fill, n, Use { owner: Owner::TopPort, port: "I", role: Role::Other })
-                        }
-                    }
-                }
-            }
+            g.cell_uses(pass, &mut fill, &mut roles);
+            g.port_uses(pass, &mut fill);
             if pass == 0 {
-                let mut total = 0;
-                for s in g.user_start.iter_mut() {
-                    let count = *s;
-                    *s = total;
-                    total += count;
-                }
-                g.user_list = vec![Use { owner: Owner::TopPort, port: "", role: Role::Other }; total as usize];
-                fill = Some(g.user_start.clone());
+                fill = Some(g.allocate_users());
             }
         }
         g
+    }
+
+    /// One pass over the cells' connections. The first records each port's role (in `roles`,
+    /// read back in the same order by the second), each cell's pins and each net's driver, and
+    /// counts users; the second places them.
+    fn cell_uses(&mut self, pass: usize, fill: &mut Option<Vec<u32>>, roles: &mut Vec<Role>) {
+        let m = self.module;
+        let mut k = 0;
+        for (ci, c) in m.cells.iter().enumerate() {
+            for conn in m.connections(c) {
+                let role = if pass == 0 {
+                    roles.push(Role::of(&conn.port));
+                    roles[roles.len() - 1]
+                } else {
+                    k += 1;
+                    roles[k - 1]
+                };
+                if pass == 0 && role != Role::Other {
+                    if let Some(n) = m.bits(conn).first().and_then(|b| self.net_of(*b)) {
+                        self.pins[ci][role as usize] = n as u32;
+                    }
+                }
+                for b in m.bits(conn) {
+                    let Some(n) = self.net_of(*b) else { continue };
+                    if conn.output {
+                        if pass == 0 {
+                            self.driver[n] = Some((Owner::Cell(ci), conn.port.as_ref()));
+                        }
+                    } else {
+                        self.add_user(pass, fill, n, Use { owner: Owner::Cell(ci), port: conn.port.as_ref(), role });
+                    }
+                }
+            }
+        }
+    }
+
+    /// One pass over the top-level ports: an input port drives its nets (unless a cell already
+    /// does), any other port uses them.
+    fn port_uses(&mut self, pass: usize, fill: &mut Option<Vec<u32>>) {
+        for p in &self.module.ports {
+            for b in &p.bits {
+                let Some(n) = self.net_of(*b) else { continue };
+                match p.direction {
+                    Direction::Input if pass == 0 => self.driver[n] = self.driver[n].or(Some((Owner::TopPort, "O"))),
+                    Direction::Input => {}
+                    _ => self.add_user(pass, fill, n, Use { owner: Owner::TopPort, port: "I", role: Role::Other }),
+                }
+            }
+        }
+    }
+
+    /// Turns the user counts into each net's first slot in one shared list, allocates the
+    /// list and returns the next free slot of each net (its first, for now).
+    fn allocate_users(&mut self) -> Vec<u32> {
+        let mut total = 0;
+        for s in self.user_start.iter_mut() {
+            let count = *s;
+            *s = total;
+            total += count;
+        }
+        self.user_list = vec![Use { owner: Owner::TopPort, port: "", role: Role::Other }; total as usize];
+        self.user_start.clone()
     }
 
     fn add_user(&mut self, pass: usize, fill: &mut Option<Vec<u32>>, n: Net, user: Use<'a>) {
