@@ -6,7 +6,7 @@
 #   AWS_ENDPOINT_URL=http://127.0.0.1:4566 localstack/init/resources.sh
 #   AWS_ENDPOINT_URL=$(scripts/services/moto.sh) localstack/init/resources.sh
 #
-# In LocalStack, mount this folder at /etc/localstack/init/ready.d and it runs once the services
+# In LocalStack, mount this file into /etc/localstack/init/ready.d and it runs once the services
 # are ready (AWS_ENDPOINT_URL defaults to LocalStack's own http://localhost:4566).
 #
 # Names: OPENQQ_DYNAMODB_TABLE (default openqq), OPENQQ_S3_BUCKET (default openqq-objects), the
@@ -20,7 +20,12 @@ bucket=${OPENQQ_S3_BUCKET:-openqq-objects}
 export AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-${AWS_REGION:-us-east-1}}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test}
 
-aws() { command aws --endpoint-url "$endpoint" --output text "$@"; }
+# LocalStack's image may carry only its wrapper, awslocal, which sets the endpoint itself.
+if command -v aws >/dev/null; then
+  aws() { command aws --endpoint-url "$endpoint" --output text "$@"; }
+else
+  aws() { awslocal --output text "$@"; }
+fi
 log() { echo "resources.sh: $*" >&2; }
 
 # The table: docs/DYNAMODB.md, openqq_adapters::dynamo::table::DEFINITION.
