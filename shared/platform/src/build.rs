@@ -5,11 +5,10 @@
 
 use crate::settings::Settings;
 use anyhow::{Context, Result};
-use openqq_adapters::{Backends, Durability, FallbackRateLimiter, RedisDownPolicy, RedisRateLimiter};
+use openqq_adapters::{Backends, Durability};
 use openqq_api::{AppState, JwtKeys, LimitPolicy, TenantGuard};
 use openqq_core::{EventKind, Notifier, RateLimiter, Topics};
 use openqq_runtime::{BatchHandler, Consumer, RecordHandler};
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 /// The platform's parts, built once per process (once per cold start on Lambda).
@@ -37,6 +36,8 @@ impl Platform {
         let topics = settings.topics();
         let kafka = openqq_runtime::kafka_flags::settings(&settings.kafka, settings.partitions, topics.all()).await?;
         let dynamo = openqq_runtime::dynamo_flags::settings(&settings.dynamo)?;
+        let s3 = openqq_runtime::s3_flags::settings(&settings.s3)?;
+        openqq_runtime::limiter_flags::settings(&settings.limiter)?;
         crate::data_dir::create_private(&settings.data_dir)?;
         let durability = if settings.fsync { Durability::Power } else { Durability::Process };
         let backends =
@@ -45,6 +46,8 @@ impl Platform {
         let backends = openqq_runtime::kafka_flags::apply(backends, kafka).await?;
         // The store on DynamoDB (table created against a local endpoint, required on AWS).
         let backends = openqq_runtime::dynamo_flags::apply(backends, dynamo).await?;
+        // Objects (full reports, large netlists, uploads) in S3 (bucket created only locally).
+        let backends = openqq_runtime::s3_flags::apply(backends, s3).await?;
         let limiter = limiter(&settings, &backends).await?;
         let limits = Arc::new(LimitPolicy::new(settings.rate_limit.0));
         if let Some(path) = &settings.rate_limits {
@@ -117,21 +120,11 @@ fn embedded_options(s: &Settings) -> openqq_adapters::embedded::EmbeddedOptions 
     openqq_adapters::embedded::EmbeddedOptions { retention: Some(retention), store_readers: s.store_readers }
 }
 
-/// The request limiter: Redis behind its Redis-down policy, or the in-process one.
+/// The request limiter: Redis (by URL or ElastiCache cache name) behind its Redis-down policy, or
+/// the in-process one.
 async fn limiter(s: &Settings, backends: &Backends) -> Result<Arc<dyn RateLimiter>> {
-    let l = &s.limiter;
-    let Some(url) = &l.redis_url else { return Ok(backends.limiter.clone()) };
-    let redis = RedisRateLimiter::connect(url, l.redis_timeout)
-        .await
-        .map_err(|e| anyhow::anyhow!("connecting to Redis (--redis-url, OPENQQ_REDIS_URL): {e}"))?;
-    let policy = if l.redis_fail_closed {
-        RedisDownPolicy::FailClosed
-    } else {
-        RedisDownPolicy::FailOpen {
-            instances: NonZeroU32::new(l.instances).context("--instances (OPENQQ_INSTANCES) must be at least 1")?,
-        }
-    };
-    Ok(Arc::new(FallbackRateLimiter::new(Arc::new(redis), policy)))
+    let settings = openqq_runtime::limiter_flags::settings(&s.limiter)?;
+    openqq_runtime::limiter_flags::build(&settings, backends.limiter.clone()).await
 }
 
 /// The results notifier: the live stream, plus signed webhooks when a file configures them.

@@ -35,8 +35,8 @@ pub async fn api() -> Result<(), Error> {
     let keys = JwtKeys::with_rules(secret.as_bytes(), settings.jwt.rules())
         .map_err(|e| format!("{}: {e}", crate::secret::ENV))?;
     let platform = Platform::build(settings).await.map_err(|e| format!("{e:#}"))?;
-    if platform.settings.limiter.redis_url.is_none() {
-        tracing::warn!("The request limiter is in process: each instance limits on its own. Set OPENQQ_REDIS_URL to share it.");
+    if platform.settings.limiter.redis_url.is_none() && platform.settings.limiter.elasticache_cache.is_none() {
+        tracing::warn!("The request limiter is in process: each instance limits on its own. Set OPENQQ_ELASTICACHE_CACHE or OPENQQ_REDIS_URL to share it.");
     }
     // No live stream on Lambda; reserved concurrency bounds the pool: one request per instance.
     let state = platform.api_state(keys, None, false);

@@ -86,24 +86,11 @@ pub struct Settings {
     pub kafka: openqq_runtime::kafka_flags::KafkaArgs,
     #[command(flatten)]
     pub dynamo: openqq_runtime::dynamo_flags::DynamoArgs,
+    #[command(flatten)]
+    pub s3: openqq_runtime::s3_flags::S3Args,
 }
 
-/// Where the per-tenant request limiter keeps its windows.
-#[derive(Args, Clone, Debug)]
-pub struct LimiterArgs {
-    /// Use Redis (or ElastiCache) for the limiter, e.g. redis://127.0.0.1:6379.
-    #[arg(long, env = "OPENQQ_REDIS_URL")]
-    pub redis_url: Option<String>,
-    /// How long a limiter decision may wait for Redis before the Redis-down policy applies.
-    #[arg(long, env = "OPENQQ_REDIS_TIMEOUT", default_value = "50ms", value_parser = humantime::parse_duration)]
-    pub redis_timeout: Duration,
-    /// While Redis is down, reject with 503 instead of limiting in process.
-    #[arg(long, env = "OPENQQ_REDIS_FAIL_CLOSED")]
-    pub redis_fail_closed: bool,
-    /// API instances sharing the Redis limit; while Redis is down each admits limit ÷ instances.
-    #[arg(long, env = "OPENQQ_INSTANCES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub instances: u32,
-}
+pub use openqq_runtime::limiter_flags::LimiterArgs;
 
 /// Claims every token must carry, shared by `openqq up` (which requires them) and `openqq
 /// token` (which writes them).
