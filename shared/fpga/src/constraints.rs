@@ -61,7 +61,7 @@ pub(crate) fn check_constraints(
         if i.is_multiple_of(1024) && deadline.passed() {
             return findings;
         }
-        findings.push(unconstrained(design.names.display(*bit), allow_unconstrained, file));
+        findings.push(unconstrained(&design.names.display(*bit), allow_unconstrained, file));
     }
     findings.extend(pll::check_pads(&design.plls, &placement.pins, file));
     findings.extend(pll::check_frequencies(&design.plls, &design.names, &parsed.frequencies, file));
@@ -192,9 +192,9 @@ fn at(io: &SetIo, file: Option<&str>) -> Location {
 
 /// `PORT_UNCONSTRAINED` for a port bit no `set_io` line names: an error, or a warning when
 /// unconstrained IO is allowed (nextpnr then places it).
-fn unconstrained(port: String, allow_unconstrained: bool, file: Option<&str>) -> Finding {
+fn unconstrained(port: &str, allow_unconstrained: bool, file: Option<&str>) -> Finding {
+    let location = Location { file: file.map(str::to_owned), port: Some(port.to_owned()), ..Location::default() };
     let message = format!("port '{port}' has no set_io constraint");
-    let location = Location { file: file.map(str::to_owned), port: Some(port), ..Location::default() };
     if allow_unconstrained {
         Finding::warning("PORT_UNCONSTRAINED", format!("{message}; nextpnr will place it automatically"), location)
     } else {
