@@ -82,6 +82,8 @@ pub enum AuthError {
     IssuedInFuture { iat: u64, now: u64 },
     #[error("the bearer token's tenant_id claim is invalid")]
     Tenant(#[source] openqq_core::IdError),
+    #[error("the gateway verified a token without a tenant_id claim")]
+    NoTenantClaim,
 }
 
 impl AuthError {
@@ -269,17 +271,45 @@ fn bearer(req: &Request) -> Result<&str, AuthError> {
 
 /// The tenant a request speaks for, or the 401 to answer. The cause is logged at debug level
 /// (never the token).
-pub fn authenticate(keys: &JwtKeys, req: &Request) -> Result<TenantId, Problem> {
-    bearer(req).and_then(|t| keys.verify(t)).map_err(|e| {
+pub fn authenticate(state: &AppState, req: &Request) -> Result<TenantId, Problem> {
+    let tenant = match state.identity {
+        Identity::Token => bearer(req).and_then(|t| state.keys.verify(t)),
+        Identity::Gateway => match req.extensions().get::<GatewayClaims>() {
+            Some(GatewayClaims { tenant_id: Some(id) }) => TenantId::parse(id.clone()).map_err(AuthError::Tenant),
+            Some(GatewayClaims { tenant_id: None }) => Err(AuthError::NoTenantClaim),
+            None => Err(AuthError::Missing),
+        },
+    };
+    tenant.map_err(|e| {
         tracing::debug!(error = %e, cause = ?std::error::Error::source(&e).map(|s| s.to_string()), "A request was not authenticated.");
         e.problem()
     })
 }
 
+/// Who establishes the caller's tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Identity {
+    /// The API verifies each bearer token with its own keys (`openqq up`; a function without an
+    /// authorizer in front).
+    #[default]
+    Token,
+    /// A gateway in front verified the token (API Gateway's JWT authorizer, against the issuer's
+    /// keys) and passed its claims on as [`GatewayClaims`]; the tenant is their `tenant_id`. Only
+    /// right where no request reaches the API without passing that gateway.
+    Gateway,
+}
+
+/// The claims a gateway's authorizer verified, put into the request's extensions by whatever
+/// received the request from the gateway (the Lambda entry point).
+#[derive(Debug, Clone, Default)]
+pub struct GatewayClaims {
+    pub tenant_id: Option<String>,
+}
+
 /// Authenticates, then applies the tenant's rate limit; the tenant goes into the request's
 /// extensions for the handlers.
 pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let tenant = match authenticate(&state.keys, &req) {
+    let tenant = match authenticate(&state, &req) {
         Ok(t) => t,
         Err(p) => {
             crate::body::drain(req.into_body(), state.max_body_bytes).await;

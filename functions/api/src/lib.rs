@@ -72,6 +72,8 @@ pub struct AppState {
     pub limiter: Arc<dyn RateLimiter>,
     pub limits: Arc<LimitPolicy>,
     pub keys: Arc<JwtKeys>,
+    /// Who establishes the caller's tenant: the API's own token check, or a gateway in front.
+    pub identity: auth::Identity,
     pub topics: Topics,
     /// Renders `/metrics`; absent where metrics leave another way (CloudWatch EMF on Lambda).
     pub metrics: Option<PrometheusHandle>,

@@ -8,6 +8,7 @@ use axum::http::{header, Request, StatusCode};
 use axum::response::Response;
 use axum::Router;
 use openqq_adapters::{Backends, Durability};
+use openqq_api::auth::{GatewayClaims, Identity};
 use openqq_api::{router, AppState, JwtKeys, LimitPolicy, PoolConfig, TenantGuard, TenantLimits};
 use openqq_core::{Quota, TenantId, Topics};
 use std::sync::Arc;
@@ -22,6 +23,10 @@ struct App {
 }
 
 fn app(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize) -> App {
+    app_with(pool, limits, max_body_bytes, Identity::Token)
+}
+
+fn app_with(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize, identity: Identity) -> App {
     let dir = tempfile::tempdir().unwrap();
     let backends = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let keys = Arc::new(JwtKeys::from_secret(&[7; 32]).unwrap());
@@ -32,6 +37,7 @@ fn app(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize) -> App {
         limiter: backends.limiter.clone(),
         limits: Arc::new(LimitPolicy::new(Quota { limit: 1000, window: Duration::from_secs(1) })),
         keys: keys.clone(),
+        identity,
         topics: Topics::new(""),
         metrics: None,
         max_body_bytes,
@@ -183,4 +189,30 @@ async fn streams_past_the_tenant_cap_are_refused_and_an_open_stream_holds_no_wor
     assert_eq!(app.get("other", "/v1/stream").await.status(), StatusCode::OK, "another tenant has its own");
     drop(first);
     assert_eq!(app.get("watcher", "/v1/stream").await.status(), StatusCode::OK, "a closed stream gives its slot back");
+}
+
+#[tokio::test]
+async fn behind_api_gateway_the_tenant_is_the_claim_its_authorizer_verified_and_nothing_else() {
+    let app = app_with(one_worker(), TenantLimits::default(), 1 << 20, Identity::Gateway);
+    let with_claims = |tenant_id: Option<&str>| {
+        let mut req = Request::get("/v1/designs").body(Body::empty()).unwrap();
+        req.extensions_mut().insert(GatewayClaims { tenant_id: tenant_id.map(str::to_owned) });
+        req
+    };
+    let ok = app.send(with_claims(Some("acme"))).await;
+    assert_eq!(ok.status(), StatusCode::OK, "the authorizer's tenant_id is the tenant");
+    for (what, req) in [
+        ("no claims", Request::get("/v1/designs").body(Body::empty()).unwrap()),
+        ("claims without a tenant", with_claims(None)),
+        ("a tenant id that is not one", with_claims(Some("../etc"))),
+        (
+            "a bearer token the API could verify, but no claims",
+            Request::get("/v1/designs").header(header::AUTHORIZATION, app.bearer("acme")).body(Body::empty()).unwrap(),
+        ),
+    ] {
+        assert_eq!(app.send(req).await.status(), StatusCode::UNAUTHORIZED, "{what}");
+    }
+    // And where the API checks tokens itself, claims put into a request count for nothing.
+    let own = app_with(one_worker(), TenantLimits::default(), 1 << 20, Identity::Token);
+    assert_eq!(own.send(with_claims(Some("acme"))).await.status(), StatusCode::UNAUTHORIZED);
 }

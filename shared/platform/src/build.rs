@@ -73,6 +73,7 @@ impl Platform {
             limiter: self.limiter.clone(),
             limits: self.limits.clone(),
             keys: Arc::new(keys),
+            identity: s.auth.into(),
             topics: self.topics.clone(),
             metrics,
             max_body_bytes: s.max_body_bytes,

@@ -8,6 +8,7 @@
 //! `cargo lambda watch` on one machine, not for a fleet.
 
 use crate::{Platform, Settings};
+use openqq_api::auth::GatewayClaims;
 use openqq_api::{router, JwtKeys, PoolConfig};
 use openqq_core::EventKind;
 
@@ -40,11 +41,65 @@ pub async fn api() -> Result<(), Error> {
     }
     // No live stream on Lambda; reserved concurrency bounds the pool: one request per instance.
     let state = platform.api_state(keys, None, false);
-    lambda_http::run(router(state, PoolConfig { workers: 1, queue: 0, ..PoolConfig::default() })).await
+    let app = router(state, PoolConfig { workers: 1, queue: 0, ..PoolConfig::default() })
+        .layer(axum::middleware::map_request(pass_on_gateway_claims));
+    lambda_http::run(app).await
+}
+
+/// Puts what API Gateway's JWT authorizer verified (its `tenant_id` claim) into the request as
+/// [`GatewayClaims`], for `--auth api-gateway`. Requests without an authorizer context carry none.
+async fn pass_on_gateway_claims(mut req: axum::extract::Request) -> axum::extract::Request {
+    use lambda_http::request::RequestContext;
+    let claims = match req.extensions().get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.jwt.as_ref())
+            .map(|jwt| GatewayClaims { tenant_id: jwt.claims.get("tenant_id").cloned() }),
+        _ => None,
+    };
+    if let Some(claims) = claims {
+        req.extensions_mut().insert(claims);
+    }
+    req
 }
 
 /// A consumer function: the MSK trigger's batches of `kind`'s topic through its handler.
 pub async fn consumer(kind: EventKind) -> Result<(), Error> {
     let platform = Platform::build(settings()?).await.map_err(|e| format!("{e:#}"))?;
     openqq_runtime::lambda::serve(platform.handler(kind)?).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An API Gateway HTTP API (payload 2.0) request, as the JWT authorizer passes it on.
+    fn gateway_request(claims: serde_json::Value) -> axum::extract::Request {
+        let event = serde_json::json!({
+            "version": "2.0", "routeKey": "GET /v1/designs", "rawPath": "/v1/designs", "rawQueryString": "",
+            "headers": {"host": "api.example"},
+            "requestContext": {
+                "accountId": "123456789012", "apiId": "api", "domainName": "api.example", "domainPrefix": "api",
+                "http": {"method": "GET", "path": "/v1/designs", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "t"},
+                "requestId": "r", "routeKey": "GET /v1/designs", "stage": "$default", "time": "30/Nov/2026:11:00:00 +0000",
+                "timeEpoch": 1_796_036_400_000u64,
+                "authorizer": {"jwt": {"claims": claims, "scopes": null}}
+            },
+            "isBase64Encoded": false
+        });
+        let req = lambda_http::request::from_str(&event.to_string()).expect("an API Gateway v2 event");
+        let (parts, _) = req.into_parts();
+        axum::extract::Request::from_parts(parts, axum::body::Body::empty())
+    }
+
+    #[tokio::test]
+    async fn the_authorizers_tenant_id_claim_is_passed_on_to_the_api() {
+        let req = pass_on_gateway_claims(gateway_request(serde_json::json!({"tenant_id": "acme", "sub": "u1"}))).await;
+        assert_eq!(req.extensions().get::<GatewayClaims>().and_then(|c| c.tenant_id.as_deref()), Some("acme"));
+        let req = pass_on_gateway_claims(gateway_request(serde_json::json!({"sub": "u1"}))).await;
+        assert_eq!(req.extensions().get::<GatewayClaims>().map(|c| c.tenant_id.clone()), Some(None));
+        let plain = pass_on_gateway_claims(axum::extract::Request::new(axum::body::Body::empty())).await;
+        assert!(plain.extensions().get::<GatewayClaims>().is_none(), "no gateway, no claims");
+    }
 }

@@ -92,6 +92,12 @@ impl UpArgs {
         if self.max_connections == 0 {
             anyhow::bail!("--max-connections (OPENQQ_MAX_CONNECTIONS) must allow at least 1 connection");
         }
+        if self.platform.auth == crate::settings::AuthArg::ApiGateway {
+            anyhow::bail!(
+                "--auth api-gateway (OPENQQ_AUTH) is for the API function behind API Gateway's JWT authorizer; \
+                 openqq up serves requests itself, so it verifies each token (--auth token)"
+            );
+        }
         self.platform.check()?;
         crate::data_dir::check_open_files(self.max_connections)
     }
@@ -177,5 +183,18 @@ impl Running {
             m.await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openqq_up_refuses_to_trust_a_gateway_it_does_not_have() {
+        let args = UpArgs::from_args(["--auth", "api-gateway"]).unwrap();
+        let err = args.check().unwrap_err().to_string();
+        assert!(err.contains("--auth api-gateway (OPENQQ_AUTH)"), "{err}");
+        UpArgs::from_args(["--auth", "token"]).unwrap().check().unwrap();
     }
 }

@@ -80,6 +80,11 @@ pub struct Settings {
     /// Reader connections of the embedded store (default one per core, two to eight).
     #[arg(long, env = "OPENQQ_STORE_READERS")]
     pub store_readers: Option<usize>,
+    /// Who establishes a caller's tenant: `token` verifies bearer tokens with the API's own
+    /// secret; `api-gateway` takes the `tenant_id` claim API Gateway's JWT authorizer verified
+    /// (the API function on Lambda behind the deployment template's HTTP API only).
+    #[arg(long, env = "OPENQQ_AUTH", value_enum, default_value = "token")]
+    pub auth: AuthArg,
     #[command(flatten)]
     pub jwt: JwtRuleArgs,
     #[command(flatten)]
@@ -91,6 +96,22 @@ pub struct Settings {
 }
 
 pub use openqq_runtime::limiter_flags::LimiterArgs;
+
+/// The values of `--auth`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthArg {
+    Token,
+    ApiGateway,
+}
+
+impl From<AuthArg> for openqq_api::auth::Identity {
+    fn from(a: AuthArg) -> Self {
+        match a {
+            AuthArg::Token => Self::Token,
+            AuthArg::ApiGateway => Self::Gateway,
+        }
+    }
+}
 
 /// Claims every token must carry, shared by `openqq up` (which requires them) and `openqq
 /// token` (which writes them).
