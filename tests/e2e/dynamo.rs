@@ -1,30 +1,17 @@
-//! The design lifecycle with the design store on DynamoDB: `openqq up --dynamodb-table T
-//! --dynamodb-endpoint URL` against a local server that speaks DynamoDB's wire protocol (moto,
-//! started by the test command; its URL in `OPENQQ_TEST_DYNAMODB_ENDPOINT`). Each test uses a
+//! The design lifecycle with the design store on DynamoDB (`openqq up --dynamodb-table T
+//! --dynamodb-endpoint URL`), and with the objects in S3 too (`--s3-bucket B --s3-endpoint URL`),
+//! against a local server that speaks both wire protocols (moto, started by the test command; its
+//! URL in `OPENQQ_TEST_DYNAMODB_ENDPOINT`). Each test uses a
 //! table of its own, which start-up creates. Without the variable these tests print why and pass.
 //! Bad DynamoDB settings are checked at start-up, before any server is contacted, so those tests
 //! always run; the Lambda one runs the `validation` function's binary (`cargo build --workspace
 //! --bins`).
 
+use openqq_e2e::aws::endpoint;
 use openqq_e2e::ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order;
 use openqq_e2e::{blink_design, compact_blink_design, Client, Server};
 use serde_json::json;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// The DynamoDB endpoint to test against, or `None` (with a note) when none is set.
-fn endpoint(test: &str) -> Option<String> {
-    let endpoint = std::env::var("OPENQQ_TEST_DYNAMODB_ENDPOINT").ok().filter(|e| !e.is_empty());
-    if endpoint.is_none() {
-        eprintln!("skipping {test}: set OPENQQ_TEST_DYNAMODB_ENDPOINT (scripts/services/moto.sh start)");
-    }
-    endpoint
-}
-
-/// A table name no other test run uses.
-fn unique_table(what: &str) -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("openqq-e2e-{what}-{}-{nanos}", std::process::id())
-}
+use std::time::Duration;
 
 /// The flags that put the store on `table` at `endpoint`, then `extra`.
 fn on_dynamodb<'a>(table: &'a str, endpoint: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
@@ -36,7 +23,7 @@ fn on_dynamodb<'a>(table: &'a str, endpoint: &'a str, extra: &[&'a str]) -> Vec<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_store_on_dynamodb_a_design_reads_at_once_reaches_ready_and_survives_a_restart() {
     let Some(endpoint) = endpoint("the DynamoDB lifecycle test") else { return };
-    let table = unique_table("lifecycle");
+    let table = openqq_e2e::aws::unique_name("lifecycle");
     let dir = tempfile::tempdir().unwrap();
     // A long batch window: the design is read back before any consumer has run.
     let args = on_dynamodb(&table, &endpoint, &["--batch-window", "2s"]);
@@ -100,13 +87,13 @@ async fn with_the_store_on_dynamodb_a_design_reads_at_once_reaches_ready_and_sur
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_the_store_on_dynamodb_every_acknowledged_revision_reaches_results_ready_once_in_order_across_sigkill_restarts(
+async fn with_the_store_on_dynamodb_and_objects_in_s3_every_acknowledged_revision_reaches_results_ready_once_in_order_across_sigkill_restarts(
 ) {
     let Some(endpoint) = endpoint("the DynamoDB SIGKILL ordering test") else { return };
-    let table = unique_table("ordering");
     let dir = tempfile::tempdir().unwrap();
-    let args =
-        on_dynamodb(&table, &endpoint, &["--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"]);
+    let extra = ["--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7"];
+    let args = openqq_e2e::aws::on_aws(&endpoint, "ordering", &extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     sigkill_restarts_keep_every_acknowledged_revision_in_order(&mut server, compact_blink_design("durable"), 6, 20)
         .await;
@@ -176,7 +163,7 @@ fn a_function_on_lambda_takes_the_dynamodb_settings_from_its_environment() {
     assert!(stderr.contains("OPENQQ_DYNAMODB_TABLE"), "{stderr}");
 
     let Some(endpoint) = endpoint("the Lambda function's DynamoDB start") else { return };
-    let table = unique_table("lambda");
+    let table = openqq_e2e::aws::unique_name("lambda");
     let out = function(&[("OPENQQ_DYNAMODB_TABLE", &table), ("OPENQQ_DYNAMODB_ENDPOINT", &endpoint)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("AWS_LAMBDA"), "with the store on DynamoDB the function starts up: {stderr}");

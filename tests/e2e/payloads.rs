@@ -125,10 +125,49 @@ async fn put(url: &str, body: Vec<u8>) -> (u16, Value) {
     (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
 }
 
+/// Uploads `body` exactly as `grant` says: its method, URL and headers.
+async fn put_as_granted(grant: &Value, body: Vec<u8>) -> (u16, Value) {
+    let upload = &grant["upload"];
+    assert_eq!(upload["method"], "PUT", "{grant}");
+    let mut req = patient().put(upload["url"].as_str().unwrap()).body(body);
+    for (name, value) in upload["headers"].as_object().into_iter().flatten() {
+        req = req.header(name.as_str(), value.as_str().unwrap());
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quarter_hx8k_netlist_inline_and_a_20_mb_one_uploaded_are_validated_with_every_record_under_64_kb() {
+    big_netlists_inline_and_uploaded(&[], Uploads::ToTheApi).await;
+}
+
+/// The same on AWS's shape: the store on DynamoDB, the objects in S3, and the 20 MB netlist
+/// uploaded straight to S3 through a presigned URL (moto, `OPENQQ_TEST_DYNAMODB_ENDPOINT`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_objects_in_s3_the_20_mb_netlist_goes_to_a_presigned_url_and_both_are_validated() {
+    let Some(endpoint) = openqq_e2e::aws::endpoint("the S3 payloads test") else { return };
+    let args = openqq_e2e::aws::on_aws(&endpoint, "payloads", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    big_netlists_inline_and_uploaded(&args, Uploads::To(endpoint.clone())).await;
+}
+
+/// Where a grant sends the upload.
+enum Uploads {
+    /// To the API itself (`PUT /v1/uploads/{digest}?token=…`).
+    ToTheApi,
+    /// To this S3 endpoint (a presigned URL).
+    To(String),
+}
+
+/// A 2.9 MB netlist inline and a 20 MB one through the upload flow reach `ready` with the right
+/// report, and no record on any topic is 64 KB or more.
+async fn big_netlists_inline_and_uploaded(extra: &[&str], uploads: Uploads) {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--partitions", PARTITIONS, "--validation-budget", "120s"];
+    let mut args = vec!["--partitions", PARTITIONS, "--validation-budget", "120s"];
+    args.extend_from_slice(extra);
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let acme_patient = Client { http: patient(), ..acme.clone() };
@@ -145,10 +184,16 @@ async fn a_quarter_hx8k_netlist_inline_and_a_20_mb_one_uploaded_are_validated_wi
     let granted = grant(&acme, &netlist).await;
     assert_eq!((&granted["present"], &granted["upload"]["method"]), (&json!(false), &json!("PUT")), "{granted}");
     let url = granted["upload"]["url"].as_str().unwrap();
-    assert!(url.starts_with(&server.url), "an absolute URL on this API: {url}");
-    let (status, stored) = put(url, netlist).await;
-    assert_eq!(status, 201, "{stored}");
-    assert_eq!(stored, granted["object"]);
+    let to = match &uploads {
+        Uploads::ToTheApi => &server.url,
+        Uploads::To(endpoint) => endpoint,
+    };
+    assert!(url.starts_with(to.as_str()), "an absolute URL on {to}: {url}");
+    let (status, stored) = put_as_granted(&granted, netlist).await;
+    match uploads {
+        Uploads::ToTheApi => assert_eq!((status, &stored), (201, &granted["object"])),
+        Uploads::To(_) => assert_eq!(status, 200, "S3 took the upload: {stored}"),
+    }
     let mut by_ref = big;
     by_ref.as_object_mut().unwrap().remove("netlist");
     by_ref["netlist_ref"] = granted["object"].clone();

@@ -8,6 +8,7 @@
 
 pub mod ack_dropper;
 pub mod app;
+pub mod aws;
 pub mod noisy;
 pub mod ordering;
 pub mod slow_client;
