@@ -166,5 +166,4 @@ pub fn plan<'a>(held: &Held, entry: &TimelineEntry, change: &'a Change) -> Plan<
 }
 
 #[cfg(test)]
-#[path = "revision_tests.rs"]
 mod tests;
