@@ -168,3 +168,36 @@ fn a_function_on_lambda_takes_the_dynamodb_settings_from_its_environment() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("AWS_LAMBDA"), "with the store on DynamoDB the function starts up: {stderr}");
 }
+
+/// Throttling injected on the wire (a proxy answering DynamoDB's `ThrottlingException` to three
+/// of every seven requests, in bursts that outlast the SDK's own retries) is retried by the
+/// platform and never loses, duplicates or reorders a write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_dynamodb_throttling_every_acknowledged_revision_still_reaches_results_ready_once_in_order() {
+    let Some(endpoint) = endpoint("the DynamoDB throttling test") else { return };
+    let throttler = openqq_e2e::throttler::Throttler::start(&endpoint, 7, 3).await;
+    let table = openqq_e2e::aws::unique_name("throttled");
+    let dir = tempfile::tempdir().unwrap();
+    // Retries without end: giving up after the last retry is another test's subject.
+    let extra = ["--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7", "--max-retries", "1000"];
+    let server = Server::start(dir.path(), "127.0.0.1:0", &on_dynamodb(&table, &throttler.url, &extra)).unwrap();
+    throttler.throttle();
+    let attempts = openqq_e2e::ordering::Attempts::default();
+    let mut clients = std::collections::BTreeMap::new();
+    let mut editors = Vec::new();
+    for i in 0..3usize {
+        let c = Client::new(&server.url, &server.token(&format!("tenant-{i}")));
+        clients.insert(i, c.clone());
+        let design = compact_blink_design(&format!("throttled-{i}"));
+        editors.push(tokio::spawn(openqq_e2e::ordering::editor(c, i as u64 + 1, design, 8, 60, attempts.clone())));
+    }
+    let mut results = std::collections::BTreeMap::new();
+    for (i, e) in editors.into_iter().enumerate() {
+        results.insert(i, e.await.unwrap());
+    }
+    openqq_e2e::ordering::assert_every_acknowledged_revision_ready_once_in_order(&clients, &results).await;
+    assert!(throttler.throttled() > 20 && throttler.forwarded() > 0, "{} throttled", throttler.throttled());
+    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+    let failed = openqq_e2e::counter_sum(&metrics, "openqq_batches_total", &["outcome=\"failed\""]);
+    assert!(failed > 0.0, "the throttling reached the consumers, which retried: {failed} failed batches");
+}

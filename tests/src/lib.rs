@@ -13,6 +13,7 @@ pub mod noisy;
 pub mod ordering;
 pub mod slow_client;
 pub mod tansu;
+pub mod throttler;
 pub mod throughput;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -250,6 +251,21 @@ impl Client {
         let status = resp.status().as_u16();
         let body = resp.json::<Value>().await.unwrap_or(Value::Null);
         Ok((status, body))
+    }
+
+    /// GETs `path` until it answers 200 (a backend may be briefly unavailable: 503), within `within`.
+    pub async fn get_ok(&self, path: &str, within: Duration) -> Result<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            let (status, body) = self.get(path).await?;
+            if status == 200 {
+                return Ok(body);
+            }
+            if status < 500 || Instant::now() > deadline {
+                bail!("GET {path} answered {status}: {body}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> Result<(u16, Value)> {

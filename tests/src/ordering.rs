@@ -87,7 +87,7 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
         let c = &clients[i];
         let last = *acked.last().unwrap();
         c.wait_for(id, Duration::from_secs(60), |d| d["revision"] == last && d["status"] == "ready").await.unwrap();
-        let (_, events) = c.get(&format!("/v1/designs/{id}/events")).await.unwrap();
+        let events = c.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(30)).await.unwrap();
         let events = events["events"].as_array().unwrap();
         for kind in ["design.submitted", "validation.started", "validation.finished", "results.ready"] {
             let revs: Vec<u64> =
