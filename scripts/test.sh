@@ -73,6 +73,13 @@ export FPGA_ORACLE_DIR=$oracle
 step "Checking formatting (rustfmt.toml) and lints (clippy, warnings are errors)"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
+# The backend features can be turned off: without them openqq builds and links no Kafka client
+# and no AWS SDK.
+cargo clippy --locked -p openqq-cli --no-default-features --all-targets -- -D warnings
+if cargo tree --locked -p openqq-cli --no-default-features -e normal | grep -E 'rdkafka|aws-sdk-|aws-config'; then
+  echo "openqq --no-default-features still links the crates above" >&2
+  exit 1
+fi
 
 step "Linting the deployment template (template.yaml): cfn-lint and sam validate --lint, offline"
 scripts/services/cfn-lint.sh

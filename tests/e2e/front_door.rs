@@ -76,7 +76,7 @@ async fn with_redis_the_byte_limit_is_kept_in_redis() {
         .expect("set OPENQQ_TEST_REDIS_URL (scripts/test.sh starts a redis-server)");
     let dir = tempfile::tempdir().unwrap();
     let tenant = format!("bytes-{}", std::process::id());
-    let args = ["--redis-url", &url, "--byte-limit", "1000000/1m"];
+    let args = ["--redis-url", &url, "--byte-limit", "1000000/1m", "--max-body-bytes", "500000"];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let c = Client::new(&server.url, &server.token(&tenant));
     let (status, body) = c.post("/v1/designs", &blink_design("counted")).await.unwrap();

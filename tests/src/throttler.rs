@@ -117,7 +117,9 @@ async fn read_message(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
     if head.lines().any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked")) {
-        while !buf.ends_with(b"\r\n0\r\n\r\n") && !(buf.len() == head_end + 5 && buf.ends_with(b"0\r\n\r\n")) {
+        // The last chunk is empty: `0\r\n\r\n`, alone or after the others.
+        let ended = |buf: &[u8]| buf[head_end..] == *b"0\r\n\r\n" || buf.ends_with(b"\r\n0\r\n\r\n");
+        while !ended(&buf) {
             let n = stream.read(&mut chunk).await?;
             if n == 0 {
                 return Err(std::io::ErrorKind::UnexpectedEof.into());

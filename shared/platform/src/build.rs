@@ -34,20 +34,20 @@ impl Platform {
     pub async fn build(settings: Settings) -> Result<Self> {
         settings.check()?;
         let topics = settings.topics();
-        let kafka = openqq_runtime::kafka_flags::settings(&settings.kafka, settings.partitions, topics.all()).await?;
-        let dynamo = openqq_runtime::dynamo_flags::settings(&settings.dynamo)?;
-        let s3 = openqq_runtime::s3_flags::settings(&settings.s3)?;
-        openqq_runtime::limiter_flags::settings(&settings.limiter)?;
+        let kafka = crate::flags::kafka::settings(&settings.kafka, settings.partitions, topics.all()).await?;
+        let dynamo = crate::flags::dynamo::settings(&settings.dynamo)?;
+        let s3 = crate::flags::s3::settings(&settings.s3)?;
+        crate::flags::limiter::settings(&settings.limiter)?;
         crate::data_dir::create_private(&settings.data_dir)?;
         let durability = if settings.fsync { Durability::Power } else { Durability::Process };
         let backends =
             Backends::embedded_with(&settings.data_dir, settings.partitions, durability, &embedded_options(&settings))
                 .with_context(|| format!("opening the data dir {}", settings.data_dir.display()))?;
-        let backends = openqq_runtime::kafka_flags::apply(backends, kafka).await?;
+        let backends = crate::flags::kafka::apply(backends, kafka).await?;
         // The store on DynamoDB (table created against a local endpoint, required on AWS).
-        let backends = openqq_runtime::dynamo_flags::apply(backends, dynamo).await?;
+        let backends = crate::flags::dynamo::apply(backends, dynamo).await?;
         // Objects (full reports, large netlists, uploads) in S3 (bucket created only locally).
-        let backends = openqq_runtime::s3_flags::apply(backends, s3).await?;
+        let backends = crate::flags::s3::apply(backends, s3).await?;
         let limiter = limiter(&settings, &backends).await?;
         let limits = Arc::new(LimitPolicy::new(settings.rate_limit.0));
         if let Some(path) = &settings.rate_limits {
@@ -124,8 +124,8 @@ fn embedded_options(s: &Settings) -> openqq_adapters::embedded::EmbeddedOptions 
 /// The request limiter: Redis (by URL or ElastiCache cache name) behind its Redis-down policy, or
 /// the in-process one.
 async fn limiter(s: &Settings, backends: &Backends) -> Result<Arc<dyn RateLimiter>> {
-    let settings = openqq_runtime::limiter_flags::settings(&s.limiter)?;
-    openqq_runtime::limiter_flags::build(&settings, backends.limiter.clone()).await
+    let settings = crate::flags::limiter::settings(&s.limiter)?;
+    crate::flags::limiter::build(&settings, backends.limiter.clone()).await
 }
 
 /// The results notifier: the live stream, plus signed webhooks when a file configures them.

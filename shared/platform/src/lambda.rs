@@ -8,11 +8,16 @@
 //! `cargo lambda watch` on one machine, not for a fleet.
 
 use crate::{Platform, Settings};
+use lambda_runtime::{service_fn, LambdaEvent};
 use openqq_api::auth::GatewayClaims;
 use openqq_api::{router, JwtKeys, PoolConfig};
 use openqq_core::EventKind;
+use openqq_runtime::kafka::parse_event;
+use openqq_runtime::response::BatchResponse;
+use openqq_runtime::BatchHandler;
+use std::sync::Arc;
 
-pub use openqq_runtime::lambda::Error;
+pub use lambda_runtime::Error;
 
 /// Where a function on Lambda keeps embedded storage unless `OPENQQ_DATA_DIR` says otherwise.
 const LAMBDA_DATA_DIR: &str = "/tmp/openqq";
@@ -67,7 +72,25 @@ async fn pass_on_gateway_claims(mut req: axum::extract::Request) -> axum::extrac
 /// A consumer function: the MSK trigger's batches of `kind`'s topic through its handler.
 pub async fn consumer(kind: EventKind) -> Result<(), Error> {
     let platform = Platform::build(settings()?).await.map_err(|e| format!("{e:#}"))?;
-    openqq_runtime::lambda::serve(platform.handler(kind)?).await
+    serve(platform.handler(kind)?).await
+}
+
+/// Runs `handler` under the Lambda runtime until the sandbox is shut down: each MSK batch goes
+/// through it and the answer is a partial-batch response. An event that cannot be read fails
+/// the whole invocation.
+async fn serve(handler: Arc<dyn BatchHandler>) -> Result<(), Error> {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        let handler = handler.clone();
+        async move {
+            let kafka = parse_event(event.payload)?;
+            let failed = handler.handle(kafka).await.err();
+            if let Some(failed) = &failed {
+                tracing::warn!(function = handler.name(), reason = %failed, "Partitions of the batch failed; the trigger resumes them from the failed records.");
+            }
+            Ok::<BatchResponse, Error>(BatchResponse::new(failed))
+        }
+    }))
+    .await
 }
 
 #[cfg(test)]

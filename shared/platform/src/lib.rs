@@ -9,11 +9,14 @@
 //! - [`local`]: `openqq up`'s extra settings and the whole platform serving in one process,
 //!   which in-process tests start too.
 //! - [`lambda`]: the `main` of each function on AWS Lambda.
+//! - [`flags`]: each backend's settings (Kafka / MSK, DynamoDB, S3, the limiter's Redis or
+//!   ElastiCache), checked and applied.
 //! - [`secret`], [`webhooks`], [`overrides`], [`data_dir`]: the local JWT secret, the webhook
 //!   endpoints file, the rate-limit overrides file and the private data dir.
 
 pub mod build;
 pub mod data_dir;
+pub mod flags;
 pub mod lambda;
 pub mod local;
 pub mod overrides;

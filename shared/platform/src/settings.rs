@@ -88,14 +88,14 @@ pub struct Settings {
     #[command(flatten)]
     pub jwt: JwtRuleArgs,
     #[command(flatten)]
-    pub kafka: openqq_runtime::kafka_flags::KafkaArgs,
+    pub kafka: crate::flags::kafka::KafkaArgs,
     #[command(flatten)]
-    pub dynamo: openqq_runtime::dynamo_flags::DynamoArgs,
+    pub dynamo: crate::flags::dynamo::DynamoArgs,
     #[command(flatten)]
-    pub s3: openqq_runtime::s3_flags::S3Args,
+    pub s3: crate::flags::s3::S3Args,
 }
 
-pub use openqq_runtime::limiter_flags::LimiterArgs;
+pub use crate::flags::limiter::LimiterArgs;
 
 /// The values of `--auth`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -44,7 +44,7 @@ impl S3Args {
             );
         }
         if let Some(endpoint) = &self.s3_endpoint {
-            check_endpoint(endpoint)?;
+            super::endpoint::check(ENDPOINT, endpoint)?;
         }
         Ok(Some((bucket.clone(), self.s3_endpoint.clone())))
     }
@@ -58,40 +58,6 @@ fn valid_bucket_name(name: &str) -> bool {
         && edge(name.as_bytes().first())
         && edge(name.as_bytes().last())
         && !name.contains("..")
-}
-
-/// An endpoint is an http or https URL with a host, an optional port and an optional path.
-fn check_endpoint(endpoint: &str) -> Result<()> {
-    let authority = endpoint
-        .strip_prefix("http://")
-        .or_else(|| endpoint.strip_prefix("https://"))
-        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""));
-    if !(endpoint.len() <= 2048 && authority.is_some_and(host_and_port)) {
-        bail!(
-            "{ENDPOINT} must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:5000, not {endpoint:?}"
-        );
-    }
-    Ok(())
-}
-
-/// `HOST[:PORT]` or `[IPV6][:PORT]`.
-fn host_and_port(authority: &str) -> bool {
-    let port_ok = |p: Option<&str>| p.is_none_or(|p| p.parse::<u16>().is_ok());
-    if let Some(rest) = authority.strip_prefix('[') {
-        return match rest.split_once(']') {
-            Some((v6, after)) if !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
-                after.is_empty() || after.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok())
-            }
-            _ => false,
-        };
-    }
-    let (host, port) = match authority.split_once(':') {
-        Some((host, port)) => (host, Some(port)),
-        None => (authority, None),
-    };
-    !host.is_empty()
-        && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
-        && port_ok(port)
 }
 
 #[cfg(feature = "s3")]

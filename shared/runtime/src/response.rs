@@ -1,31 +1,9 @@
-//! Serving a consumer on AWS Lambda: the MSK trigger invokes the function with a `KafkaEvent`,
-//! and the function answers with a partial-batch response (the event source mapping has
-//! `FunctionResponseTypes: [ReportBatchItemFailures]`): for each partition that failed, the
-//! record to resume from. An event that cannot be read fails the whole invocation.
+//! A consumer function's answer to the MSK trigger: a partial-batch response (the event source
+//! mapping has `FunctionResponseTypes: [ReportBatchItemFailures]`) naming, for each partition
+//! that failed, the record to resume from.
 
-use crate::consumer::{BatchHandler, FailedPartitions};
-use crate::kafka::parse_event;
-use lambda_runtime::{service_fn, LambdaEvent};
+use crate::consumer::FailedPartitions;
 use serde::Serialize;
-use std::sync::Arc;
-
-/// Runs `handler` under the Lambda runtime until the sandbox is shut down.
-pub async fn serve(handler: Arc<dyn BatchHandler>) -> Result<(), Error> {
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
-        let handler = handler.clone();
-        async move {
-            let kafka = parse_event(event.payload)?;
-            let failed = handler.handle(kafka).await.err();
-            if let Some(failed) = &failed {
-                tracing::warn!(function = handler.name(), reason = %failed, "Partitions of the batch failed; the trigger resumes them from the failed records.");
-            }
-            Ok::<BatchResponse, Error>(BatchResponse::new(failed))
-        }
-    }))
-    .await
-}
-
-pub use lambda_runtime::Error;
 
 /// The answer to an MSK or self-managed Kafka trigger with `ReportBatchItemFailures`.
 #[derive(Debug, Serialize, PartialEq, Eq)]

@@ -41,7 +41,7 @@ impl DynamoArgs {
             bail!("{TABLE} must be a DynamoDB table name of 3 to 255 letters, digits, '_', '-' or '.', not {table:?}");
         }
         if let Some(endpoint) = &self.dynamodb_endpoint {
-            check_endpoint(endpoint)?;
+            super::endpoint::check(ENDPOINT, endpoint)?;
         }
         Ok(Some((table.clone(), self.dynamodb_endpoint.clone())))
     }
@@ -51,44 +51,6 @@ impl DynamoArgs {
 fn valid_table_name(name: &str) -> bool {
     (3..=255).contains(&name.len())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-}
-
-/// An endpoint is an http or https URL with a host, an optional port and an optional path.
-fn check_endpoint(endpoint: &str) -> Result<()> {
-    let authority = endpoint
-        .strip_prefix("http://")
-        .or_else(|| endpoint.strip_prefix("https://"))
-        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""));
-    let well_formed = endpoint.len() <= 2048 && authority.is_some_and(host_and_port);
-    if !well_formed {
-        bail!(
-            "{ENDPOINT} must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:5000, not {endpoint:?}"
-        );
-    }
-    Ok(())
-}
-
-/// `HOST[:PORT]` or `[IPV6][:PORT]`.
-fn host_and_port(authority: &str) -> bool {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(rest) => match rest.split_once(']') {
-            Some((v6, after)) if !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
-                return after.is_empty() || after.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok());
-            }
-            _ => return false,
-        },
-        None => match authority.split_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    let host_ok =
-        !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
-    let port_ok = match port {
-        None => true,
-        Some(p) => p.parse::<u16>().is_ok(),
-    };
-    host_ok && port_ok
 }
 
 #[cfg(feature = "dynamodb")]

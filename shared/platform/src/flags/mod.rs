@@ -1,0 +1,10 @@
+//! The backends' settings, each a group of `openqq up` flags that are also the environment of a
+//! Lambda function: where the event log goes ([`kafka`]), the design store ([`dynamo`]), the
+//! objects ([`s3`]) and the limiter ([`limiter`]). Each checks its values before anything is
+//! opened (a bad one is a sentence naming the setting) and applies them to the backends.
+
+pub mod dynamo;
+mod endpoint;
+pub mod kafka;
+pub mod limiter;
+pub mod s3;
