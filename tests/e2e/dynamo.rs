@@ -180,7 +180,10 @@ async fn with_dynamodb_throttling_every_acknowledged_revision_still_reaches_resu
     let dir = tempfile::tempdir().unwrap();
     // Retries without end: giving up after the last retry is another test's subject.
     let extra = ["--rate-limit", "100000/1s", "--batch-window", "20ms", "--batch-size", "7", "--max-retries", "1000"];
-    let server = Server::start(dir.path(), "127.0.0.1:0", &on_dynamodb(&table, &throttler.url, &extra)).unwrap();
+    // Every throttled write is logged as a warning; only errors are worth a test log here.
+    let quiet = [("RUST_LOG", "error")];
+    let args = on_dynamodb(&table, &throttler.url, &extra);
+    let server = Server::start_with_env(dir.path(), "127.0.0.1:0", &args, &quiet).unwrap();
     throttler.throttle();
     let attempts = openqq_e2e::ordering::Attempts::default();
     let mut clients = std::collections::BTreeMap::new();

@@ -8,6 +8,7 @@ mod front_door;
 mod functions;
 mod isolation;
 mod kafka;
+mod lambda;
 mod lifecycle;
 mod load;
 mod noisy;

@@ -11,6 +11,7 @@ pub mod app;
 pub mod aws;
 pub mod noisy;
 pub mod ordering;
+pub mod runtime_api;
 pub mod slow_client;
 pub mod tansu;
 pub mod throttler;
