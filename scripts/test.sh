@@ -86,6 +86,8 @@ scripts/services/cfn-lint.sh
 
 step "Building"
 cargo build --locked --workspace --all-targets
+# The fuzz targets are not a workspace member (fuzzing needs nightly); they must still build.
+cargo build --locked --manifest-path shared/fpga/fuzz/Cargo.toml
 # The noisy-neighbour suite measures what an attacker's work costs others, as a deployment
 # would pay it: against the release build.
 cargo build --locked --release -p openqq-cli --bin openqq

@@ -52,6 +52,13 @@ fn good_settings_bring_every_function_to_the_lambda_runtime_and_the_api_needs_it
         let out = cold_start(function, &data, &env);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("AWS_LAMBDA"), "{function} reached the Lambda runtime: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(r#""Name":"openqq_build_info""#) && l.contains(r#""openqq_build_info":1"#)),
+            "{function} wrote its deploy marker (a CloudWatch embedded metric) at cold start: {stdout}"
+        );
         assert!(!stderr.contains(SECRET), "{function} never shows the secret: {stderr}");
     }
     let out = cold_start("api", &data, &[("OPENQQ_JWT_SECRET", "short")]);

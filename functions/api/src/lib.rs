@@ -1,12 +1,14 @@
 //! The API function: HTTP API v1.
 //!
-//! [`router`] builds the whole API as an axum `Router`; `main.rs` hands it to `lambda_http`, and
-//! the local runner serves it on a TCP port. Requests flow through these layers, outermost first:
+//! [`router`] builds the whole API as an axum `Router`; the API function on Lambda
+//! (`functions/lambda`, through `openqq_platform::lambda`) hands it to `lambda_http`, and
+//! `openqq up` serves it on a TCP port ([`serve`]). Requests flow through these layers, outermost first:
 //!
 //! 1. [`correlation`]: accept a well-formed `x-correlation-id` or create one; echo it on every
 //!    response; scope it for logs and problem documents.
 //! 2. [`observe`]: request counts and latency histograms by route template and status.
-//! 3. [`auth`]: bearer JWT → tenant, then the tenant's request quota ([`limit`]).
+//! 3. [`auth`]: the tenant (from the bearer JWT, or behind API Gateway from the claims its JWT
+//!    authorizer verified: [`auth::Identity`]), then the tenant's request quota ([`limit`]).
 //! 4. [`tenant_guard`]: the tenant's requests in progress (429 past the cap, at once), the body
 //!    read outside the pool with its own deadline (408) and size limit (413), then the tenant's
 //!    byte quota (429).
@@ -23,9 +25,10 @@
 //! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
 //! TCP listener with a header read timeout and a connection ceiling.
 //!
-//! Submissions are published to the log and answered 202 once durable; the API never writes the
-//! store. Reads come from the store, which the consumer functions materialise, so they are
-//! eventually consistent with submissions.
+//! Submissions are published to the log and answered 202 once durable. Of the store, the API
+//! writes only what it needs to answer: the accepted marker of each submission (so the design
+//! reads at once) and idempotency keys; the designs, timelines and reports are materialised by
+//! the consumer functions.
 
 // `Problem` is every handler's error: built once per failed request, returned by value; boxing
 // it would add an allocation to each error and buy nothing measurable.

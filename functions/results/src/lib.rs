@@ -4,9 +4,9 @@
 //! It needs only the verdict of `validation.finished`, never its report (which the validation
 //! function stored, and which travels by reference when large), so it reads no object.
 //!
-//! Notifications are at least once: a re-read batch may notify again with the same `event_id`
-//! semantics (design, revision), so receivers de-duplicate on (design_id, revision). A failing
-//! notifier is logged and counted but does not hold the partition back.
+//! Notifications are at least once: a re-read batch (a retry, a replay) notifies again, and each
+//! notification carries a new `event_id`, so receivers de-duplicate on (design_id, revision), not
+//! on `event_id`. A failing notifier is logged and counted but does not hold the partition back.
 
 use async_trait::async_trait;
 use openqq_core::event::{ResultsReady, ValidationFinished};

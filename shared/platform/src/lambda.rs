@@ -26,7 +26,12 @@ const LAMBDA_DATA_DIR: &str = "/tmp/openqq";
 fn settings() -> Result<Settings, Error> {
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
     let data_dir = std::env::var("OPENQQ_DATA_DIR").unwrap_or_else(|_| LAMBDA_DATA_DIR.to_owned());
-    Ok(Settings::from_args(["--data-dir", data_dir.as_str()]).map_err(|e| format!("{e:#}"))?)
+    let settings = Settings::from_args(["--data-dir", data_dir.as_str()]).map_err(|e| format!("{e:#}"))?;
+    // The deploy marker: one embedded-metric line per cold start (CloudWatch reads stdout).
+    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "openqq".into());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    println!("{}", openqq_telemetry::build_info_emf(&function, now.as_millis()));
+    Ok(settings)
 }
 
 /// The API function: the router handed to `lambda_http`. Bearer tokens are verified with

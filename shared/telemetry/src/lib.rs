@@ -35,6 +35,34 @@ const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
+/// The crate version of this build.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The commit this build was made from: `OPENQQ_BUILD_COMMIT` when it was built (the deployment
+/// sets it, e.g. `OPENQQ_BUILD_COMMIT=$(git rev-parse --short HEAD) sam build`), else `dev`. A
+/// deploy changes it, and with it `openqq_build_info`'s labels: that change is the dashboards'
+/// deploy marker.
+pub const COMMIT: &str = match option_env!("OPENQQ_BUILD_COMMIT") {
+    Some(commit) => commit,
+    None => "dev",
+};
+
+/// `openqq_build_info` as one CloudWatch embedded-metric-format log line (namespace `OpenQQ`,
+/// dimensions service, version and commit), for processes nothing scrapes: a Lambda function
+/// writes it to stdout once per cold start, and CloudWatch turns it into the same gauge.
+pub fn build_info_emf(service: &str, at_ms: u128) -> String {
+    format!(
+        concat!(
+            r#"{{"_aws":{{"Timestamp":{at},"CloudWatchMetrics":[{{"Namespace":"OpenQQ","Dimensions":[["service","version","commit"]],"#,
+            r#""Metrics":[{{"Name":"openqq_build_info","Unit":"None"}}]}}]}},"service":"{service}","version":"{version}","commit":"{commit}","openqq_build_info":1}}"#
+        ),
+        at = at_ms,
+        service = service.escape_default(),
+        version = VERSION,
+        commit = COMMIT.escape_default(),
+    )
+}
+
 /// Installs the Prometheus recorder (once per process) and returns the handle that renders the
 /// scrape page. Also records the build-info gauge whose changes mark deploys, and starts the
 /// recorder's upkeep when a Tokio runtime is running.
@@ -56,8 +84,31 @@ pub fn metrics(service: &str) -> PrometheusHandle {
                     }
                 });
             }
-            metrics::gauge!("openqq_build_info", "service" => service.to_owned(), "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            metrics::gauge!("openqq_build_info", "service" => service.to_owned(), "version" => VERSION, "commit" => COMMIT)
+                .set(1.0);
             handle
         })
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_build_info_line_is_a_cloudwatch_embedded_metric_with_the_builds_labels() {
+        let line = build_info_emf("api", 1_796_040_000_000);
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["_aws"]["Timestamp"], 1_796_040_000_000u64);
+        let spec = &v["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(spec["Namespace"], "OpenQQ");
+        assert_eq!(spec["Dimensions"][0], serde_json::json!(["service", "version", "commit"]));
+        assert_eq!(spec["Metrics"][0]["Name"], "openqq_build_info");
+        assert_eq!(
+            (&v["service"], &v["version"], &v["commit"]),
+            (&serde_json::json!("api"), &serde_json::json!(VERSION), &serde_json::json!(COMMIT))
+        );
+        assert_eq!(v["openqq_build_info"], 1);
+    }
 }
