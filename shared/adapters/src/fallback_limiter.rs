@@ -139,10 +139,13 @@ impl FallbackRateLimiter {
                     Cost::Weighted(cost) => self.local.check_weighted(tenant, share, cost).await,
                 }
             }
-            RedisDownPolicy::FailClosed => Err(PortError::Unavailable(format!(
-                "rate limiter unavailable, failing closed (retry after {} s): {cause}",
-                self.retry_after.as_secs_f64().ceil() as u64
-            ))),
+            RedisDownPolicy::FailClosed => Err(PortError::Unavailable(
+                format!(
+                    "rate limiter unavailable, failing closed (retry after {} s): {cause}",
+                    self.retry_after.as_secs_f64().ceil() as u64
+                )
+                .into(),
+            )),
         }
     }
 
@@ -226,7 +229,7 @@ mod tests {
                     now_micros: u64::MAX,
                 })
             } else if self.permanent {
-                Err(PortError::Backend { message: "script error".into(), retriable: false })
+                Err(PortError::backend_message("script error", false))
             } else {
                 Err(PortError::Unavailable("down".into()))
             }

@@ -90,8 +90,8 @@ impl RedisRateLimiter {
             .set_max_delay(RECONNECT_MAX_DELAY);
         let conn = tokio::time::timeout(timeout, ConnectionManager::new_with_config(client, config))
             .await
-            .map_err(|_| PortError::Unavailable(format!("redis did not answer within {timeout:?}")))?
-            .map_err(|e| classify(&e))?;
+            .map_err(|_| PortError::Unavailable(format!("redis did not answer within {timeout:?}").into()))?
+            .map_err(classify)?;
         let sha = redis::Script::new(script).get_hash().to_owned();
         let weighted_sha = redis::Script::new(WEIGHTED_SCRIPT).get_hash().to_owned();
         Ok(Self { conn, script, sha, weighted_sha, timeout, reloads: AtomicU64::new(0) })
@@ -140,8 +140,10 @@ impl RedisRateLimiter {
     ) -> PortResult<Decision> {
         match tokio::time::timeout(self.timeout, self.eval(script, sha, keys, args)).await {
             Ok(Ok(reply)) => Ok(decision(quota, reply)),
-            Ok(Err(e)) => Err(classify(&e)),
-            Err(_) => Err(PortError::Unavailable(format!("redis limiter did not answer within {:?}", self.timeout))),
+            Ok(Err(e)) => Err(classify(e)),
+            Err(_) => {
+                Err(PortError::Unavailable(format!("redis limiter did not answer within {:?}", self.timeout).into()))
+            }
         }
     }
 }
@@ -164,7 +166,7 @@ fn decision(quota: Quota, (allowed, count, now_us, reset_us): Reply) -> Decision
 /// is `Unavailable` (retriable: the Redis-down policy applies). A reply we cannot use (a script
 /// error, a key of the wrong type, a denied command) is a bug or a misconfiguration that retrying
 /// will not fix, so it stays permanent and loud.
-fn classify(e: &RedisError) -> PortError {
+fn classify(e: RedisError) -> PortError {
     let permanent = matches!(
         e.kind(),
         ErrorKind::Server(ServerErrorKind::ResponseError | ServerErrorKind::NoPerm)
@@ -174,9 +176,9 @@ fn classify(e: &RedisError) -> PortError {
             | ErrorKind::Parse
     );
     if permanent {
-        PortError::Backend { message: format!("redis limiter: {e}"), retriable: false }
+        PortError::backend(format!("redis limiter: {e}"), false, e)
     } else {
-        PortError::Unavailable(format!("redis limiter: {e}"))
+        PortError::unavailable(format!("redis limiter: {e}"), e)
     }
 }
 
@@ -239,10 +241,18 @@ mod tests {
     #[test]
     fn unreachable_redis_is_retriable_and_a_script_error_is_not() {
         let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
-        assert!(matches!(classify(&io), PortError::Unavailable(_)));
+        assert!(matches!(classify(io), PortError::Unavailable(_)));
         let script = RedisError::from((ErrorKind::Server(ServerErrorKind::ResponseError), "ERR user_script:1: boom"));
-        assert!(!classify(&script).is_retriable());
+        assert!(!classify(script).is_retriable());
         let loading = RedisError::from((ErrorKind::Server(ServerErrorKind::BusyLoading), "LOADING"));
-        assert!(classify(&loading).is_retriable());
+        assert!(classify(loading).is_retriable());
+    }
+
+    #[test]
+    fn a_redis_error_is_kept_as_the_source_of_the_port_error() {
+        let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let err = classify(io);
+        let source = std::error::Error::source(&err).expect("the cause is kept");
+        assert!(source.downcast_ref::<RedisError>().is_some_and(|e| e.is_connection_refusal()), "{source:?}");
     }
 }

@@ -31,7 +31,7 @@ pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Ver
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
-    Applied, Decision, DesignStore, EventLog, IdempotencyClaim, KeptResponse, Lease, LogRecord, LogSource,
-    Notification, Notifier, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record, UploadTarget,
-    WholeTopic,
+    Applied, Cause, Decision, DesignStore, EventLog, Failure, IdempotencyClaim, KeptResponse, Lease, LogRecord,
+    LogSource, Notification, Notifier, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record,
+    UploadTarget, WholeTopic,
 };

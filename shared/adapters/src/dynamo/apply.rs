@@ -75,9 +75,9 @@ pub(crate) async fn apply(
             },
         }
     }
-    Err(PortError::Unavailable(format!(
-        "the write of design {design} lost the race to other writers {MAX_ATTEMPTS} times in a row"
-    )))
+    Err(PortError::Unavailable(
+        format!("the write of design {design} lost the race to other writers {MAX_ATTEMPTS} times in a row").into(),
+    ))
 }
 
 /// One consistent read (`TransactGetItems`): the design item and whether this kind and revision

@@ -1,7 +1,8 @@
 //! DynamoDB errors, classified into the port's semantic errors. Throttling, server errors and
 //! no answer are retriable; a request DynamoDB refuses as malformed or too large, a missing table
-//! and refused credentials are permanent. The SDK's whole error chain is kept in the message
-//! (the port's variants hold text), never just its last line.
+//! and refused credentials are permanent. The SDK's whole error chain is written into the message
+//! (so a log line that prints only the message says what happened), never just its last line,
+//! and the SDK error itself is kept as the port error's source.
 
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -61,27 +62,34 @@ pub(crate) fn class_of(code: &str) -> Class {
     }
 }
 
-/// The port error for an SDK error of operation `op` ("apply", "get", …).
+/// The port error for an SDK error of operation `op` ("apply", "get", …). The SDK error is
+/// kept as the cause of a retriable or backend error.
 pub(crate) fn classify<E>(op: &str, e: SdkError<E, HttpResponse>) -> PortError
 where
-    E: ProvideErrorMetadata + StdError + 'static,
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
 {
     let detail = error_chain(&e);
     let message = format!("DynamoDB {op} failed: {detail}");
-    match &e {
+    let class = match &e {
         SdkError::ServiceError(service) => match service.err().code().map(class_of) {
-            Some(Class::Throttled) => PortError::Throttled { retry_after: None },
-            Some(Class::Unavailable | Class::Conflict) => PortError::Unavailable(message),
-            Some(Class::Invalid) => PortError::Invalid(message),
-            Some(Class::ConditionFailed) => PortError::ConditionFailed(message),
-            _ if service.raw().status().is_server_error() => PortError::Unavailable(message),
+            Some(Class::Throttled) => return PortError::Throttled { retry_after: None },
+            Some(Class::Unavailable | Class::Conflict) => Class::Unavailable,
+            Some(Class::Invalid) => Class::Invalid,
+            Some(Class::ConditionFailed) => Class::ConditionFailed,
+            _ if service.raw().status().is_server_error() => Class::Unavailable,
             // A missing table, refused credentials, an unknown code with a 4xx: retrying the
             // same request cannot succeed.
-            _ => PortError::Backend { message, retriable: false },
+            _ => Class::Other,
         },
-        SdkError::ConstructionFailure(_) => PortError::Invalid(message),
+        SdkError::ConstructionFailure(_) => Class::Invalid,
         // Timeouts, connection failures, unreadable responses.
-        _ => PortError::Unavailable(message),
+        _ => Class::Unavailable,
+    };
+    match class {
+        Class::Unavailable => PortError::unavailable(message, e),
+        Class::Invalid => PortError::Invalid(message),
+        Class::ConditionFailed => PortError::ConditionFailed(message),
+        Class::Throttled | Class::Conflict | Class::Other => PortError::backend(message, false, e),
     }
 }
 
@@ -123,14 +131,15 @@ pub(crate) fn transact_failure(e: SdkError<TransactWriteItemsError, HttpResponse
         return TransactFailure::Failed(if has(Class::Invalid) {
             PortError::Invalid(message)
         } else {
-            PortError::Backend { message, retriable: false }
+            PortError::backend(message, false, e)
         });
     }
     if has(Class::Throttled) {
         return TransactFailure::Failed(PortError::Throttled { retry_after: None });
     }
     if has(Class::Unavailable) {
-        return TransactFailure::Failed(PortError::Unavailable(detail()));
+        let message = detail();
+        return TransactFailure::Failed(PortError::unavailable(message, e));
     }
     // Only conditions and conflicts (or a cancellation that gave no reasons).
     TransactFailure::LostRace

@@ -88,9 +88,10 @@ pub(crate) async fn claim(
         }
         return Ok(IdempotencyClaim::Completed(kept(&held)?));
     }
-    Err(PortError::Unavailable(format!(
-        "claiming an idempotency key lost the race to other requests {MAX_CLAIM_ATTEMPTS} times in a row"
-    )))
+    Err(PortError::Unavailable(
+        format!("claiming an idempotency key lost the race to other requests {MAX_CLAIM_ATTEMPTS} times in a row")
+            .into(),
+    ))
 }
 
 fn kept(item: &Item) -> PortResult<KeptResponse> {

@@ -218,7 +218,7 @@ async fn wait_active(client: &Client, table: &str) -> PortResult<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Err(PortError::Unavailable(format!("the DynamoDB table {table} did not become active within a minute")))
+    Err(PortError::Unavailable(format!("the DynamoDB table {table} did not become active within a minute").into()))
 }
 
 #[cfg(test)]

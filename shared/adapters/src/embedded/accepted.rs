@@ -2,7 +2,7 @@
 //! design, overlaid on reads (see `openqq_core::accepted`). One small row per design; the
 //! materialised tables are never touched from here.
 
-use super::db::unavailable;
+use super::db::sqlite_error;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::PortResult;
 use openqq_core::{AcceptedRevision, CorrelationId, DesignId};
@@ -39,7 +39,7 @@ pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision) -> P
             a.accepted_at.to_rfc3339()
         ])
     })
-    .map_err(|e| unavailable("record accepted revision", e))?;
+    .map_err(|e| sqlite_error("record accepted revision", e))?;
     Ok(())
 }
 
@@ -62,7 +62,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AcceptedRevision> {
 pub(super) fn one(conn: &Connection, tenant: &str, design: &str) -> PortResult<Option<AcceptedRevision>> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM accepted WHERE tenant=?1 AND design_id=?2"))
         .and_then(|mut s| s.query_row(params![tenant, design], row).optional())
-        .map_err(|e| unavailable("read accepted revision", e))
+        .map_err(|e| sqlite_error("read accepted revision", e))
 }
 
 /// Up to `n` markers of a tenant below `cursor`, newest (highest design id) first.
@@ -77,5 +77,5 @@ pub(super) fn page(
          ORDER BY design_id DESC LIMIT ?3"
     ))
     .and_then(|mut s| s.query_map(params![tenant, cursor, n as i64], row)?.collect::<Result<Vec<_>, _>>())
-    .map_err(|e| unavailable("list accepted revisions", e))
+    .map_err(|e| sqlite_error("list accepted revisions", e))
 }

@@ -20,7 +20,7 @@ pub enum Durability {
 }
 
 pub(crate) fn open(path: &Path, durability: Durability, schema: &str) -> Result<Connection, PortError> {
-    let conn = Connection::open(path).map_err(|e| unavailable(&format!("open {}", path.display()), e))?;
+    let conn = Connection::open(path).map_err(|e| sqlite_error(&format!("open {}", path.display()), e))?;
     let sync = match durability {
         Durability::Process => "NORMAL",
         Durability::Power => "FULL",
@@ -32,12 +32,14 @@ pub(crate) fn open(path: &Path, durability: Durability, schema: &str) -> Result<
         "PRAGMA page_size=16384; PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; \
          PRAGMA foreign_keys=ON; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-65536; {schema}"
     ))
-    .map_err(|e| unavailable("initialise schema", e))?;
+    .map_err(|e| sqlite_error("initialise schema", e))?;
     Ok(conn)
 }
 
-pub(crate) fn unavailable(what: &str, e: rusqlite::Error) -> PortError {
-    // Busy/locked/IO errors are worth retrying; constraint or misuse errors are not.
+/// The port error for a SQLite failure while doing `what`, classified by SQLite's error code:
+/// busy, locked, I/O and disk-full errors are worth retrying; constraint, schema and misuse
+/// errors are not. The rusqlite error is kept as the cause.
+pub(crate) fn sqlite_error(what: &str, e: rusqlite::Error) -> PortError {
     let retriable = matches!(
         e.sqlite_error_code(),
         Some(
@@ -47,7 +49,7 @@ pub(crate) fn unavailable(what: &str, e: rusqlite::Error) -> PortError {
                 | rusqlite::ErrorCode::DiskFull
         )
     );
-    PortError::Backend { message: format!("sqlite: {what}: {e}"), retriable }
+    PortError::backend(format!("sqlite: {what}: {e}"), retriable, e)
 }
 
 /// One connection, or a small pool of them, used from async code. A call takes a free
@@ -187,5 +189,21 @@ mod tests {
         assert!(panicked.is_err());
         let answer = tokio::time::timeout(Duration::from_secs(5), db.call(|c| Ok(c.is_autocommit()))).await;
         assert!(answer.expect("the connection came back").unwrap());
+    }
+
+    #[test]
+    fn a_sqlite_error_keeps_the_rusqlite_error_as_its_source_and_is_classified_by_its_code() {
+        let conn = Connection::open_in_memory().unwrap();
+        let e = conn.execute("INSERT INTO nowhere VALUES (1)", []).unwrap_err();
+        let err = sqlite_error("insert", e);
+        assert!(!err.is_retriable(), "a missing table cannot appear on retry: {err}");
+        assert!(err.to_string().starts_with("sqlite: insert: no such table"), "{err}");
+        let source = std::error::Error::source(&err).expect("the cause is kept");
+        assert!(matches!(source.downcast_ref::<rusqlite::Error>(), Some(rusqlite::Error::SqliteFailure(..))));
+
+        let busy = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY), None);
+        let err = sqlite_error("commit", busy);
+        assert!(err.is_retriable(), "a busy database may be free on retry: {err}");
+        assert!(std::error::Error::source(&err).and_then(|s| s.downcast_ref::<rusqlite::Error>()).is_some());
     }
 }

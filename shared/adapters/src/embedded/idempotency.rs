@@ -3,7 +3,7 @@
 //! expiry (the lease while pending, the replay window once done). Expired rows are ignored, and
 //! purged a few at a time by each claim.
 
-use super::db::unavailable;
+use super::db::sqlite_error;
 use openqq_core::ports::{PortResult, MAX_KEPT_RESPONSE_BYTES};
 use openqq_core::{IdempotencyClaim, KeptResponse, PortError};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -39,13 +39,13 @@ pub(super) fn claim(
     lease: Duration,
 ) -> PortResult<IdempotencyClaim> {
     let now = now_ms();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| unavailable("begin", e))?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sqlite_error("begin", e))?;
     tx.prepare_cached(
         "DELETE FROM idempotency_keys WHERE (tenant, key) IN \
          (SELECT tenant, key FROM idempotency_keys WHERE expires_at_ms <= ?1 ORDER BY expires_at_ms LIMIT ?2)",
     )
     .and_then(|mut s| s.execute(params![now, PURGE_BATCH]))
-    .map_err(|e| unavailable("purge idempotency keys", e))?;
+    .map_err(|e| sqlite_error("purge idempotency keys", e))?;
     let found: Option<Row> = tx
         .prepare_cached(
             "SELECT fingerprint, state, status, headers, body FROM idempotency_keys \
@@ -55,7 +55,7 @@ pub(super) fn claim(
             s.query_row(params![tenant, key, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
                 .optional()
         })
-        .map_err(|e| unavailable("read idempotency key", e))?;
+        .map_err(|e| sqlite_error("read idempotency key", e))?;
     let outcome = match found {
         None => {
             tx.prepare_cached(
@@ -63,14 +63,14 @@ pub(super) fn claim(
                  VALUES (?1, ?2, ?3, 'pending', ?4)",
             )
             .and_then(|mut s| s.execute(params![tenant, key, &fingerprint[..], later(now, lease)]))
-            .map_err(|e| unavailable("claim idempotency key", e))?;
+            .map_err(|e| sqlite_error("claim idempotency key", e))?;
             IdempotencyClaim::Claimed
         }
         Some((fp, _, _, _, _)) if fp != fingerprint[..] => IdempotencyClaim::Mismatch,
         Some((_, state, _, _, _)) if state == "pending" => IdempotencyClaim::InProgress,
         Some((_, _, status, headers, body)) => IdempotencyClaim::Completed(kept(status, headers, body)?),
     };
-    tx.commit().map_err(|e| unavailable("commit", e))?;
+    tx.commit().map_err(|e| sqlite_error("commit", e))?;
     Ok(outcome)
 }
 
@@ -112,7 +112,7 @@ pub(super) fn complete(
             later(now_ms(), ttl)
         ])
     })
-    .map_err(|e| unavailable("complete idempotency key", e))?;
+    .map_err(|e| sqlite_error("complete idempotency key", e))?;
     Ok(())
 }
 
@@ -121,7 +121,7 @@ pub(super) fn release(conn: &Connection, tenant: &str, key: &str, fingerprint: &
         "DELETE FROM idempotency_keys WHERE tenant=?1 AND key=?2 AND fingerprint=?3 AND state='pending'",
     )
     .and_then(|mut s| s.execute(params![tenant, key, &fingerprint[..]]))
-    .map_err(|e| unavailable("release idempotency key", e))?;
+    .map_err(|e| sqlite_error("release idempotency key", e))?;
     Ok(())
 }
 

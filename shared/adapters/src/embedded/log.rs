@@ -10,7 +10,7 @@
 //! system. Deleting never moves offsets: the next offset of each partition is kept in `starts`
 //! once its records are gone, and a read from a deleted range answers the next records kept.
 
-use super::db::{open, unavailable, Db, Durability};
+use super::db::{open, sqlite_error, Db, Durability};
 use super::retention::Compactor;
 pub use super::retention::{Compacted, Retention};
 use crate::append_signal::AppendSignal;
@@ -79,7 +79,7 @@ impl EmbeddedEventLog {
         let stored: Option<String> = writer
             .query_row("SELECT value FROM meta WHERE key='partitions'", [], |r| r.get(0))
             .optional()
-            .map_err(|e| unavailable("read meta", e))?;
+            .map_err(|e| sqlite_error("read meta", e))?;
         match stored.map(|s| s.parse::<u32>()) {
             Some(Ok(p)) if p != partitions => {
                 return Err(PortError::Invalid(format!(
@@ -91,30 +91,30 @@ impl EmbeddedEventLog {
             _ => {
                 writer
                     .execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('partitions', ?1)", [partitions.to_string()])
-                    .map_err(|e| unavailable("write meta", e))?;
+                    .map_err(|e| sqlite_error("write meta", e))?;
             }
         }
         let mut ends = HashMap::new();
         {
             let mut stmt = writer
                 .prepare("SELECT topic, partition, MAX(offset) FROM records GROUP BY topic, partition")
-                .map_err(|e| unavailable("scan ends", e))?;
+                .map_err(|e| sqlite_error("scan ends", e))?;
             let rows = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?, r.get::<_, i64>(2)?)))
-                .map_err(|e| unavailable("scan ends", e))?;
+                .map_err(|e| sqlite_error("scan ends", e))?;
             for row in rows {
-                let (t, p, max) = row.map_err(|e| unavailable("scan ends", e))?;
+                let (t, p, max) = row.map_err(|e| sqlite_error("scan ends", e))?;
                 ends.insert((t, p), max as u64 + 1);
             }
             // A partition retention emptied still has its next offset here.
             let mut stmt = writer
                 .prepare("SELECT topic, partition, first FROM starts")
-                .map_err(|e| unavailable("scan starts", e))?;
+                .map_err(|e| sqlite_error("scan starts", e))?;
             let rows = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?, r.get::<_, i64>(2)?)))
-                .map_err(|e| unavailable("scan starts", e))?;
+                .map_err(|e| sqlite_error("scan starts", e))?;
             for row in rows {
-                let (t, p, first) = row.map_err(|e| unavailable("scan starts", e))?;
+                let (t, p, first) = row.map_err(|e| sqlite_error("scan starts", e))?;
                 let end = ends.entry((t, p)).or_insert(0);
                 *end = (*end).max(first as u64);
             }
@@ -181,22 +181,22 @@ impl EventLog for EmbeddedEventLog {
                 // here stay ours; they are published to `ends` only after the commit, so a failed
                 // transaction leaves no gap and no reader sees uncommitted offsets.
                 let mut next: HashMap<u32, u64> = HashMap::new();
-                let tx = conn.transaction().map_err(|e| unavailable("begin", e))?;
+                let tx = conn.transaction().map_err(|e| sqlite_error("begin", e))?;
                 {
                     let mut stmt = tx
                         .prepare_cached("INSERT INTO records(topic, partition, offset, ts_ms, key, value, headers) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-                        .map_err(|e| unavailable("prepare append", e))?;
+                        .map_err(|e| sqlite_error("prepare append", e))?;
                     for r in &records {
                         let p = partition_for(&r.key, partitions);
                         let off = next
                             .entry(p)
                             .or_insert_with(|| ends.lock().unwrap().get(&(topic_owned.clone(), p)).copied().unwrap_or(0));
                         stmt.execute(params![topic_owned, p, *off as i64, ts, r.key, r.value, encode_headers(&r.headers)])
-                            .map_err(|e| unavailable("append", e))?;
+                            .map_err(|e| sqlite_error("append", e))?;
                         *off += 1;
                     }
                 }
-                tx.commit().map_err(|e| unavailable("commit append", e))?;
+                tx.commit().map_err(|e| sqlite_error("commit append", e))?;
                 let mut ends = ends.lock().unwrap();
                 for (p, off) in next {
                     ends.insert((topic_owned.clone(), p), off);
@@ -225,7 +225,7 @@ impl LogSource for EmbeddedEventLog {
             .call(move |conn| {
                 let mut stmt = conn
                     .prepare_cached("SELECT offset, ts_ms, key, value, headers FROM records WHERE topic=?1 AND partition=?2 AND offset>=?3 AND offset<?4 ORDER BY offset LIMIT ?5")
-                    .map_err(|e| unavailable("prepare read", e))?;
+                    .map_err(|e| sqlite_error("prepare read", e))?;
                 let rows = stmt
                     .query_map(params![topic, partition, from as i64, end as i64, max as i64], |r| {
                         Ok(LogRecord {
@@ -238,8 +238,8 @@ impl LogSource for EmbeddedEventLog {
                             headers: decode_headers(&r.get::<_, Vec<u8>>(4)?),
                         })
                     })
-                    .map_err(|e| unavailable("read", e))?;
-                rows.collect::<Result<Vec<_>, _>>().map_err(|e| unavailable("read", e))
+                    .map_err(|e| sqlite_error("read", e))?;
+                rows.collect::<Result<Vec<_>, _>>().map_err(|e| sqlite_error("read", e))
             })
             .await
     }
@@ -260,7 +260,7 @@ impl LogSource for EmbeddedEventLog {
                 )
                 .optional()
                 .map(|v| v.unwrap_or(0) as u64)
-                .map_err(|e| unavailable("read offset", e))
+                .map_err(|e| sqlite_error("read offset", e))
             })
             .await
     }
@@ -272,7 +272,7 @@ impl LogSource for EmbeddedEventLog {
                 conn.prepare_cached("INSERT INTO offsets(grp, topic, partition, next) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(grp, topic, partition) DO UPDATE SET next=excluded.next")
                     .and_then(|mut s| s.execute(params![group, topic, partition, next as i64]))
                     .map(|_| ())
-                    .map_err(|e| unavailable("commit offset", e))
+                    .map_err(|e| sqlite_error("commit offset", e))
             })
             .await
     }

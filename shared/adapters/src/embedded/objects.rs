@@ -42,7 +42,7 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> PortError {
     use std::io::ErrorKind::*;
     // A full disk or a busy file system may clear; a missing permission will not.
     let retriable = !matches!(e.kind(), PermissionDenied | InvalidInput | InvalidData);
-    PortError::Backend { message: format!("object store: {what} {}: {e}", path.display()), retriable }
+    PortError::backend(format!("object store: {what} {}: {e}", path.display()), retriable, e)
 }
 
 fn create_private_dir(path: &Path) -> PortResult<()> {
@@ -95,7 +95,7 @@ impl ObjectStore for EmbeddedObjectStore {
             Ok(ObjectRef { digest, bytes: bytes.len() as u64 })
         })
         .await
-        .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
+        .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?
     }
 
     async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>> {
@@ -111,15 +111,15 @@ impl ObjectStore for EmbeddedObjectStore {
                 Err(e) => return Err(io_error("reading", &path, e)),
             };
             if sha256_hex(&bytes) != digest {
-                return Err(PortError::Backend {
-                    message: format!("object store: {} does not match its digest", path.display()),
-                    retriable: false,
-                });
+                return Err(PortError::backend_message(
+                    format!("object store: {} does not match its digest", path.display()),
+                    false,
+                ));
             }
             Ok(bytes)
         })
         .await
-        .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
+        .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?
     }
 
     async fn usage(&self, tenant: &TenantId) -> PortResult<u64> {
@@ -139,7 +139,7 @@ impl ObjectStore for EmbeddedObjectStore {
             Ok(bytes)
         })
         .await
-        .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?
+        .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?
     }
 
     async fn stat(&self, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>> {

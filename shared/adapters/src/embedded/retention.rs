@@ -16,7 +16,7 @@
 //! created before this (auto_vacuum off) keeps its size: freed pages are reused by new records,
 //! so it stops growing, but it shrinks only if an operator runs `VACUUM` on it offline.
 
-use super::db::{unavailable, Db};
+use super::db::{sqlite_error, Db};
 use super::log::Ends;
 use openqq_core::ports::PortResult;
 use openqq_core::PortError;
@@ -83,7 +83,7 @@ impl Compactor {
         self.writer.call_sync(|conn| {
             conn.query_row("PRAGMA auto_vacuum", [], |r| r.get::<_, i64>(0))
                 .map(|mode| mode == 2)
-                .map_err(|e| unavailable("read auto_vacuum", e))
+                .map_err(|e| sqlite_error("read auto_vacuum", e))
         })
     }
 
@@ -139,7 +139,7 @@ impl Compactor {
         let topic = topic.to_owned();
         self.writer
             .call(move |conn| {
-                let tx = conn.transaction().map_err(|e| unavailable("begin retention", e))?;
+                let tx = conn.transaction().map_err(|e| sqlite_error("begin retention", e))?;
                 let Some(limit) = committed_by_all(&tx, &topic, partition)? else {
                     return Ok((0, 0));
                 };
@@ -150,13 +150,13 @@ impl Compactor {
                 {
                     let mut stmt = tx
                         .prepare_cached("SELECT offset, ts_ms, length(value) + length(headers) FROM records WHERE topic=?1 AND partition=?2 AND offset<?3 ORDER BY offset LIMIT ?4")
-                        .map_err(|e| unavailable("prepare retention", e))?;
+                        .map_err(|e| sqlite_error("prepare retention", e))?;
                     let mut rows = stmt
                         .query(params![topic, partition, limit, BATCH_RECORDS as i64])
-                        .map_err(|e| unavailable("scan for retention", e))?;
-                    while let Some(row) = rows.next().map_err(|e| unavailable("scan for retention", e))? {
+                        .map_err(|e| sqlite_error("scan for retention", e))?;
+                    while let Some(row) = rows.next().map_err(|e| sqlite_error("scan for retention", e))? {
                         let (offset, ts, size): (i64, i64, i64) =
-                            (row.get(0).map_err(|e| unavailable("scan", e))?, row.get(1).map_err(|e| unavailable("scan", e))?, row.get(2).map_err(|e| unavailable("scan", e))?);
+                            (row.get(0).map_err(|e| sqlite_error("scan", e))?, row.get(1).map_err(|e| sqlite_error("scan", e))?, row.get(2).map_err(|e| sqlite_error("scan", e))?);
                         if ts >= cutoff_ms || (records > 0 && bytes + size > BATCH_BYTES) {
                             break;
                         }
@@ -168,11 +168,11 @@ impl Compactor {
                 let Some(last) = last else { return Ok((0, 0)) };
                 tx.prepare_cached("DELETE FROM records WHERE topic=?1 AND partition=?2 AND offset<=?3")
                     .and_then(|mut s| s.execute(params![topic, partition, last]))
-                    .map_err(|e| unavailable("delete for retention", e))?;
+                    .map_err(|e| sqlite_error("delete for retention", e))?;
                 tx.prepare_cached("INSERT INTO starts(topic, partition, first) VALUES (?1, ?2, ?3) ON CONFLICT(topic, partition) DO UPDATE SET first=MAX(first, excluded.first)")
                     .and_then(|mut s| s.execute(params![topic, partition, last + 1]))
-                    .map_err(|e| unavailable("record the log start", e))?;
-                tx.commit().map_err(|e| unavailable("commit retention", e))?;
+                    .map_err(|e| sqlite_error("record the log start", e))?;
+                tx.commit().map_err(|e| sqlite_error("commit retention", e))?;
                 Ok((records, bytes as u64))
             })
             .await
@@ -183,20 +183,20 @@ impl Compactor {
         self.writer
             .call(|conn| {
                 let mode: i64 =
-                    conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| unavailable("vacuum", e))?;
+                    conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| sqlite_error("vacuum", e))?;
                 if mode != 2 {
                     return Ok(0);
                 }
                 let free: i64 =
-                    conn.query_row("PRAGMA freelist_count", [], |r| r.get(0)).map_err(|e| unavailable("vacuum", e))?;
+                    conn.query_row("PRAGMA freelist_count", [], |r| r.get(0)).map_err(|e| sqlite_error("vacuum", e))?;
                 let pages = free.min(VACUUM_PAGES);
                 if pages > 0 {
                     // The pragma frees one page per step (a result row each): step it to the end.
                     let mut stmt = conn
                         .prepare(&format!("PRAGMA incremental_vacuum({pages})"))
-                        .map_err(|e| unavailable("incremental vacuum", e))?;
-                    let mut rows = stmt.query([]).map_err(|e| unavailable("incremental vacuum", e))?;
-                    while rows.next().map_err(|e| unavailable("incremental vacuum", e))?.is_some() {}
+                        .map_err(|e| sqlite_error("incremental vacuum", e))?;
+                    let mut rows = stmt.query([]).map_err(|e| sqlite_error("incremental vacuum", e))?;
+                    while rows.next().map_err(|e| sqlite_error("incremental vacuum", e))?.is_some() {}
                 }
                 Ok(pages as u64)
             })
@@ -212,7 +212,7 @@ fn committed_by_all(tx: &rusqlite::Transaction<'_>, topic: &str, partition: u32)
         .prepare_cached("SELECT (SELECT COUNT(DISTINCT grp) FROM offsets WHERE topic=?1), COUNT(*), MIN(next) FROM offsets WHERE topic=?1 AND partition=?2")
         .and_then(|mut s| s.query_row(params![topic, partition], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
         .optional()
-        .map_err(|e| unavailable("read committed offsets", e))?
+        .map_err(|e| sqlite_error("read committed offsets", e))?
         .unwrap_or((0, 0, None));
     Ok(match (groups, least) {
         (0, _) => Some(i64::MAX),

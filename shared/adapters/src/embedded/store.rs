@@ -4,7 +4,7 @@
 //! a revision at least as high, and the status moves only while the design is still at the
 //! entry's revision and only forward. Replays and stale revisions are therefore no-ops.
 
-use super::db::{default_readers, open, open_readers, unavailable, Db, Durability};
+use super::db::{default_readers, open, open_readers, sqlite_error, Db, Durability};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
@@ -68,7 +68,7 @@ impl EmbeddedDesignStore {
         // The API's own tables: accepted-revision markers and idempotency keys.
         writer
             .execute_batch(&format!("{}{}", accepted::SCHEMA, idempotency::SCHEMA))
-            .map_err(|e| unavailable("initialise schema", e))?;
+            .map_err(|e| sqlite_error("initialise schema", e))?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
     }
@@ -86,13 +86,13 @@ fn apply_tx(
     let (seen, latest): (bool, Option<i64>) = tx
         .prepare_cached("SELECT COALESCE(MAX(revision = ?4), 0), MAX(revision) FROM timeline WHERE tenant=?1 AND design_id=?2 AND kind=?3")
         .and_then(|mut s| s.query_row(params![tenant, design, kind, entry.revision as i64], |r| Ok((r.get(0)?, r.get(1)?))))
-        .map_err(|e| unavailable("read timeline", e))?;
+        .map_err(|e| sqlite_error("read timeline", e))?;
     let current: Option<(u64, String)> = tx
         .prepare_cached("SELECT revision, status FROM designs WHERE tenant=?1 AND design_id=?2")
         .and_then(|mut s| {
             s.query_row(params![tenant, design], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))).optional()
         })
-        .map_err(|e| unavailable("read design", e))?;
+        .map_err(|e| sqlite_error("read design", e))?;
     let held_design = match current {
         Some((revision, status)) => Some(HeldDesign {
             revision,
@@ -113,17 +113,17 @@ fn apply_tx(
         DesignWrite::Insert { name, revision, status, failure_reason } => {
             tx.prepare_cached("INSERT INTO designs(tenant, design_id, name, revision, status, verdict, updated_at, failure_reason) VALUES (?1, ?2, COALESCE(?3, ?2), ?4, ?5, NULL, ?6, ?7)")
                 .and_then(|mut s| s.execute(params![tenant, design, name, revision as i64, status.as_str(), now, failure_reason]))
-                .map_err(|e| unavailable("insert design", e))?;
+                .map_err(|e| sqlite_error("insert design", e))?;
         }
         DesignWrite::Revise { name, revision, status, failure_reason } => {
             tx.prepare_cached("UPDATE designs SET name=COALESCE(?3, name), revision=?4, status=?5, verdict=NULL, updated_at=?6, failure_reason=?7 WHERE tenant=?1 AND design_id=?2")
                 .and_then(|mut s| s.execute(params![tenant, design, name, revision as i64, status.as_str(), now, failure_reason]))
-                .map_err(|e| unavailable("revise design", e))?;
+                .map_err(|e| sqlite_error("revise design", e))?;
         }
         DesignWrite::Move { to, verdict, failure_reason, .. } => {
             tx.prepare_cached("UPDATE designs SET status=?3, verdict=COALESCE(?4, verdict), updated_at=?5, failure_reason=?6 WHERE tenant=?1 AND design_id=?2")
                 .and_then(|mut s| s.execute(params![tenant, design, to.as_str(), verdict.map(Verdict::as_str), now, failure_reason]))
-                .map_err(|e| unavailable("update status", e))?;
+                .map_err(|e| sqlite_error("update status", e))?;
         }
         DesignWrite::Keep => {}
     }
@@ -134,7 +134,7 @@ fn apply_tx(
         .and_then(|mut s| {
             s.execute(params![tenant, design, report.revision as i64, report.verdict.as_str(), report.report.get()])
         })
-        .map_err(|e| unavailable("insert report", e))?;
+        .map_err(|e| sqlite_error("insert report", e))?;
     }
     tx.prepare_cached("INSERT INTO timeline(tenant, design_id, kind, revision, event_id, correlation_id, occurred_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
         .and_then(|mut s| {
@@ -148,7 +148,7 @@ fn apply_tx(
                 entry.occurred_at.to_rfc3339()
             ])
         })
-        .map_err(|e| unavailable("insert timeline", e))?;
+        .map_err(|e| sqlite_error("insert timeline", e))?;
     Ok(Applied::Applied)
 }
 
@@ -177,10 +177,10 @@ fn migrate(conn: &rusqlite::Connection) -> PortResult<()> {
         .query_row("SELECT EXISTS(SELECT 1 FROM pragma_table_info('designs') WHERE name='failure_reason')", [], |r| {
             r.get(0)
         })
-        .map_err(|e| unavailable("read schema", e))?;
+        .map_err(|e| sqlite_error("read schema", e))?;
     if !has_reason {
         conn.execute_batch("ALTER TABLE designs ADD COLUMN failure_reason TEXT")
-            .map_err(|e| unavailable("add designs.failure_reason", e))?;
+            .map_err(|e| sqlite_error("add designs.failure_reason", e))?;
     }
     Ok(())
 }
@@ -210,10 +210,10 @@ impl DesignStore for EmbeddedDesignStore {
                 // one Kafka cluster); a deferred transaction would fail its upgrade instead.
                 let tx = conn
                     .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(|e| unavailable("begin", e))?;
+                    .map_err(|e| sqlite_error("begin", e))?;
                 let outcome = apply_tx(&tx, &tenant, &design, &entry, &change)?;
                 if outcome == Applied::Applied {
-                    tx.commit().map_err(|e| unavailable("commit", e))?;
+                    tx.commit().map_err(|e| sqlite_error("commit", e))?;
                 }
                 Ok(outcome)
             })
@@ -227,7 +227,7 @@ impl DesignStore for EmbeddedDesignStore {
             .call(move |conn| {
                 let view = conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND design_id=?2")
                     .and_then(|mut s| s.query_row(params![tenant, design], design_row).optional())
-                    .map_err(|e| unavailable("get design", e))?;
+                    .map_err(|e| sqlite_error("get design", e))?;
                 let marker = accepted::one(conn, &tenant, &design)?;
                 Ok(AcceptedRevision::overlay(marker.as_ref(), view))
             })
@@ -244,11 +244,11 @@ impl DesignStore for EmbeddedDesignStore {
                 // of a page is a stable cursor.
                 let mut stmt = conn
                     .prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND (?2 IS NULL OR design_id < ?2) ORDER BY design_id DESC LIMIT ?3")
-                    .map_err(|e| unavailable("list", e))?;
+                    .map_err(|e| sqlite_error("list", e))?;
                 let items = stmt
                     .query_map(params![tenant, cursor, limit as i64 + 1], design_row)
                     .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-                    .map_err(|e| unavailable("list", e))?;
+                    .map_err(|e| sqlite_error("list", e))?;
                 // Designs the API accepted but the consumers have not materialised yet are listed
                 // too: the first `limit` of both, merged.
                 let markers = accepted::page(conn, &tenant, cursor.as_deref(), limit + 1)?;
@@ -278,13 +278,13 @@ impl DesignStore for EmbeddedDesignStore {
                         })
                         .optional()
                     })
-                    .map_err(|e| unavailable("get report", e))?;
+                    .map_err(|e| sqlite_error("get report", e))?;
                 let Some((revision, verdict, bytes)) = head else { return Ok(None) };
                 let report = if bytes <= MAX_REPORT_READ_BYTES {
                     conn.prepare_cached("SELECT report FROM reports WHERE tenant=?1 AND design_id=?2 AND revision=?3")
                         .and_then(|mut s| s.query_row(params![tenant, design, revision], |r| r.get::<_, String>(0)))
                         .map(Some)
-                        .map_err(|e| unavailable("get report", e))?
+                        .map_err(|e| sqlite_error("get report", e))?
                 } else {
                     None
                 };
@@ -318,14 +318,14 @@ impl DesignStore for EmbeddedDesignStore {
                 let exists: bool = conn
                     .prepare_cached("SELECT EXISTS(SELECT 1 FROM designs WHERE tenant=?1 AND design_id=?2)")
                     .and_then(|mut s| s.query_row(params![tenant, design], |r| r.get(0)))
-                    .map_err(|e| unavailable("timeline", e))?;
+                    .map_err(|e| sqlite_error("timeline", e))?;
                 if !exists {
                     return Ok(None);
                 }
                 // The latest entries, newest first, reversed below into applied order.
                 let mut stmt = conn
                     .prepare_cached("SELECT event_id, kind, revision, correlation_id, occurred_at FROM timeline WHERE tenant=?1 AND design_id=?2 ORDER BY seq DESC LIMIT ?3")
-                    .map_err(|e| unavailable("timeline", e))?;
+                    .map_err(|e| sqlite_error("timeline", e))?;
                 let mut rows = stmt
                     .query_map(params![tenant, design, MAX_TIMELINE_ENTRIES as i64], |r| {
                         let kind: String = r.get(1)?;
@@ -339,7 +339,7 @@ impl DesignStore for EmbeddedDesignStore {
                         })
                     })
                     .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-                    .map_err(|e| unavailable("timeline", e))?;
+                    .map_err(|e| sqlite_error("timeline", e))?;
                 rows.reverse();
                 Ok(Some(rows))
             })
@@ -364,7 +364,7 @@ impl DesignStore for EmbeddedDesignStore {
                             })
                         })
                     })
-                    .map_err(|e| unavailable("usage", e))
+                    .map_err(|e| sqlite_error("usage", e))
             })
             .await
     }

@@ -29,10 +29,13 @@ pub(super) async fn create_topics(
         .collect();
     let opts = AdminOptions::new().operation_timeout(Some(settings.timeout)).request_timeout(Some(settings.timeout));
     let results = admin.create_topics(&new, &opts).await.map_err(|e| {
-        PortError::Unavailable(format!(
-            "creating the Kafka topics on {} failed: {e}; if topics are managed elsewhere (MSK), turn topic creation off",
-            settings.brokers
-        ))
+        PortError::unavailable(
+            format!(
+                "creating the Kafka topics on {} failed: {e}; if topics are managed elsewhere (MSK), turn topic creation off",
+                settings.brokers
+            ),
+            e,
+        )
     })?;
     for result in results {
         match result {

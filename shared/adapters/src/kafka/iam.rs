@@ -110,7 +110,7 @@ async fn sign(region: &Region, credentials: &SharedCredentialsProvider) -> PortR
     // (permanent) from a provider that failed this time.
     let credentials = tokio::time::timeout(SIGN_TIMEOUT, credentials.provide_credentials())
         .await
-        .map_err(|_| PortError::Unavailable(format!("signing an MSK IAM token: the AWS credentials did not arrive within {SIGN_TIMEOUT:?}")))?
+        .map_err(|_| PortError::Unavailable(format!("signing an MSK IAM token: the AWS credentials did not arrive within {SIGN_TIMEOUT:?}").into()))?
         .map_err(|e| {
             let message = format!(
                 "MSK IAM auth needs AWS credentials allowed kafka-cluster:Connect (environment, profile, or instance/task role), and none could be loaded: {}",
@@ -118,16 +118,13 @@ async fn sign(region: &Region, credentials: &SharedCredentialsProvider) -> PortR
             );
             match e {
                 CredentialsError::CredentialsNotLoaded(_) | CredentialsError::InvalidConfiguration(_) => PortError::Invalid(message),
-                _ => PortError::Unavailable(message),
+                _ => PortError::unavailable(message, e),
             }
         })?;
     let (value, expires_ms) =
         generate_auth_token_from_credentials_provider(region.clone(), SharedCredentialsProvider::new(credentials))
             .await
-            .map_err(|e| PortError::Backend {
-                message: format!("signing an MSK IAM token failed: {}", chain(&e)),
-                retriable: false,
-            })?;
+            .map_err(|e| PortError::backend(format!("signing an MSK IAM token failed: {}", chain(&e)), false, e))?;
     Ok(Token { value, expires_ms })
 }
 
@@ -170,7 +167,7 @@ impl KafkaContext {
     /// client) and so that a new client's first connection finds a token. A no-op without IAM.
     pub(super) fn seed<C: ClientContext>(&self, client: &Client<C>) -> PortResult<()> {
         let Some(iam) = &self.iam else { return Ok(()) };
-        let token = iam.current().map_err(PortError::Unavailable)?;
+        let token = iam.current().map_err(|e| PortError::Unavailable(e.into()))?;
         let value =
             CString::new(token.value).map_err(|_| PortError::Invalid("the MSK IAM token has a NUL byte".into()))?;
         let principal = CString::default();

@@ -275,9 +275,9 @@ impl EventLog for KafkaEventLog {
         match tokio::time::timeout(deadline, self.enqueue_and_wait(topic, &records)).await {
             Ok(outcome) => outcome?,
             Err(_) => {
-                return Err(PortError::Unavailable(format!(
-                    "Kafka did not acknowledge the publish within {deadline:?}"
-                )))
+                return Err(PortError::Unavailable(
+                    format!("Kafka did not acknowledge the publish within {deadline:?}").into(),
+                ))
             }
         }
         self.appended.appended(topic);
@@ -346,9 +346,9 @@ fn produce_error(e: KafkaError) -> PortError {
             | RDKafkaErrorCode::InvalidRecord,
         ) => PortError::Invalid(format!("Kafka refused the record: {e}")),
         Some(RDKafkaErrorCode::TopicAuthorizationFailed | RDKafkaErrorCode::ClusterAuthorizationFailed) => {
-            PortError::Backend { message: format!("Kafka refused the publish: {e}"), retriable: false }
+            PortError::backend(format!("Kafka refused the publish: {e}"), false, e)
         }
-        _ => PortError::Unavailable(format!("Kafka did not acknowledge the publish: {e}")),
+        _ => PortError::unavailable(format!("Kafka did not acknowledge the publish: {e}"), e),
     }
 }
 
@@ -370,7 +370,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 fn unavailable(what: &str, e: KafkaError) -> PortError {
-    PortError::Unavailable(format!("Kafka {what} failed: {e}"))
+    PortError::unavailable(format!("Kafka {what} failed: {e}"), e)
 }
 
 #[cfg(test)]

@@ -137,24 +137,34 @@ fn pick(out: &GetBootstrapBrokersOutput, arn: &ClusterArn, auth: &KafkaAuth) -> 
 /// a server error or no answer are worth retrying. The SDK's whole error chain is kept.
 fn lookup_error<E, R>(arn: &ClusterArn, e: SdkError<E, R>) -> PortError
 where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: fmt::Debug,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: fmt::Debug + Send + Sync + 'static,
 {
     let detail = super::error_chain(&e);
     let message = format!("looking up the bootstrap brokers of the MSK cluster {arn} failed: {detail}");
-    match &e {
+    // Whether it is worth retrying; `None` for a lookup that cannot succeed as asked.
+    let retriable = match &e {
         SdkError::ServiceError(service) => match service.err().code() {
-            Some("NotFoundException") => PortError::Invalid(format!(
-                "there is no MSK cluster {arn} in {} (or it is not visible to these AWS credentials): {detail}",
-                arn.region()
-            )),
-            Some("TooManyRequestsException" | "ThrottlingException") => PortError::Throttled { retry_after: None },
-            Some("InternalServerErrorException" | "ServiceUnavailableException") => PortError::Unavailable(message),
-            _ => PortError::Backend { message, retriable: false },
+            Some("NotFoundException") => {
+                return PortError::Invalid(format!(
+                    "there is no MSK cluster {arn} in {} (or it is not visible to these AWS credentials): {detail}",
+                    arn.region()
+                ))
+            }
+            Some("TooManyRequestsException" | "ThrottlingException") => {
+                return PortError::Throttled { retry_after: None }
+            }
+            Some("InternalServerErrorException" | "ServiceUnavailableException") => Some(true),
+            _ => Some(false),
         },
-        SdkError::ConstructionFailure(_) => PortError::Invalid(message),
+        SdkError::ConstructionFailure(_) => None,
         // Timeouts, connection failures, unreadable responses.
-        _ => PortError::Unavailable(message),
+        _ => Some(true),
+    };
+    match retriable {
+        Some(true) => PortError::unavailable(message, e),
+        Some(false) => PortError::backend(message, false, e),
+        None => PortError::Invalid(message),
     }
 }
 

@@ -64,10 +64,13 @@ impl KafkaEventLog {
                 Err(e) => e.to_string(),
             };
             if Instant::now() >= deadline {
-                return Err(PortError::Unavailable(format!(
-                    "cannot read the partitions of Kafka topic {topic:?} from {}: {last_error}",
-                    self.settings.brokers
-                )));
+                return Err(PortError::Unavailable(
+                    format!(
+                        "cannot read the partitions of Kafka topic {topic:?} from {}: {last_error}",
+                        self.settings.brokers
+                    )
+                    .into(),
+                ));
             }
             if self.settings.create_topics && !created {
                 created = true;
@@ -208,9 +211,9 @@ impl LogSource for KafkaEventLog {
             }
             if out.is_empty() {
                 r.next = None;
-                return Err(PortError::Unavailable(format!(
-                    "no record of {topic}/{partition} from offset {from} arrived within {timeout:?}"
-                )));
+                return Err(PortError::Unavailable(
+                    format!("no record of {topic}/{partition} from offset {from} arrived within {timeout:?}").into(),
+                ));
             }
             Ok(out)
         })

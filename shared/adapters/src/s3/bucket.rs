@@ -72,9 +72,10 @@ pub(crate) async fn require_bucket(client: &Client, bucket: &str) -> PortResult<
              template declares it with its lifecycle rule, docs/OBJECTS.md)"
         ))),
         Err(e) => Err(match classify("head bucket", e) {
-            PortError::Backend { message, retriable: false } => PortError::Backend {
+            PortError::Backend { message, retriable: false, source } => PortError::Backend {
                 message: format!("the S3 bucket {bucket} cannot be used with these credentials: {message}"),
                 retriable: false,
+                source,
             },
             other => other,
         }),

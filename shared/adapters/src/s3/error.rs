@@ -2,7 +2,8 @@
 //! failure: throttling (`SlowDown` and kin) is throttled; server errors, request timeouts and no
 //! answer are unavailable (retriable); a missing key is not found; a request S3 refuses as
 //! malformed or too large is invalid; refused credentials, a missing bucket and anything else S3
-//! answers with a 4xx are permanent. The SDK's whole error chain is kept in the message.
+//! answers with a 4xx are permanent. The SDK's whole error chain is written into the message, and
+//! the SDK error itself is kept as the port error's source.
 
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
@@ -66,13 +67,14 @@ pub(crate) fn class_of(code: &str) -> Class {
     }
 }
 
-/// The port error for an SDK error of operation `op` ("put", "get", …).
+/// The port error for an SDK error of operation `op` ("put", "get", …). The SDK error is kept
+/// as the cause of a retriable or backend error.
 pub(crate) fn classify<E>(op: &str, e: SdkError<E, HttpResponse>) -> PortError
 where
-    E: ProvideErrorMetadata + StdError + 'static,
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
 {
     let message = format!("S3 {op} failed: {}", error_chain(&e));
-    match &e {
+    let class = match &e {
         SdkError::ServiceError(service) => {
             let status = service.raw().status();
             let class = match service.err().code() {
@@ -84,20 +86,23 @@ where
                 None => Class::Other,
             };
             match class {
-                Class::NotFound => PortError::NotFound,
-                Class::ConditionFailed => PortError::ConditionFailed(message),
-                Class::Throttled => PortError::Throttled { retry_after: None },
-                Class::Unavailable => PortError::Unavailable(message),
-                Class::Invalid => PortError::Invalid(message),
-                Class::Other if status.is_server_error() => PortError::Unavailable(message),
+                Class::Other if status.is_server_error() => Class::Unavailable,
                 // AccessDenied, NoSuchBucket, InvalidAccessKeyId, SignatureDoesNotMatch, an
                 // unknown code with a 4xx: retrying the same request cannot succeed.
-                Class::Other => PortError::Backend { message, retriable: false },
+                class => class,
             }
         }
-        SdkError::ConstructionFailure(_) => PortError::Invalid(message),
+        SdkError::ConstructionFailure(_) => Class::Invalid,
         // Timeouts, connection failures, unreadable responses.
-        _ => PortError::Unavailable(message),
+        _ => Class::Unavailable,
+    };
+    match class {
+        Class::NotFound => PortError::NotFound,
+        Class::ConditionFailed => PortError::ConditionFailed(message),
+        Class::Throttled => PortError::Throttled { retry_after: None },
+        Class::Unavailable => PortError::unavailable(message, e),
+        Class::Invalid => PortError::Invalid(message),
+        Class::Other => PortError::backend(message, false, e),
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) async fn put(client: &Client, bucket: &str, tenant: &TenantId, bytes:
     // Hashing tens of megabytes would hold up the other tasks of this thread.
     let (digest, bytes) = tokio::task::spawn_blocking(move || (hex(&Sha256::digest(&bytes)), bytes))
         .await
-        .map_err(|e| PortError::Backend { message: format!("object store task: {e}"), retriable: true })?;
+        .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?;
     let object = ObjectRef { digest, bytes: bytes.len() as u64 };
     let key = key(OBJECTS, tenant, &object.digest);
     // Content-addressed: a key that is there holds these bytes already (reads check that).
@@ -90,7 +90,7 @@ async fn read(
     let (mut hasher, mut seen) = (Sha256::new(), 0u64);
     while let Some(chunk) = body.next().await {
         let chunk =
-            chunk.map_err(|e| PortError::Unavailable(format!("S3 get of {key} broke off: {}", error_chain(&e))))?;
+            chunk.map_err(|e| PortError::unavailable(format!("S3 get of {key} broke off: {}", error_chain(&e)), e))?;
         seen += chunk.len() as u64;
         if seen > limit {
             return Err(over_limit(format!("{key} holds more than the {limit} bytes expected")));
@@ -107,13 +107,13 @@ pub(crate) async fn get(client: &Client, bucket: &str, tenant: &TenantId, digest
     check_digest(digest)?;
     let key = key(OBJECTS, tenant, digest);
     // Nothing this store wrote is that large: a stored object that is, is damaged.
-    let damaged = |message| PortError::Backend { message, retriable: false };
+    let damaged = |message| PortError::backend_message(message, false);
     let Read { bytes, sha256: actual, .. } = read(client, bucket, &key, MAX_OBJECT_BYTES as u64, damaged, true).await?;
     if actual != digest {
-        return Err(PortError::Backend {
-            message: format!("object store: s3://{bucket}/{key} does not match its digest (it hashes to {actual})"),
-            retriable: false,
-        });
+        return Err(PortError::backend_message(
+            format!("object store: s3://{bucket}/{key} does not match its digest (it hashes to {actual})"),
+            false,
+        ));
     }
     Ok(bytes)
 }
