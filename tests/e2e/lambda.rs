@@ -6,15 +6,15 @@
 //! DynamoDB and the objects in S3 (moto), as in the deployment.
 
 use openqq_core::EventKind;
-use openqq_e2e::runtime_api::RuntimeApi;
+use openqq_e2e::runtime_api::LambdaEmulator;
 use openqq_e2e::{aws, blink_design, function_bin, tansu};
 use serde_json::{json, Value};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// A function binary serving invocations from its own Runtime API.
+/// A function binary serving invocations from the emulator's Runtime API.
 struct Function {
-    api: RuntimeApi,
+    name: String,
     child: Child,
 }
 
@@ -25,23 +25,43 @@ impl Drop for Function {
     }
 }
 
-async fn function(name: &str, env: &[(String, String)]) -> Function {
-    let api = RuntimeApi::start().await;
+async fn function(lambda: &LambdaEmulator, name: &str, env: &[(String, String)]) -> Function {
     let mut cmd = Command::new(function_bin(name));
     for (var, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_")) {
         cmd.env_remove(var);
     }
     let child = cmd
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .env("AWS_LAMBDA_RUNTIME_API", &api.addr)
-        .env("AWS_LAMBDA_FUNCTION_NAME", format!("openqq-{name}"))
+        .env("AWS_LAMBDA_RUNTIME_API", lambda.runtime_api(name).await)
+        .env("AWS_LAMBDA_FUNCTION_NAME", name)
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("RUST_LOG", std::env::var("OPENQQ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    Function { api, child }
+    Function { name: name.to_owned(), child }
+}
+
+/// What the deployment template gives every function (`openqq up`'s flags, as variables), with
+/// the broker, the AWS stand-in and a fresh topic prefix, table and bucket.
+fn shared_env(brokers: &str, endpoint: &str, prefix: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
+        ("OPENQQ_KAFKA_BROKERS", brokers),
+        ("OPENQQ_TOPIC_PREFIX", prefix),
+        ("OPENQQ_PARTITIONS", "2"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    for pair in aws::on_aws(endpoint, "lambda", &[]).chunks(2) {
+        let var = format!("OPENQQ_{}", pair[0].trim_start_matches("--").to_uppercase().replace('-', "_"));
+        env.push((var, pair[1].clone()));
+    }
+    env
 }
 
 /// An API Gateway HTTP API request, as the JWT authorizer passes it on (claims verified).
@@ -65,8 +85,8 @@ fn http_event(method: &str, path: &str, body: Option<&Value>, tenant: Option<&st
 }
 
 /// The API function's answer: status and JSON body.
-async fn call(api: &Function, event: Value) -> (u16, Value) {
-    let answer = api.api.invoke(event, Duration::from_secs(60)).await.expect("the API function answered");
+async fn call(lambda: &LambdaEmulator, event: Value) -> (u16, Value) {
+    let answer = lambda.invoke("api", event, Duration::from_secs(60)).await.expect("the API function answered");
     let status = answer["statusCode"].as_u64().unwrap() as u16;
     let body = answer["body"].as_str().map(|b| serde_json::from_str(b).unwrap()).unwrap_or(Value::Null);
     (status, body)
@@ -78,26 +98,12 @@ async fn a_design_goes_through_all_four_lambda_binaries_invoked_over_the_runtime
     let (_broker, brokers) = tansu::shared();
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}.", aws::unique_name("lambda"));
-    // What the deployment template gives every function, with local endpoints.
-    let mut env: Vec<(String, String)> = [
-        ("OPENQQ_KAFKA_BROKERS", brokers.as_str()),
-        ("OPENQQ_TOPIC_PREFIX", prefix.as_str()),
-        ("OPENQQ_PARTITIONS", "2"),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    let aws_args = aws::on_aws(&endpoint, "lambda", &[]);
-    for pair in aws_args.chunks(2) {
-        let var = format!("OPENQQ_{}", pair[0].trim_start_matches("--").to_uppercase().replace('-', "_"));
-        env.push((var, pair[1].clone()));
-    }
+    let env = shared_env(&brokers, &endpoint, &prefix);
     let own_dir = |name: &str| ("OPENQQ_DATA_DIR".to_owned(), dir.path().join(name).display().to_string());
     let with = |extra: &[(String, String)]| env.iter().chain(extra).cloned().collect::<Vec<_>>();
-    let api = function(
+    let lambda = LambdaEmulator::start().await;
+    let _api = function(
+        &lambda,
         "api",
         &with(&[
             own_dir("api"),
@@ -107,16 +113,16 @@ async fn a_design_goes_through_all_four_lambda_binaries_invoked_over_the_runtime
     )
     .await;
     let consumers = [
-        (EventKind::DesignSubmitted, function("design-job", &with(&[own_dir("design-job")])).await),
-        (EventKind::ValidationRequested, function("validation", &with(&[own_dir("validation")])).await),
-        (EventKind::ValidationFinished, function("results", &with(&[own_dir("results")])).await),
+        (EventKind::DesignSubmitted, function(&lambda, "design-job", &with(&[own_dir("design-job")])).await),
+        (EventKind::ValidationRequested, function(&lambda, "validation", &with(&[own_dir("validation")])).await),
+        (EventKind::ValidationFinished, function(&lambda, "results", &with(&[own_dir("results")])).await),
     ];
 
     let (status, accepted) =
-        call(&api, http_event("POST", "/v1/designs", Some(&blink_design("serverless")), Some("acme"))).await;
+        call(&lambda, http_event("POST", "/v1/designs", Some(&blink_design("serverless")), Some("acme"))).await;
     assert_eq!(status, 202, "{accepted}");
     let id = accepted["design_id"].as_str().unwrap().to_owned();
-    let (status, _) = call(&api, http_event("GET", &format!("/v1/designs/{id}"), None, None)).await;
+    let (status, _) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, None)).await;
     assert_eq!(status, 401, "without the authorizer's claims nobody is let in");
 
     // The trigger's part: each topic's records, as one MSK batch, to its function.
@@ -140,17 +146,62 @@ async fn a_design_goes_through_all_four_lambda_binaries_invoked_over_the_runtime
         }
         assert_eq!(records.len(), 1, "one {kind} record for the design");
         let event = serde_json::to_value(openqq_runtime::kafka::to_event(&records)).unwrap();
-        let answer = f.api.invoke(event, Duration::from_secs(60)).await.expect("the consumer answered");
+        let answer = lambda.invoke(&f.name, event, Duration::from_secs(60)).await.expect("the consumer answered");
         assert_eq!(answer, json!({"batchItemFailures": []}), "{kind}: every record done");
     }
 
-    let (status, design) = call(&api, http_event("GET", &format!("/v1/designs/{id}"), None, Some("acme"))).await;
+    let (status, design) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, Some("acme"))).await;
     assert_eq!((status, &design["status"], &design["verdict"]), (200, &json!("ready"), &json!("pass")), "{design}");
-    let (status, events) = call(&api, http_event("GET", &format!("/v1/designs/{id}/events"), None, Some("acme"))).await;
+    let (status, events) =
+        call(&lambda, http_event("GET", &format!("/v1/designs/{id}/events"), None, Some("acme"))).await;
     assert_eq!(status, 200);
     let kinds: Vec<&str> = events["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["design.submitted", "validation.started", "validation.finished", "results.ready"]);
     assert!(events["events"].as_array().unwrap().iter().all(|e| e["correlation_id"] == "e2e-lambda-1"));
-    let (status, _) = call(&api, http_event("GET", &format!("/v1/designs/{id}"), None, Some("globex"))).await;
+    let (status, _) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, Some("globex"))).await;
     assert_eq!(status, 404, "another tenant sees nothing of it");
+}
+
+/// `openqq up --invoke URL`: the local trigger drives the three consumer Lambda binaries over the
+/// Invoke API (as it would under `cargo lambda watch`) instead of in process, with the log on
+/// the Kafka-protocol broker, the store on DynamoDB, the objects in S3 and the limiter on Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openqq_up_invokes_the_consumer_lambda_binaries_over_the_invoke_api() {
+    let Some(endpoint) = aws::endpoint("the openqq up --invoke test") else { return };
+    let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
+        return eprintln!("skipping the openqq up --invoke test: set OPENQQ_TEST_REDIS_URL");
+    };
+    let (_broker, brokers) = tansu::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("{}.", aws::unique_name("invoke"));
+    let env = shared_env(&brokers, &endpoint, &prefix);
+    let lambda = LambdaEmulator::start().await;
+    let own_dir = |name: &str| ("OPENQQ_DATA_DIR".to_owned(), dir.path().join(name).display().to_string());
+    let mut functions = Vec::new();
+    for name in ["design-job", "validation", "results"] {
+        functions.push(function(&lambda, name, &env.iter().cloned().chain([own_dir(name)]).collect::<Vec<_>>()).await);
+    }
+    // openqq up with the same settings as flags, and the functions behind the Invoke API.
+    let mut args: Vec<String> = Vec::new();
+    for (var, value) in env.iter().filter(|(k, _)| k.starts_with("OPENQQ_")) {
+        args.push(format!("--{}", var.trim_start_matches("OPENQQ_").to_lowercase().replace('_', "-")));
+        args.push(value.clone());
+    }
+    args.extend(["--invoke".into(), lambda.url.clone(), "--redis-url".into(), redis]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let aws_env = [("AWS_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test")];
+    let server = openqq_e2e::Server::start_with_env(&dir.path().join("up"), "127.0.0.1:0", &args, &aws_env).unwrap();
+    let acme = openqq_e2e::Client::new(&server.url, &server.token("acme"));
+    let id = acme.submit_correlated(&blink_design("invoked"), "e2e-invoke-1").await.unwrap();
+    let design = acme.wait_for(&id, Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
+    assert_eq!(design["verdict"], "pass", "{design}");
+    let events = acme.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(10)).await.unwrap();
+    let kinds: Vec<&str> = events["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["design.submitted", "validation.started", "validation.finished", "results.ready"]);
+    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+    for function in ["design-job", "validation", "results"] {
+        let label = format!("function=\"{function}\"");
+        let ok = openqq_e2e::counter_sum(&metrics, "openqq_batches_total", &[&label, "outcome=\"ok\""]);
+        assert!(ok >= 1.0, "the trigger invoked {function} and it answered: {ok}");
+    }
 }

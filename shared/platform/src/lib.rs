@@ -9,6 +9,7 @@
 //! - [`local`]: `openqq up`'s extra settings and the whole platform serving in one process,
 //!   which in-process tests start too.
 //! - [`lambda`]: the `main` of each function on AWS Lambda.
+//! - [`remote`]: consumer functions invoked over the Lambda Invoke API (`openqq up --invoke`).
 //! - [`flags`]: each backend's settings (Kafka / MSK, DynamoDB, S3, the limiter's Redis or
 //!   ElastiCache), checked and applied.
 //! - [`secret`], [`webhooks`], [`overrides`], [`data_dir`]: the local JWT secret, the webhook
@@ -20,6 +21,7 @@ pub mod flags;
 pub mod lambda;
 pub mod local;
 pub mod overrides;
+pub mod remote;
 pub mod secret;
 pub mod settings;
 pub mod webhooks;

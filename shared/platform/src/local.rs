@@ -5,14 +5,16 @@
 //! returns once the API is listening; [`Running::stop`] stops accepting requests, lets in-flight
 //! requests and batches finish and commit, and returns.
 
+use crate::remote::RemoteFunction;
 use crate::settings::Settings;
 use crate::Platform;
 use anyhow::{Context, Result};
 use clap::{Args, Parser};
 use openqq_api::{router, DownstreamConfig, PoolConfig, ServeConfig};
 use openqq_core::EventKind;
-use openqq_runtime::{EventSourceMapping, MappingConfig};
+use openqq_runtime::{BatchHandler, EventSourceMapping, MappingConfig};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -53,6 +55,11 @@ pub struct UpArgs {
     /// HTTP connections open at once; more are answered 503 and closed.
     #[arg(long, env = "OPENQQ_MAX_CONNECTIONS", default_value_t = openqq_api::serve::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Invoke the consumer functions (design-job, validation, results) over the Lambda Invoke API
+    /// at this URL, e.g. `cargo lambda watch`'s http://127.0.0.1:9000, instead of in process: the
+    /// real Lambda binaries, driven by this trigger's batches, retries and partial-batch answers.
+    #[arg(long, env = "OPENQQ_INVOKE")]
+    pub invoke: Option<String>,
     /// Dev only: every API request also waits this long on a simulated slow dependency, so
     /// overload experiments have something to bound (see `openqq_api::downstream`).
     #[arg(long, env = "OPENQQ_SIMULATED_DOWNSTREAM_LATENCY", hide = true, value_parser = humantime::parse_duration)]
@@ -98,6 +105,9 @@ impl UpArgs {
                  openqq up serves requests itself, so it verifies each token (--auth token)"
             );
         }
+        if let Some(url) = &self.invoke {
+            crate::flags::check_endpoint("--invoke (OPENQQ_INVOKE)", url)?;
+        }
         self.platform.check()?;
         crate::data_dir::check_open_files(self.max_connections)
     }
@@ -127,12 +137,16 @@ impl UpArgs {
     }
 }
 
+/// How long one invocation of a remote function may take (Lambda's own limit is 15 minutes; a
+/// consumer batch here is bounded by the validation budget long before).
+const INVOKE_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// The platform, serving.
 pub struct Running {
     /// Where the API listens.
     pub addr: SocketAddr,
     /// The parts it runs on (the store, the log, …), for tests to look inside.
-    pub platform: std::sync::Arc<Platform>,
+    pub platform: Arc<Platform>,
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     mappings: Vec<JoinHandle<()>>,
@@ -142,19 +156,22 @@ pub struct Running {
 /// event source mapping per consumer function.
 pub async fn start(args: UpArgs) -> Result<Running> {
     args.check()?;
-    let platform = std::sync::Arc::new(Platform::build(args.platform.clone()).await?);
+    let platform = Arc::new(Platform::build(args.platform.clone()).await?);
     let keys = platform.local_keys()?;
     let (stop, stop_rx) = watch::channel(false);
     let mut mappings = Vec::new();
     for kind in crate::CONSUMED {
         let b = &platform.backends;
-        let esm = EventSourceMapping::new(
-            b.source.clone(),
-            b.log.clone(),
-            platform.handler(kind)?,
-            args.mapping(&platform, kind),
-        )
-        .await?;
+        let handler = match &args.invoke {
+            Some(url) => {
+                let name = platform.handler(kind)?.name().to_owned();
+                tracing::info!(function = %name, url, "The function is invoked over the Lambda Invoke API.");
+                Arc::new(RemoteFunction::new(url, &name, b.store.clone(), INVOKE_TIMEOUT)) as Arc<dyn BatchHandler>
+            }
+            None => platform.handler(kind)?,
+        };
+        let esm =
+            EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind)).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
     let state = platform.api_state(keys, Some(openqq_telemetry::metrics("openqq")), true);

@@ -5,6 +5,7 @@
 
 pub mod dynamo;
 mod endpoint;
+pub use endpoint::check as check_endpoint;
 pub mod kafka;
 pub mod limiter;
 pub mod s3;
