@@ -32,7 +32,7 @@ fn prefix(name: &str) -> String {
 async fn on_tansu_the_kafka_log_passes_the_event_log_conformance_suite() {
     let (_guard, brokers) = tansu::shared();
     let log = KafkaEventLog::connect(settings(&brokers, vec![])).await.unwrap();
-    conformance::log::run(&log).await;
+    conformance::log::run(&log, &conformance::log::Capabilities::default()).await;
 }
 
 /// Topics made through the admin client's CreateTopics (the mock has none), with the

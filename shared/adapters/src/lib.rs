@@ -31,6 +31,7 @@
 
 mod append_signal;
 pub mod backends;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 #[cfg(test)]
 mod counting_recorder;

@@ -39,7 +39,7 @@ async fn store() -> Option<DynamoDesignStore> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dynamodb_store_passes_the_design_store_suite() {
     let Some(store) = store().await else { return };
-    conformance::store::run(&store).await;
+    conformance::store::run(&store, &conformance::store::Capabilities::default()).await;
 }
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {

@@ -1,7 +1,10 @@
 //! The embedded adapters against the port conformance suites.
 
-use openqq_adapters::conformance;
-use openqq_adapters::{Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter};
+use openqq_adapters::conformance::{self, limiter, log, objects, store};
+use openqq_adapters::{
+    Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, FallbackRateLimiter, InProcessRateLimiter,
+    RedisDownPolicy,
+};
 use openqq_core::{Decision, Quota, RateLimiter, TenantId};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,14 +13,15 @@ use std::time::{Duration, Instant};
 async fn the_embedded_log_passes_the_event_log_suite() {
     let dir = tempfile::tempdir().unwrap();
     let log = EmbeddedEventLog::open(dir.path(), 12, Durability::Process).unwrap();
-    conformance::log::run(&log).await;
+    let placement_topic = Some(log::PlacementTopic { topic: conformance::unique("placement"), partitions: 12 });
+    log::run(&log, &log::Capabilities { placement_topic }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_log_keeps_records_and_offsets_across_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let log = EmbeddedEventLog::open(dir.path(), 3, Durability::Process).unwrap();
-    conformance::log::offsets_move_only_when_committed_and_reading_resumes_there(&log).await;
+    log::offsets_move_only_when_committed_and_reading_resumes_there(&log).await;
     use openqq_core::{EventLog, LogSource, Record};
     log.publish("t", vec![Record { key: "k".into(), value: b"v".to_vec(), headers: vec![] }]).await.unwrap();
     log.commit("g", "t", openqq_core::partition::partition_for("k", 3), 1).await.unwrap();
@@ -35,19 +39,30 @@ async fn the_embedded_log_keeps_records_and_offsets_across_a_reopen() {
 async fn the_embedded_store_passes_the_design_store_suite() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
-    conformance::store::run(&store).await;
+    store::run(&store, &store::Capabilities::default()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_object_store_passes_the_object_store_suite() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedObjectStore::open(dir.path()).unwrap();
-    conformance::objects::run(&store).await;
+    // Reports are written by the results function; nothing uploads to a directory directly.
+    objects::run(&store, &objects::Capabilities { direct_uploads: false }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_in_process_limiter_passes_the_limiter_suite() {
-    conformance::limiter::run(Arc::new(InProcessRateLimiter::new())).await;
+    limiter::run(Arc::new(InProcessRateLimiter::new()), &limiter::Capabilities::EXACT).await;
+}
+
+/// While its shared limiter answers, the fallback limiter is that limiter: exact. (The same over
+/// Redis, and with Redis down under each policy, runs in `redis_conformance`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_limiter_over_an_answering_in_process_limiter_passes_the_limiter_suite() {
+    for policy in [RedisDownPolicy::default(), RedisDownPolicy::FailClosed] {
+        let fallback = FallbackRateLimiter::new(Arc::new(InProcessRateLimiter::new()), policy);
+        limiter::run(Arc::new(fallback), &limiter::Capabilities::EXACT).await;
+    }
 }
 
 /// A fixed-window limiter: the classic mistake. Up to 2N admissions straddle a window edge.
@@ -83,8 +98,8 @@ async fn the_exactness_check_catches_a_fixed_window_limiter() {
     let bad: Arc<dyn RateLimiter> = Arc::new(FixedWindow { epoch: Instant::now(), state: Mutex::new((0, 0)) });
     let tenant = TenantId::parse("t").unwrap();
     let quota = Quota { limit: 20, window: Duration::from_millis(100) };
-    let decisions = conformance::limiter::hammer(bad, &tenant, quota, 3, Duration::from_millis(1200), false).await;
-    let max = conformance::limiter::max_in_any_window(&decisions, quota.window);
+    let decisions = limiter::hammer(bad, &tenant, quota, 3, Duration::from_millis(1200), false).await;
+    let max = limiter::max_in_any_window(&decisions, quota.window);
     assert!(max > 20, "a fixed window lets more than the limit through across an edge (saw {max})");
 }
 
@@ -107,8 +122,7 @@ async fn the_weighted_exactness_check_catches_a_limiter_that_counts_requests_ins
     let bad: Arc<dyn RateLimiter> = Arc::new(CountsNotCosts(InProcessRateLimiter::new()));
     let tenant = TenantId::parse("t").unwrap();
     let quota = Quota { limit: 2000, window: Duration::from_millis(100) };
-    let decisions =
-        conformance::limiter::hammer_weighted(bad, &tenant, quota, 400, 3, Duration::from_millis(600)).await;
-    let max = conformance::limiter::max_weight_in_any_window(&decisions, quota.window);
+    let decisions = limiter::hammer_weighted(bad, &tenant, quota, 400, 3, Duration::from_millis(600)).await;
+    let max = limiter::max_weight_in_any_window(&decisions, quota.window);
     assert!(max > 2000, "counting requests lets far more than the limit's worth through (saw {max})");
 }

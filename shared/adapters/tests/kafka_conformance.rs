@@ -3,7 +3,7 @@
 //! default of 4 partitions.
 #![cfg(feature = "kafka")]
 
-use openqq_adapters::conformance;
+use openqq_adapters::conformance::{self, log};
 use openqq_adapters::kafka::rdkafka::mocking::MockCluster;
 use openqq_adapters::{KafkaEventLog, KafkaSettings};
 use std::time::Duration;
@@ -16,20 +16,16 @@ fn settings(brokers: String, topics: Vec<String>) -> KafkaSettings {
     s
 }
 
+/// The whole suite, murmur2 placement included: the producer puts a tenant on the partition
+/// the embedded log computes, on a 12-partition topic made on the cluster beforehand.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kafka_log_passes_the_event_log_conformance_suite() {
     let mock = MockCluster::new(3).unwrap();
-    let log = KafkaEventLog::connect(settings(mock.bootstrap_servers(), vec![])).await.unwrap();
-    conformance::log::run(&log).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_producer_puts_a_tenant_on_the_partition_the_embedded_log_computes() {
-    let mock = MockCluster::new(1).unwrap();
     let topic = conformance::unique("partitioner");
     mock.create_topic(&topic, 12, 1).unwrap();
     let log = KafkaEventLog::connect(settings(mock.bootstrap_servers(), vec![topic.clone()])).await.unwrap();
-    conformance::log::tenants_land_on_the_murmur2_partition(&log, &topic, 12).await;
+    let placement_topic = Some(log::PlacementTopic { topic, partitions: 12 });
+    log::run(&log, &log::Capabilities { placement_topic }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@
 
 use openqq_adapters::conformance::{
     self,
-    limiter::{hammer, hammer_weighted, max_in_any_window, max_weight_in_any_window},
+    limiter::{hammer, hammer_weighted, max_in_any_window, max_weight_in_any_window, Answers, Capabilities},
     unique,
 };
 use openqq_adapters::fallback_limiter::{FallbackRateLimiter, RedisDownPolicy, FALLBACKS_METRIC};
@@ -177,7 +177,42 @@ fn assert_exact(decisions: &[Decision], quota: Quota, what: &str) {
 async fn the_redis_limiter_passes_the_limiter_suite() {
     let _serial = SERIAL.lock().await;
     let (_server, url) = shared_redis();
-    conformance::limiter::run(limiter(&url).await).await;
+    conformance::limiter::run(limiter(&url).await, &Capabilities::EXACT).await;
+}
+
+/// While Redis answers, the fallback limiter is the Redis limiter: exact, whatever its policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_limiter_over_an_answering_redis_passes_the_limiter_suite() {
+    let _serial = SERIAL.lock().await;
+    let (_server, url) = shared_redis();
+    let fallback = FallbackRateLimiter::new(limiter(&url).await, RedisDownPolicy::default());
+    conformance::limiter::run(Arc::new(fallback), &Capabilities::EXACT).await;
+}
+
+/// A fallback limiter whose Redis has stopped, skipping it for longer than the suite runs.
+async fn fallback_over_a_stopped_redis(policy: RedisDownPolicy) -> (RedisServer, Arc<FallbackRateLimiter>) {
+    let mut server = RedisServer::start();
+    let primary = limiter(&server.url()).await;
+    server.stop();
+    let fallback = FallbackRateLimiter::new(primary, policy).with_retry_after(Duration::from_secs(600));
+    (server, Arc::new(fallback))
+}
+
+/// With Redis down, fail open decides in process at limit ÷ instances, exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_the_fail_open_fallback_passes_the_limiter_suite_at_its_share() {
+    let _serial = SERIAL.lock().await;
+    let instances = NonZeroU32::new(2).unwrap();
+    let (_server, fallback) = fallback_over_a_stopped_redis(RedisDownPolicy::FailOpen { instances }).await;
+    conformance::limiter::run(fallback.clone(), &Capabilities { answers: Answers::Share { instances } }).await;
+    assert!(fallback.fallbacks() > 0, "the decisions were the fallback's");
+}
+
+/// With Redis down, fail closed refuses every check as unavailable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_the_fail_closed_fallback_passes_the_limiter_suite_as_unavailable() {
+    let (_server, fallback) = fallback_over_a_stopped_redis(RedisDownPolicy::FailClosed).await;
+    conformance::limiter::run(fallback, &Capabilities { answers: Answers::Unavailable }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,7 +48,7 @@ async fn store() -> Option<(S3ObjectStore, aws_sdk_s3::Client)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_s3_object_store_passes_the_object_store_suite() {
     let Some((store, _)) = store().await else { return };
-    conformance::objects::run(&store).await;
+    conformance::objects::run(&store, &conformance::objects::Capabilities { direct_uploads: true }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,9 +4,15 @@
 //! window after it was admitted. The weighted checks (bytes per window) are held to the same
 //! standard by cost: no window holds more than the limit's worth, every rejection happened when
 //! the cost did not fit, and `reset` names the moment it would have.
+//!
+//! How the limiter answers is a declared capability ([`Answers`]): exactly at the quota (the
+//! in-process and Redis limiters, and the fallback limiter while its shared limiter is up),
+//! exactly at a share of it (the fail-open policy while the shared limiter is down), or not at
+//! all (the fail-closed policy while it is down).
 
 use super::unique;
-use openqq_core::{Decision, Quota, RateLimiter, TenantId};
+use openqq_core::{Decision, PortError, Quota, RateLimiter, TenantId};
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,26 +67,102 @@ pub async fn hammer(
     all
 }
 
-/// Runs every limiter check against `limiter`.
-pub async fn run(limiter: Arc<dyn RateLimiter>) {
-    never_more_than_the_limit_in_any_window(limiter.clone(), false).await;
-    never_more_than_the_limit_in_any_window(limiter.clone(), true).await;
-    the_first_entry_expires_one_window_after_admission(limiter.clone()).await;
-    tenants_have_separate_windows(limiter.clone()).await;
-    remaining_counts_down_and_reset_stays_within_the_window(limiter.clone()).await;
-    weighted_admissions_never_exceed_the_limit_in_any_window(limiter.clone()).await;
-    a_weighted_rejection_is_not_recorded_and_resets_when_enough_has_expired(limiter.clone()).await;
-    a_cost_over_the_limit_is_never_admitted_and_a_zero_cost_always_is(limiter.clone()).await;
-    weighted_and_counted_logs_are_separate(limiter).await;
+/// How a limiter under test answers during the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answers {
+    /// Every check is decided by an exact sliding window at the quota asked for: every check of
+    /// the suite runs.
+    Exactly,
+    /// Every check is decided by an exact sliding window at `limit ÷ instances` (at least 1 for a
+    /// non-zero limit): the fail-open policy while the shared limiter is down. The exactness
+    /// checks (counted, steady and bursty, and weighted) run at that share, and tenants are
+    /// checked to have separate windows. The checks of `remaining`, `reset` and expiry at a given
+    /// limit do not run: they hold the deciding limiter (the in-process one) to exact numbers in
+    /// its own run with [`Answers::Exactly`].
+    Share { instances: NonZeroU32 },
+    /// Every check, counted or weighted, is refused with a retriable [`PortError::Unavailable`]:
+    /// the fail-closed policy while the shared limiter is down. Only that is checked; no
+    /// decision exists to hold to a window.
+    Unavailable,
 }
 
-pub async fn never_more_than_the_limit_in_any_window(limiter: Arc<dyn RateLimiter>, bursty: bool) {
+/// What a limiter under test offers the suite.
+#[derive(Debug, Clone, Copy)]
+pub struct Capabilities {
+    pub answers: Answers,
+}
+
+impl Capabilities {
+    /// An exact limiter: every check applies.
+    pub const EXACT: Capabilities = Capabilities { answers: Answers::Exactly };
+
+    /// The limit a quota of `limit` is held to.
+    fn held_to(&self, limit: u32) -> u32 {
+        match self.answers {
+            Answers::Share { instances } if limit > 0 => (limit / instances.get()).max(1),
+            _ => limit,
+        }
+    }
+}
+
+/// Runs every limiter check against `limiter` that `capabilities` allows.
+pub async fn run(limiter: Arc<dyn RateLimiter>, capabilities: &Capabilities) {
+    match capabilities.answers {
+        Answers::Exactly => {
+            never_more_than_the_limit_in_any_window(limiter.clone(), capabilities, false).await;
+            never_more_than_the_limit_in_any_window(limiter.clone(), capabilities, true).await;
+            the_first_entry_expires_one_window_after_admission(limiter.clone()).await;
+            tenants_have_separate_windows(limiter.clone()).await;
+            remaining_counts_down_and_reset_stays_within_the_window(limiter.clone()).await;
+            weighted_admissions_never_exceed_the_limit_in_any_window(limiter.clone(), capabilities).await;
+            a_weighted_rejection_is_not_recorded_and_resets_when_enough_has_expired(limiter.clone()).await;
+            a_cost_over_the_limit_is_never_admitted_and_a_zero_cost_always_is(limiter.clone()).await;
+            weighted_and_counted_logs_are_separate(limiter).await;
+        }
+        Answers::Share { .. } => {
+            never_more_than_the_limit_in_any_window(limiter.clone(), capabilities, false).await;
+            never_more_than_the_limit_in_any_window(limiter.clone(), capabilities, true).await;
+            tenants_have_separate_windows(limiter.clone()).await;
+            weighted_admissions_never_exceed_the_limit_in_any_window(limiter, capabilities).await;
+        }
+        Answers::Unavailable => every_check_is_refused_as_unavailable(limiter).await,
+    }
+}
+
+/// A limiter that declares [`Answers::Unavailable`] refuses counted and weighted checks alike,
+/// retriably, for every tenant and every cost.
+pub async fn every_check_is_refused_as_unavailable(limiter: Arc<dyn RateLimiter>) {
+    let quota = Quota { limit: 20, window: Duration::from_millis(100) };
+    for tenant in [unique("closed"), unique("closed")] {
+        let tenant = TenantId::parse(tenant).unwrap();
+        for cost in [None, Some(0), Some(1), Some(20)] {
+            let refused = match cost {
+                None => limiter.check(&tenant, quota).await,
+                Some(cost) => limiter.check_weighted(&tenant, quota, cost).await,
+            };
+            let err = refused.expect_err("no decision while unavailable");
+            assert!(
+                matches!(err, PortError::Unavailable { .. }) && err.is_retriable(),
+                "a check of cost {cost:?} is refused as retriably unavailable: {err}"
+            );
+        }
+    }
+}
+
+/// Steady or bursty load from three clients: never more than the limit held to (the quota's 20,
+/// or the declared share of it) in any window, and not starved.
+pub async fn never_more_than_the_limit_in_any_window(
+    limiter: Arc<dyn RateLimiter>,
+    capabilities: &Capabilities,
+    bursty: bool,
+) {
     let tenant = TenantId::parse(unique("hammered")).unwrap();
     let quota = Quota { limit: 20, window: Duration::from_millis(100) };
+    let held_to = capabilities.held_to(quota.limit) as usize;
     let run_for = Duration::from_millis(1200);
     let decisions = hammer(limiter, &tenant, quota, 3, run_for, bursty).await;
     let max = max_in_any_window(&decisions, quota.window);
-    assert!(max <= 20, "at most 20 admissions in any 100 ms window, saw {max} (bursty={bursty})");
+    assert!(max <= held_to, "at most {held_to} admissions in any 100 ms window, saw {max} (bursty={bursty})");
     // Not starved, judged exactly rather than by a throughput ratio (which a loaded machine
     // skews by starving the clients, not the limiter): every rejection happened while the
     // window ending at it already held the full limit of admissions.
@@ -92,7 +174,7 @@ pub async fn never_more_than_the_limit_in_any_window(limiter: Arc<dyn RateLimite
     for t in rejections {
         let in_window = admitted.partition_point(|a| *a <= t) - admitted.partition_point(|a| *a + w <= t);
         assert_eq!(
-            in_window, 20,
+            in_window, held_to,
             "a request at {t} µs was rejected with only {in_window} admissions in its window (bursty={bursty})"
         );
     }
@@ -216,12 +298,18 @@ pub fn max_weight_in_any_window(decisions: &[(Decision, u32)], window: Duration)
     max
 }
 
-pub async fn weighted_admissions_never_exceed_the_limit_in_any_window(limiter: Arc<dyn RateLimiter>) {
+/// Weighted load of costs 1 to 400: never more than the limit held to (the quota's 2000 units,
+/// or the declared share of it) in any window, and every rejection because the cost did not fit.
+pub async fn weighted_admissions_never_exceed_the_limit_in_any_window(
+    limiter: Arc<dyn RateLimiter>,
+    capabilities: &Capabilities,
+) {
     let tenant = TenantId::parse(unique("weighed")).unwrap();
     let quota = Quota { limit: 2000, window: Duration::from_millis(100) };
+    let held_to = u64::from(capabilities.held_to(quota.limit));
     let decisions = hammer_weighted(limiter, &tenant, quota, 400, 3, Duration::from_millis(1200)).await;
     let max = max_weight_in_any_window(&decisions, quota.window);
-    assert!(max <= 2000, "at most 2000 units admitted in any 100 ms window, saw {max}");
+    assert!(max <= held_to, "at most {held_to} units admitted in any 100 ms window, saw {max}");
     // Not starved: every rejection happened while its cost did not fit beside what the window
     // ending at it already held.
     let mut admitted: Vec<(u64, u64)> =
@@ -233,7 +321,10 @@ pub async fn weighted_admissions_never_exceed_the_limit_in_any_window(limiter: A
     assert!(!rejections.is_empty(), "the load exceeded the limit, so some were rejected");
     for (t, cost) in rejections {
         let held: u64 = admitted.iter().filter(|(a, _)| *a <= t && *a + w > t).map(|(_, c)| c).sum();
-        assert!(held + u64::from(cost) > 2000, "a cost of {cost} at {t} µs was rejected with only {held} units held");
+        assert!(
+            held + u64::from(cost) > held_to,
+            "a cost of {cost} at {t} µs was rejected with only {held} units held"
+        );
     }
 }
 

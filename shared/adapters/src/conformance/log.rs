@@ -1,5 +1,6 @@
 //! Event-log conformance: partitioning by key, per-partition order, offsets only after commit,
-//! resuming from the committed offset, and wake-ups on append.
+//! resuming from the committed offset, wake-ups on append, and (where the test can provide an
+//! empty topic of a known partition count) placement on murmur2's partition.
 
 use super::unique;
 use openqq_core::partition::partition_for;
@@ -32,11 +33,31 @@ async fn read_all<L: LogSource + ?Sized>(
     }
 }
 
-/// Runs every event-log check against `log`.
-pub async fn run<L: EventLog + LogSource + ?Sized>(log: &L) {
+/// What an event log under test offers the suite.
+#[derive(Debug, Clone, Default)]
+pub struct Capabilities {
+    /// A topic that holds nothing yet, with the partition count the log reports for it, for
+    /// [`tenants_land_on_the_murmur2_partition`]. `None` turns that one check off: declare it
+    /// wherever the test can make such a topic (the embedded log: any fresh name and the count it
+    /// was opened with; Kafka: a topic created on the cluster beforehand).
+    pub placement_topic: Option<PlacementTopic>,
+}
+
+/// An empty topic and its partition count.
+#[derive(Debug, Clone)]
+pub struct PlacementTopic {
+    pub topic: String,
+    pub partitions: u32,
+}
+
+/// Runs every event-log check against `log` that `capabilities` allows.
+pub async fn run<L: EventLog + LogSource + ?Sized>(log: &L, capabilities: &Capabilities) {
     records_of_one_key_share_a_partition_in_publish_order(log).await;
     offsets_move_only_when_committed_and_reading_resumes_there(log).await;
     a_waiting_consumer_is_woken_by_an_append(log).await;
+    if let Some(placement) = &capabilities.placement_topic {
+        tenants_land_on_the_murmur2_partition(log, &placement.topic, placement.partitions).await;
+    }
 }
 
 pub async fn records_of_one_key_share_a_partition_in_publish_order<L: EventLog + LogSource + ?Sized>(log: &L) {

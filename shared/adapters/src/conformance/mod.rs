@@ -1,9 +1,16 @@
-//! One conformance suite per port. Each suite is a plain async function taking the adapter under
-//! test; the embedded adapters run them in this crate's tests, and cloud adapters run the same
-//! functions against real local servers. Suites panic with a sentence on the first violation.
+//! One conformance suite per port (cargo feature `conformance`, test support only).
+//!
+//! Each suite's `run` takes the adapter under test and the [`Capabilities`](log::Capabilities)
+//! its test declares: what the backend does differently (direct uploads, a Redis-down policy, a
+//! delivery order) is a field the suite reads to decide which checks apply, never a second suite
+//! or a test file picking check functions. A capability that is off says in its doc which checks
+//! it turns off and why, so nothing is skipped silently. The embedded adapters run the suites in
+//! this crate's tests; the cloud ones run the same suites against real local servers. Suites
+//! panic with a sentence on the first violation.
 
 pub mod limiter;
 pub mod log;
+pub mod notifier;
 pub mod objects;
 pub mod store;
 

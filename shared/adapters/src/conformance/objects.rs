@@ -1,13 +1,14 @@
 //! Object-store conformance: content addressing, digest checks, size limit, tenant isolation,
 //! `stat`, and adoption.
 //!
-//! Direct uploads are a capability: a store whose [`ObjectStore::presign_upload`] returns `None`
-//! (the embedded store) takes no direct uploads, and the upload-flow checks confirm just that and
-//! return. A store that returns an [`UploadTarget`] (S3) goes through the whole flow: the suite
-//! uploads with an HTTP client using exactly the returned method, URL and headers, adopts, and
-//! reads back; wrong bytes are refused (by the upload or by the adoption), and another tenant can
-//! neither adopt nor read the upload. Either way, adopting what is already stored is a no-op and
-//! adopting nothing is [`PortError::NotFound`].
+//! Direct uploads are a declared capability ([`Capabilities::direct_uploads`]). A store that
+//! declares them (S3) must return an [`UploadTarget`] from [`ObjectStore::presign_upload`] and
+//! goes through the whole flow: the suite uploads with an HTTP client using exactly the returned
+//! method, URL and headers, adopts, and reads back; wrong bytes are refused (by the upload or by
+//! the adoption), and another tenant can neither adopt nor read the upload. A store that does not
+//! (the embedded store) must return `None`, and the upload-flow checks confirm just that: nobody
+//! can adopt an upload that was never made. Either way, adopting what is already stored is a
+//! no-op and adopting nothing is [`PortError::NotFound`].
 
 use super::unique;
 use openqq_core::ports::{UploadTarget, MAX_OBJECT_BYTES};
@@ -18,8 +19,18 @@ fn tenant() -> TenantId {
     TenantId::parse(unique("t")).unwrap()
 }
 
-/// Runs every object-store check against `store`.
-pub async fn run<S: ObjectStore + ?Sized>(store: &S) {
+/// What an object store under test offers the suite.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Capabilities {
+    /// The store hands out upload targets for direct uploads (S3: presigned `PUT` URLs). Off, the
+    /// suite checks that `presign_upload` returns `None` and that an upload nobody could make is
+    /// never adopted; the upload, wrong-bytes and other-tenant flows need a target and do not
+    /// run.
+    pub direct_uploads: bool,
+}
+
+/// Runs every object-store check against `store` that `capabilities` allows.
+pub async fn run<S: ObjectStore + ?Sized>(store: &S, capabilities: &Capabilities) {
     an_object_reads_back_byte_for_byte_under_its_sha256(store).await;
     storing_the_same_bytes_again_returns_the_same_reference(store).await;
     a_tenant_never_reads_another_tenants_object(store).await;
@@ -28,9 +39,9 @@ pub async fn run<S: ObjectStore + ?Sized>(store: &S) {
     usage_counts_each_of_a_tenants_objects_once_and_nobody_elses(store).await;
     stat_gives_the_length_of_a_tenants_own_objects_only(store).await;
     adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_found(store).await;
-    an_upload_through_the_returned_target_is_adopted_and_then_read_back(store).await;
-    an_upload_of_other_bytes_than_presigned_is_never_adopted(store).await;
-    another_tenant_can_neither_adopt_nor_read_an_upload(store).await;
+    an_upload_through_the_returned_target_is_adopted_and_then_read_back(store, capabilities).await;
+    an_upload_of_other_bytes_than_presigned_is_never_adopted(store, capabilities).await;
+    another_tenant_can_neither_adopt_nor_read_an_upload(store, capabilities).await;
 }
 
 pub async fn usage_counts_each_of_a_tenants_objects_once_and_nobody_elses<S: ObjectStore + ?Sized>(store: &S) {
@@ -135,9 +146,21 @@ async fn upload(target: &UploadTarget, bytes: Vec<u8>) -> reqwest::StatusCode {
     request.send().await.unwrap_or_else(|e| panic!("uploading to {}: {e}", target.url)).status()
 }
 
-/// `object`'s upload target for `tenant`, or `None` when the store takes no direct uploads.
-async fn presign<S: ObjectStore + ?Sized>(store: &S, tenant: &TenantId, object: &ObjectRef) -> Option<UploadTarget> {
-    let target = store.presign_upload(tenant, object, UPLOAD_TTL).await.unwrap()?;
+/// `object`'s upload target for `tenant`, or `None` when the store declares no direct uploads
+/// (and returned none).
+async fn presign<S: ObjectStore + ?Sized>(
+    store: &S,
+    capabilities: &Capabilities,
+    tenant: &TenantId,
+    object: &ObjectRef,
+) -> Option<UploadTarget> {
+    let target = store.presign_upload(tenant, object, UPLOAD_TTL).await.expect("presigning answers");
+    assert_eq!(
+        target.is_some(),
+        capabilities.direct_uploads,
+        "the store hands out an upload target exactly when it declares direct uploads: {target:?}"
+    );
+    let target = target?;
     assert!(target.expires_at > chrono::Utc::now(), "the target is valid for a while: {target:?}");
     Some(target)
 }
@@ -148,11 +171,14 @@ fn object_of(bytes: &[u8]) -> ObjectRef {
     ObjectRef { digest, bytes: bytes.len() as u64 }
 }
 
-pub async fn an_upload_through_the_returned_target_is_adopted_and_then_read_back<S: ObjectStore + ?Sized>(store: &S) {
+pub async fn an_upload_through_the_returned_target_is_adopted_and_then_read_back<S: ObjectStore + ?Sized>(
+    store: &S,
+    capabilities: &Capabilities,
+) {
     let t = tenant();
     let bytes: Vec<u8> = (0..=250u8).cycle().take(300_000).collect();
     let object = object_of(&bytes);
-    let Some(target) = presign(store, &t, &object).await else { return };
+    let Some(target) = presign(store, capabilities, &t, &object).await else { return };
     assert!(upload(&target, bytes.clone()).await.is_success(), "the upload is taken");
     assert_eq!(store.stat(&t, &object.digest).await.unwrap(), None, "an upload is not an object until adopted");
     store.adopt_upload(&t, &object).await.unwrap();
@@ -162,11 +188,14 @@ pub async fn an_upload_through_the_returned_target_is_adopted_and_then_read_back
     assert_eq!(store.usage(&t).await.unwrap(), 300_000, "an adopted upload counts once");
 }
 
-pub async fn an_upload_of_other_bytes_than_presigned_is_never_adopted<S: ObjectStore + ?Sized>(store: &S) {
+pub async fn an_upload_of_other_bytes_than_presigned_is_never_adopted<S: ObjectStore + ?Sized>(
+    store: &S,
+    capabilities: &Capabilities,
+) {
     let t = tenant();
     let announced = b"the netlist that was announced".to_vec();
     let object = object_of(&announced);
-    let Some(target) = presign(store, &t, &object).await else { return };
+    let Some(target) = presign(store, capabilities, &t, &object).await else { return };
     // As long as the announced bytes (the length is a signed header), only one byte differs.
     let mut smuggled = announced;
     smuggled[4] ^= 0x20;
@@ -181,11 +210,14 @@ pub async fn an_upload_of_other_bytes_than_presigned_is_never_adopted<S: ObjectS
     assert!(matches!(adopted, Err(PortError::NotFound)), "the refused upload is gone: {adopted:?}");
 }
 
-pub async fn another_tenant_can_neither_adopt_nor_read_an_upload<S: ObjectStore + ?Sized>(store: &S) {
+pub async fn another_tenant_can_neither_adopt_nor_read_an_upload<S: ObjectStore + ?Sized>(
+    store: &S,
+    capabilities: &Capabilities,
+) {
     let (owner, other) = (tenant(), tenant());
     let bytes = b"owner's bitstream".to_vec();
     let object = object_of(&bytes);
-    let Some(target) = presign(store, &owner, &object).await else {
+    let Some(target) = presign(store, capabilities, &owner, &object).await else {
         assert!(matches!(store.adopt_upload(&other, &object).await, Err(PortError::NotFound)));
         return;
     };
