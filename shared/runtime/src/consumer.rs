@@ -45,14 +45,28 @@ pub enum RecordError {
     /// Can never succeed (undecodable, unknown schema, invalid). Dead-lettered.
     #[error("permanent: {0}")]
     Permanent(String),
+    /// A port failed: retriable or permanent as [`PortError::is_retriable`] says, and kept whole
+    /// (with the cause underneath it) as this error's source.
+    #[error("{kind}: {0}", kind = if .0.is_retriable() { "retriable" } else { "permanent" })]
+    Port(#[from] PortError),
 }
 
-impl From<PortError> for RecordError {
-    fn from(e: PortError) -> Self {
-        if e.is_retriable() {
-            RecordError::Retriable(e.to_string())
-        } else {
-            RecordError::Permanent(e.to_string())
+impl RecordError {
+    /// Whether the record is worth trying again (its batch fails) rather than dead-lettered.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            RecordError::Retriable(_) => true,
+            RecordError::Permanent(_) => false,
+            RecordError::Port(e) => e.is_retriable(),
+        }
+    }
+
+    /// Why the record failed, without the classification: what the batch error, the log line
+    /// and the dead letter say.
+    pub fn reason(&self) -> String {
+        match self {
+            RecordError::Retriable(reason) | RecordError::Permanent(reason) => reason.clone(),
+            RecordError::Port(e) => e.to_string(),
         }
     }
 }
@@ -227,13 +241,15 @@ impl<H: RecordHandler> Consumer<H> {
             };
             let outcome = match self.guarded(rec, &mut out).await {
                 Ok(()) => "applied",
-                Err((_, RecordError::Retriable(reason))) => {
+                Err((_, e)) if e.is_retriable() => {
+                    let reason = e.reason();
                     metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => "retried").increment(1);
                     // Keep the progress made so far; the retry re-applies it as no-ops either way.
                     let _ = out.flush(self.log.as_ref()).await;
                     return Err(fail(reason));
                 }
-                Err((source, RecordError::Permanent(reason))) => {
+                Err((source, e)) => {
+                    let reason = e.reason();
                     warn!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
                         correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""), %reason,
                         "The record can never succeed; its revision failed and it was sent to the dead-letter topic.");
@@ -334,5 +350,25 @@ mod tests {
         let got: Vec<Vec<(u32, u64)>> =
             lanes(batch).iter().map(|l| l.iter().map(|r| (r.partition, r.offset)).collect()).collect();
         assert_eq!(got, vec![vec![(0, 1), (0, 3)], vec![(0, 2), (0, 4)], vec![(1, 7)]]);
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("connection refused")]
+    struct Refused;
+
+    #[test]
+    fn a_record_error_from_a_port_keeps_its_class_its_words_and_its_cause() {
+        let retriable = RecordError::from(PortError::unavailable("the store did not answer", Refused));
+        assert!(retriable.is_retriable());
+        assert_eq!(retriable.to_string(), "retriable: unavailable: the store did not answer");
+        assert_eq!(retriable.reason(), "unavailable: the store did not answer");
+        let port = std::error::Error::source(&retriable).expect("the port error is the source");
+        let cause = port.source().expect("and its cause is kept underneath");
+        assert!(cause.downcast_ref::<Refused>().is_some());
+
+        let permanent = RecordError::from(PortError::Invalid("too large".into()));
+        assert!(!permanent.is_retriable());
+        assert_eq!(permanent.to_string(), "permanent: invalid: too large");
+        assert_eq!(permanent.reason(), "invalid: too large");
     }
 }

@@ -92,6 +92,23 @@ async fn a_missing_key_is_not_found_and_refused_credentials_are_permanent_with_t
 }
 
 #[tokio::test]
+async fn the_sdk_error_is_the_source_of_the_port_error() {
+    // What the SDK error says is both written into the message and kept as the error itself.
+    type GetError = aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::get_object::GetObjectError>;
+    let (denied, _) = store(vec![error(403, "AccessDenied")]);
+    let err = denied.get(&tenant(), DIGEST).await.unwrap_err();
+    let source = std::error::Error::source(&err).expect("a permanent backend error keeps its cause");
+    let sdk = source.downcast_ref::<GetError>().expect("the cause is the SDK's error");
+    assert_eq!(aws_sdk_s3::error::ProvideErrorMetadata::code(sdk), Some("AccessDenied"));
+
+    let (down, _) = store(vec![error(500, "InternalError")]);
+    let err = down.get(&tenant(), DIGEST).await.unwrap_err();
+    assert!(matches!(err, PortError::Unavailable(_)), "{err:?}");
+    let source = std::error::Error::source(&err).expect("an unavailable error keeps its cause");
+    assert!(source.downcast_ref::<GetError>().is_some(), "{source:?}");
+}
+
+#[tokio::test]
 async fn a_head_answer_without_a_body_is_classified_by_its_status() {
     let (absent, _) = store(vec![answer(404, "")]);
     assert_eq!(absent.stat(&tenant(), DIGEST).await.unwrap(), None, "404: no such object");
