@@ -19,6 +19,8 @@
 //! - [`webhook`]: the notifier that posts signed (Standard Webhooks, HMAC-SHA256) results to a
 //!   tenant's endpoint, delivering in the background; [`FanoutNotifier`] feeds it and the live
 //!   stream together.
+//! - [`settings`]: [`SettingsError`], an adapter refusing one of its settings (apart from the
+//!   ports' [`PortError`](openqq_core::PortError), which is about requests).
 //! - [`conformance`]: one suite per port. Every adapter — embedded here, cloud ones as they are
 //!   added — must pass the same suite; backend differences are flags to the suite, never a
 //!   second suite.
@@ -47,6 +49,7 @@ pub mod limiter_choice;
 pub mod redis_limiter;
 #[cfg(feature = "s3")]
 pub mod s3;
+pub mod settings;
 pub mod webhook;
 
 pub use backends::Backends;
@@ -62,6 +65,7 @@ pub use limiter_choice::{build_limiter, LimiterBackend, LimiterChoiceError, Limi
 pub use redis_limiter::RedisRateLimiter;
 #[cfg(feature = "s3")]
 pub use s3::{S3ObjectStore, S3Settings};
+pub use settings::SettingsError;
 pub use webhook::{Endpoint, FanoutNotifier, WebhookNotifier, WebhookSecret};
 
 /// The counter of a design store's round trips: one per request the DynamoDB store sends

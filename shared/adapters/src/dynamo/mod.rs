@@ -22,6 +22,7 @@ pub mod table;
 pub use apply::MAX_REPORT_ITEM_BYTES;
 pub use reads::MAX_PAGE;
 
+use crate::SettingsError;
 use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::Credentials;
@@ -29,7 +30,7 @@ use aws_sdk_dynamodb::Client;
 use openqq_core::ports::{PortResult, Usage};
 use openqq_core::{
     AcceptedRevision, Applied, Change, DesignId, DesignStore, DesignView, IdempotencyClaim, IdempotencyKey,
-    KeptResponse, Page, PortError, StoredReport, TenantId, TimelineEntry,
+    KeptResponse, Page, StoredReport, TenantId, TimelineEntry,
 };
 use std::time::Duration;
 
@@ -56,10 +57,10 @@ impl DynamoDesignStore {
     /// A store on `table` through `client` (tests hand in one configured for a local server or
     /// one that replays recorded responses). Every request it sends is counted in
     /// [`STORE_REQUESTS_METRIC`](crate::STORE_REQUESTS_METRIC).
-    pub fn new(client: Client, table: impl Into<String>) -> PortResult<Self> {
+    pub fn new(client: Client, table: impl Into<String>) -> Result<Self, SettingsError> {
         let table = table.into();
         if !table::valid_table_name(&table) {
-            return Err(PortError::Invalid(format!(
+            return Err(SettingsError::new(format!(
                 "the DynamoDB table name {table:?} is not valid: 3 to 255 letters, digits, '_', '-' or '.'"
             )));
         }
@@ -89,9 +90,10 @@ impl DynamoDesignStore {
         }
         let config = config.build();
         if config.region().is_none() {
-            return Err(PortError::Invalid(
-                "the DynamoDB store needs an AWS region: set AWS_REGION (or give --dynamodb-endpoint)".into(),
-            ));
+            return Err(SettingsError::new(
+                "the DynamoDB store needs an AWS region: set AWS_REGION (or give --dynamodb-endpoint)",
+            )
+            .into());
         }
         let store = Self::new(Client::from_conf(config), settings.table.clone())?;
         if local {

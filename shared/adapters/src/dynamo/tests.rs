@@ -6,6 +6,7 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
 use aws_smithy_types::body::SdkBody;
+use openqq_core::PortError;
 use openqq_core::{CorrelationId, EventKind};
 
 const TYPE_PREFIX: &str = "com.amazonaws.dynamodb.v20120810#";

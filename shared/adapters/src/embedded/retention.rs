@@ -18,8 +18,8 @@
 
 use super::db::{sqlite_error, Db};
 use super::log::Ends;
+use crate::SettingsError;
 use openqq_core::ports::PortResult;
-use openqq_core::PortError;
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -54,9 +54,9 @@ impl Retention {
         self.per_topic.get(topic).copied().unwrap_or(self.default)
     }
 
-    pub(super) fn check(&self) -> PortResult<()> {
+    pub(super) fn check(&self) -> Result<(), SettingsError> {
         if self.every.is_zero() {
-            return Err(PortError::Invalid("the log retention pass interval must be more than zero".into()));
+            return Err(SettingsError::new("the log retention pass interval must be more than zero"));
         }
         Ok(())
     }

@@ -31,6 +31,7 @@ pub use security::{KafkaAuth, KafkaSecurity, ScramMechanism, Secret};
 pub use rdkafka;
 
 use crate::append_signal::AppendSignal;
+use crate::SettingsError;
 use async_trait::async_trait;
 use openqq_core::ports::{PortResult, MAX_RECORD_BYTES};
 use openqq_core::{EventLog, PortError, Record};
@@ -88,10 +89,10 @@ impl KafkaSettings {
     }
 
     /// Rejects settings that cannot work, with a sentence an operator can act on.
-    pub fn validate(&self) -> PortResult<()> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         let brokers: Vec<&str> = self.brokers.split(',').map(str::trim).collect();
         if brokers.iter().any(|b| b.is_empty()) {
-            return Err(PortError::Invalid(format!(
+            return Err(SettingsError::new(format!(
                 "the Kafka broker list {:?} has an empty entry; give HOST:PORT[,HOST:PORT…]",
                 self.brokers
             )));
@@ -99,23 +100,23 @@ impl KafkaSettings {
         for b in &brokers {
             let port = b.rsplit_once(':').and_then(|(host, port)| (!host.is_empty()).then_some(port));
             if port.and_then(|p| p.parse::<u16>().ok()).filter(|p| *p > 0).is_none() {
-                return Err(PortError::Invalid(format!("the Kafka broker {b:?} is not HOST:PORT")));
+                return Err(SettingsError::new(format!("the Kafka broker {b:?} is not HOST:PORT")));
             }
         }
         if self.partitions == 0 {
-            return Err(PortError::Invalid("Kafka topics need at least 1 partition".into()));
+            return Err(SettingsError::new("Kafka topics need at least 1 partition"));
         }
         if self.replication == 0 {
-            return Err(PortError::Invalid("the Kafka replication factor must be at least 1".into()));
+            return Err(SettingsError::new("the Kafka replication factor must be at least 1"));
         }
         if self.session_timeout < Duration::from_secs(1) {
-            return Err(PortError::Invalid(format!(
+            return Err(SettingsError::new(format!(
                 "the Kafka session timeout {:?} is shorter than a second",
                 self.session_timeout
             )));
         }
         if self.timeout < Duration::from_millis(100) {
-            return Err(PortError::Invalid(format!(
+            return Err(SettingsError::new(format!(
                 "the Kafka timeout {:?} is too short to get an acknowledgement",
                 self.timeout
             )));
@@ -387,7 +388,7 @@ mod tests {
         assert!(settings("a:9092, b:9093").validate().is_ok());
         for bad in ["", "localhost", "a:9092,", ":9092", "a:x", "a:0"] {
             let err = settings(bad).validate().err().unwrap_or_else(|| panic!("{bad:?} is refused"));
-            assert!(matches!(err, PortError::Invalid(_)), "{bad:?}: {err}");
+            assert!(err.to_string().contains("the Kafka broker"), "{bad:?}: {err}");
         }
     }
 

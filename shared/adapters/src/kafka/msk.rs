@@ -4,6 +4,7 @@
 //! client (`aws-config`); the call goes to the cluster's own region, read from its ARN.
 
 use super::security::{KafkaAuth, ScramMechanism};
+use crate::SettingsError;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_kafka::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kafka::operation::get_bootstrap_brokers::GetBootstrapBrokersOutput;
@@ -37,11 +38,11 @@ impl fmt::Display for ClusterArn {
 }
 
 impl FromStr for ClusterArn {
-    type Err = PortError;
+    type Err = SettingsError;
 
-    fn from_str(arn: &str) -> PortResult<Self> {
+    fn from_str(arn: &str) -> Result<Self, SettingsError> {
         let malformed = || {
-            PortError::Invalid(format!(
+            SettingsError::new(format!(
                 "{arn:?} is not an MSK cluster ARN (arn:aws:kafka:REGION:ACCOUNT:cluster/NAME/ID)"
             ))
         };

@@ -5,8 +5,7 @@
 //! (9096) and IAM over TLS (9098). IAM is SASL/OAUTHBEARER with a token the process signs with
 //! its AWS credentials; `iam.rs` makes the tokens and hands them to librdkafka.
 
-use openqq_core::ports::PortResult;
-use openqq_core::PortError;
+use crate::SettingsError;
 use rdkafka::config::ClientConfig;
 use std::fmt;
 use std::path::PathBuf;
@@ -102,7 +101,7 @@ impl KafkaSecurity {
 
     /// Rejects a setting that cannot work, with a sentence an operator can act on. Reads the CA
     /// file's metadata, so that a wrong path fails here rather than at the first TLS handshake.
-    pub fn validate(&self) -> PortResult<()> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         match &self.auth {
             KafkaAuth::Plaintext | KafkaAuth::Tls => {}
             KafkaAuth::Scram { mechanism, username, password } => {
@@ -132,10 +131,13 @@ impl KafkaSecurity {
                 Ok(m) if m.is_file() => {}
                 Ok(_) => return Err(invalid(format!("the Kafka CA file {} is not a file; give the PEM file of the CA that signed the brokers' certificates", path.display()))),
                 Err(e) => {
-                    return Err(invalid(format!(
-                        "the Kafka CA file {} cannot be read ({e}); give the PEM file of the CA that signed the brokers' certificates",
-                        path.display()
-                    )))
+                    return Err(SettingsError::caused_by(
+                        format!(
+                            "the Kafka CA file {} cannot be read ({e}); give the PEM file of the CA that signed the brokers' certificates",
+                            path.display()
+                        ),
+                        e,
+                    ))
                 }
             }
         }
@@ -169,7 +171,7 @@ impl KafkaSecurity {
 }
 
 /// An AWS region name: `eu-west-1`, `us-gov-east-1`, `ap-southeast-5`.
-fn check_region(region: &str) -> PortResult<()> {
+fn check_region(region: &str) -> Result<(), SettingsError> {
     let parts: Vec<&str> = region.split('-').collect();
     let letters = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase());
     let ok = parts.len() >= 3
@@ -186,8 +188,8 @@ fn check_region(region: &str) -> PortResult<()> {
     }
 }
 
-fn invalid(message: String) -> PortError {
-    PortError::Invalid(message)
+fn invalid(message: String) -> SettingsError {
+    SettingsError::new(message)
 }
 
 #[cfg(test)]
@@ -214,7 +216,7 @@ mod tests {
 
     fn expect_invalid(security: &KafkaSecurity, needle: &str) {
         match security.validate() {
-            Err(PortError::Invalid(m)) => assert!(m.contains(needle), "{m:?} should mention {needle:?}"),
+            Err(e) => assert!(e.to_string().contains(needle), "{e:?} should mention {needle:?}"),
             other => panic!("{security:?} should be refused as invalid, got {other:?}"),
         }
     }

@@ -18,12 +18,13 @@ mod objects;
 pub use bucket::{UPLOAD_EXPIRY_DAYS, UPLOAD_EXPIRY_RULE};
 pub use objects::MAX_UPLOAD_TTL;
 
+use crate::SettingsError;
 use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_s3::config::Credentials;
 use aws_sdk_s3::Client;
 use openqq_core::ports::{PortResult, UploadTarget};
-use openqq_core::{ObjectRef, ObjectStore, PortError, TenantId};
+use openqq_core::{ObjectRef, ObjectStore, TenantId};
 use std::time::Duration;
 
 /// Where the objects are: the bucket and, for a local stand-in, an endpoint.
@@ -49,10 +50,10 @@ impl S3ObjectStore {
     /// A store on `bucket` through `client` (tests hand in one configured for a local server or
     /// one that replays recorded responses). A local server wants path-style addressing
     /// (`force_path_style`) in the client's configuration.
-    pub fn new(client: Client, bucket: impl Into<String>) -> PortResult<Self> {
+    pub fn new(client: Client, bucket: impl Into<String>) -> Result<Self, SettingsError> {
         let bucket = bucket.into();
         if !keys::valid_bucket_name(&bucket) {
-            return Err(PortError::Invalid(format!(
+            return Err(SettingsError::new(format!(
                 "the S3 bucket name {bucket:?} is not valid: 3 to 63 lower-case letters, digits, '.' or '-', \
                  beginning and ending with a letter or digit"
             )));
@@ -87,9 +88,10 @@ impl S3ObjectStore {
         }
         let config = config.build();
         if config.region().is_none() {
-            return Err(PortError::Invalid(
-                "the S3 object store needs an AWS region: set AWS_REGION (or give --s3-endpoint)".into(),
-            ));
+            return Err(SettingsError::new(
+                "the S3 object store needs an AWS region: set AWS_REGION (or give --s3-endpoint)",
+            )
+            .into());
         }
         let store = Self::new(Client::from_conf(config), settings.bucket.clone())?;
         if local {

@@ -6,6 +6,7 @@ use super::*;
 use aws_sdk_s3::config::retry::RetryConfig;
 use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
 use aws_smithy_types::body::SdkBody;
+use openqq_core::PortError;
 
 const DIGEST: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
