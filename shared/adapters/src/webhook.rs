@@ -12,6 +12,7 @@
 //! back the results function. Queued deliveries are lost if the process stops; the results stay
 //! readable through the API.
 
+use crate::SettingsError;
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -79,12 +80,16 @@ pub struct WebhookNotifier {
 
 impl WebhookNotifier {
     /// Starts the delivery task (needs a Tokio runtime).
-    pub fn start(endpoints: HashMap<TenantId, Endpoint>, timeout: Duration, attempts: u32) -> PortResult<Arc<Self>> {
+    pub fn start(
+        endpoints: HashMap<TenantId, Endpoint>,
+        timeout: Duration,
+        attempts: u32,
+    ) -> Result<Arc<Self>, SettingsError> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .user_agent(concat!("openqq-webhooks/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| PortError::Invalid(format!("building the webhook client: {e}")))?;
+            .map_err(|e| SettingsError::caused_by(format!("building the webhook client: {e}"), e))?;
         let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
         tokio::spawn(async move {
             let slots = Arc::new(Semaphore::new(PARALLEL));
