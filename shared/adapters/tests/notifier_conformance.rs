@@ -221,3 +221,37 @@ fn a_delivery_signed_with_another_tenants_key_is_reported() {
     let seen = verify(&owner, &secret_for(&owner).0, &headers, body);
     assert!(seen.problem.as_ref().is_some_and(|p| p.contains("signature")), "{seen:?}");
 }
+
+/// A notifier that hands every notification to the first tenant's endpoint.
+struct Misrouting {
+    first: TenantId,
+    report: UnboundedSender<Delivery>,
+}
+
+#[async_trait::async_trait]
+impl Notifier for Misrouting {
+    async fn notify(&self, n: &openqq_core::Notification) -> openqq_core::ports::PortResult<()> {
+        let observer = Observer::Endpoint(self.first.clone());
+        let delivery = Delivery {
+            observer,
+            event_id: n.event_id,
+            tenant_id: n.tenant_id.clone(),
+            revision: n.revision,
+            problem: None,
+        };
+        let _ = self.report.send(delivery);
+        Ok(())
+    }
+}
+
+/// The suite means something: a notifier that sends one tenant's notifications to another's
+/// endpoint fails it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[should_panic(expected = "a tenant's endpoint receives only that tenant's notifications")]
+async fn the_suite_fails_a_notifier_that_delivers_to_another_tenants_endpoint() {
+    let (report, deliveries) = mpsc::unbounded_channel();
+    let tenants = vec![tenant("a"), tenant("b")];
+    let notifier = Arc::new(Misrouting { first: tenants[0].clone(), report });
+    let harness = Harness { notifier, deliveries, tenants, failing: None };
+    notifier::run(harness, &Capabilities { endpoints: true, ..Capabilities::default() }).await;
+}

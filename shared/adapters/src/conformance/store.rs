@@ -52,6 +52,31 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     listing_merges_accepted_and_materialised_designs_newest_first(store).await;
     an_idempotency_key_replays_its_response_and_refuses_another_request(store).await;
     a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again(store).await;
+    racing_writers_on_one_design_each_land_once(store).await;
+}
+
+/// Writers racing on one design (a replayed record handled six times at once, and two stages of
+/// a revision at once) each land exactly once: the losers read again and come out duplicate.
+pub async fn racing_writers_on_one_design_each_land_once<S: DesignStore + ?Sized>(store: &S) {
+    let (t, d) = ids();
+    let sub = entry(EventKind::DesignSubmitted, 1);
+    let change = submitted("r");
+    let racer = || store.apply(&t, &d, &sub, &change);
+    let (a, b, c, e, f, g) = tokio::join!(racer(), racer(), racer(), racer(), racer(), racer());
+    let outcomes = [a, b, c, e, f, g].map(|o| o.expect("a racing writer succeeds"));
+    assert_eq!(outcomes.iter().filter(|o| **o == Applied::Applied).count(), 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| matches!(o, Applied::Applied | Applied::Duplicate)), "{outcomes:?}");
+
+    let (started, ready) = (entry(EventKind::ValidationStarted, 1), entry(EventKind::ResultsReady, 1));
+    let (a, b) = tokio::join!(
+        store.apply(&t, &d, &started, &Change::ValidationStarted),
+        store.apply(&t, &d, &ready, &Change::ResultsReady { verdict: Verdict::Pass }),
+    );
+    assert_eq!((a.unwrap(), b.unwrap()), (Applied::Applied, Applied::Applied));
+    let view = store.get(&t, &d).await.unwrap().expect("the design exists");
+    assert_eq!(view.status, DesignStatus::Ready, "ready is final whichever landed first");
+    let timeline = store.timeline(&t, &d).await.unwrap().expect("and so does its timeline");
+    assert_eq!(timeline.len(), 3, "each entry once: {timeline:?}");
 }
 
 pub async fn repeated_and_stale_revisions_are_no_ops_that_succeed<S: DesignStore + ?Sized>(store: &S) {
