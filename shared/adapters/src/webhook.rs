@@ -22,14 +22,18 @@ use openqq_core::{Notification, Notifier, PortError, TenantId};
 use sha2::Sha256;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::Semaphore;
 
-/// Deliveries in flight at once.
+/// Deliveries in flight at once, all tenants together.
 const PARALLEL: usize = 16;
-/// Notifications waiting for delivery before new ones are refused (and counted).
-const QUEUE: usize = 4096;
+/// Deliveries of one tenant in flight at once: an endpoint that hangs holds at most this many of
+/// the [`PARALLEL`] slots (each through its timeout and backoff), never all of them.
+const PER_TENANT: usize = 4;
+/// Notifications of one tenant waiting or in flight before new ones are refused (and counted).
+const BACKLOG: usize = 1024;
 
 /// A tenant's signing secret. `Debug` never prints it.
 #[derive(Clone)]
@@ -73,13 +77,22 @@ struct Job {
     notification: Notification,
 }
 
+/// One tenant's endpoint and its share of the deliveries.
+struct Lane {
+    endpoint: Endpoint,
+    in_flight: Arc<Semaphore>,
+    backlog: Arc<AtomicUsize>,
+}
+
 pub struct WebhookNotifier {
-    endpoints: HashMap<TenantId, Endpoint>,
-    queue: mpsc::Sender<Job>,
+    lanes: HashMap<TenantId, Lane>,
+    slots: Arc<Semaphore>,
+    client: reqwest::Client,
+    attempts: u32,
 }
 
 impl WebhookNotifier {
-    /// Starts the delivery task (needs a Tokio runtime).
+    /// The notifier for `endpoints`; deliveries run on the Tokio runtime `notify` is called on.
     pub fn start(
         endpoints: HashMap<TenantId, Endpoint>,
         timeout: Duration,
@@ -90,19 +103,18 @@ impl WebhookNotifier {
             .user_agent(concat!("openqq-webhooks/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| SettingsError::caused_by(format!("building the webhook client: {e}"), e))?;
-        let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
-        tokio::spawn(async move {
-            let slots = Arc::new(Semaphore::new(PARALLEL));
-            while let Some(job) = rx.recv().await {
-                let permit = slots.clone().acquire_owned().await.expect("never closed");
-                let client = client.clone();
-                tokio::spawn(async move {
-                    deliver(&client, &job, attempts.max(1)).await;
-                    drop(permit);
-                });
-            }
-        });
-        Ok(Arc::new(Self { endpoints, queue: tx }))
+        let lanes = endpoints
+            .into_iter()
+            .map(|(tenant, endpoint)| {
+                let lane = Lane {
+                    endpoint,
+                    in_flight: Arc::new(Semaphore::new(PER_TENANT)),
+                    backlog: Arc::new(AtomicUsize::new(0)),
+                };
+                (tenant, lane)
+            })
+            .collect();
+        Ok(Arc::new(Self { lanes, slots: Arc::new(Semaphore::new(PARALLEL)), client, attempts: attempts.max(1) }))
     }
 }
 
@@ -149,14 +161,26 @@ async fn deliver(client: &reqwest::Client, job: &Job, attempts: u32) {
 #[async_trait]
 impl Notifier for WebhookNotifier {
     async fn notify(&self, notification: &Notification) -> PortResult<()> {
-        let Some(endpoint) = self.endpoints.get(&notification.tenant_id) else {
+        let Some(lane) = self.lanes.get(&notification.tenant_id) else {
             return Ok(());
         };
-        let job = Job { endpoint: endpoint.clone(), notification: notification.clone() };
-        self.queue.try_send(job).map_err(|_| {
+        if lane.backlog.fetch_add(1, Ordering::AcqRel) >= BACKLOG {
+            lane.backlog.fetch_sub(1, Ordering::AcqRel);
             metrics::counter!("openqq_webhook_deliveries_total", "outcome" => "dropped").increment(1);
-            PortError::Throttled { retry_after: None }
-        })
+            return Err(PortError::Throttled { retry_after: None });
+        }
+        let job = Job { endpoint: lane.endpoint.clone(), notification: notification.clone() };
+        let (in_flight, backlog, slots) = (lane.in_flight.clone(), lane.backlog.clone(), self.slots.clone());
+        let (client, attempts) = (self.client.clone(), self.attempts);
+        // The tenant's own permit first: a tenant at its share waits without taking a shared slot.
+        tokio::spawn(async move {
+            let mine = in_flight.acquire_owned().await.expect("never closed");
+            let shared = slots.acquire_owned().await.expect("never closed");
+            deliver(&client, &job, attempts).await;
+            drop((shared, mine));
+            backlog.fetch_sub(1, Ordering::AcqRel);
+        });
+        Ok(())
     }
 }
 

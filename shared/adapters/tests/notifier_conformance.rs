@@ -170,9 +170,10 @@ fn stream(report: &UnboundedSender<Delivery>) -> Arc<BroadcastNotifier> {
     broadcast
 }
 
-/// Deliveries to a failing endpoint outstanding at once while the others must still arrive:
-/// below the webhook notifier's 16 parallel deliveries, which a failing endpoint can fill.
-const FAILING_IN_FLIGHT: usize = 8;
+/// Deliveries to a failing endpoint outstanding at once while the others must still arrive: more
+/// than the webhook notifier's 16 parallel deliveries, which one tenant's hanging endpoint must
+/// never fill (it holds at most its own share).
+const FAILING_IN_FLIGHT: usize = 40;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_broadcast_notifier_passes_the_notifier_suite() {

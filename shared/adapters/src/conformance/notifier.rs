@@ -80,8 +80,8 @@ pub struct Capabilities {
     pub endpoint_order: bool,
     /// How many deliveries to the failing tenant's endpoint the suite has outstanding while it
     /// checks that other tenants' deliveries still arrive at once. 0 (nothing that can fail: a
-    /// stream alone) turns that check off. Webhooks deliver a bounded number at once, so this
-    /// stays below that bound (see the webhook notifier's `PARALLEL`).
+    /// stream alone) turns that check off. Set it above any bound on deliveries in flight (the
+    /// webhook notifier's `PARALLEL`): a tenant's failing endpoint must not use up that bound.
     pub failing_in_flight: usize,
 }
 
