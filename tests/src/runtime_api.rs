@@ -24,10 +24,13 @@ struct Queue {
     rx: Arc<tokio::sync::Mutex<mpsc::Receiver<(String, Value)>>>,
 }
 
+/// Where each invocation's answer goes: what the function returned, or the error it reported.
+type Answers = HashMap<String, oneshot::Sender<Result<Value, Value>>>;
+
 #[derive(Clone, Default)]
 struct Shared {
     queues: Arc<Mutex<HashMap<String, Queue>>>,
-    pending: Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>>,
+    pending: Arc<Mutex<Answers>>,
 }
 
 impl Shared {
