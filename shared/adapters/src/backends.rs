@@ -33,8 +33,12 @@ impl Backends {
         durability: Durability,
         options: &crate::embedded::EmbeddedOptions,
     ) -> PortResult<Self> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| openqq_core::PortError::Invalid(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            openqq_core::PortError::from(crate::SettingsError::caused_by(
+                format!("cannot create {}: {e}", dir.display()),
+                e,
+            ))
+        })?;
         let log = Arc::new(match &options.retention {
             Some(retention) => EmbeddedEventLog::open_with_retention(dir, partitions, durability, retention.clone())?,
             None => EmbeddedEventLog::open(dir, partitions, durability)?,

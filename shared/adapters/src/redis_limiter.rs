@@ -69,7 +69,8 @@ impl RedisRateLimiter {
     /// catch a broken script; production code uses `connect`.
     #[doc(hidden)]
     pub async fn connect_with_script(url: &str, timeout: Duration, script: &'static str) -> PortResult<Self> {
-        let client = redis::Client::open(url).map_err(|e| PortError::Invalid(format!("redis url: {e}")))?;
+        let client = redis::Client::open(url)
+            .map_err(|e| PortError::from(crate::SettingsError::caused_by(format!("redis url: {e}"), e)))?;
         Self::connect_client(client, timeout, script).await
     }
 
@@ -78,8 +79,9 @@ impl RedisRateLimiter {
     /// a CA the system trusts. ElastiCache's certificates need no such root.
     pub async fn connect_trusting(url: &str, timeout: Duration, root_certificate_pem: &[u8]) -> PortResult<Self> {
         let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_certificate_pem.to_vec()) };
-        let client = redis::Client::build_with_tls(url, certificates)
-            .map_err(|e| PortError::Invalid(format!("redis url or root certificate: {e}")))?;
+        let client = redis::Client::build_with_tls(url, certificates).map_err(|e| {
+            PortError::from(crate::SettingsError::caused_by(format!("redis url or root certificate: {e}"), e))
+        })?;
         Self::connect_client(client, timeout, SCRIPT).await
     }
 

@@ -4,7 +4,7 @@
 //! the adapters' own: the ports never see them, and the platform's flags turn this error into
 //! their start-up error.
 
-use openqq_core::{Cause, PortError};
+use openqq_core::{Cause, Failure, PortError};
 
 /// A setting an adapter cannot work with, refused before any request is sent: the operator's to
 /// fix, so never worth retrying. The message is a sentence an operator can act on; where the
@@ -30,10 +30,13 @@ impl SettingsError {
 }
 
 /// For the constructors that check their settings and then connect, and so answer with a port
-/// error: a refused setting is permanent, like any request that cannot succeed as asked.
+/// error: the settings error stays one ([`PortError::Settings`], permanent), its source kept.
 impl From<SettingsError> for PortError {
     fn from(e: SettingsError) -> Self {
-        PortError::Invalid(e.message)
+        PortError::Settings(match e.source {
+            Some(cause) => Failure::new(e.message, cause),
+            None => e.message.into(),
+        })
     }
 }
 
@@ -54,9 +57,14 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_setting_met_while_connecting_is_a_permanent_invalid_port_error() {
+    fn a_refused_setting_met_while_connecting_stays_a_settings_error_with_its_cause() {
         let e = PortError::from(SettingsError::new("the S3 object store needs an AWS region"));
-        assert!(matches!(&e, PortError::Invalid(m) if m == "the S3 object store needs an AWS region"), "{e:?}");
+        assert!(matches!(&e, PortError::Settings(_)), "{e:?}");
+        assert_eq!(e.to_string(), "the S3 object store needs an AWS region");
         assert!(!e.is_retriable());
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = PortError::from(SettingsError::caused_by("the CA file ca.pem cannot be read", missing));
+        let source = std::error::Error::source(&e).expect("the cause is kept through the port error");
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
     }
 }

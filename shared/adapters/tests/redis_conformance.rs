@@ -398,7 +398,7 @@ async fn connecting_to_a_server_that_never_answers_is_unavailable_within_the_tim
     assert!(matches!(err, PortError::Unavailable(_)), "{err}");
     assert!(started.elapsed() < Duration::from_secs(1));
     let err = RedisRateLimiter::connect("not a url", TIMEOUT).await.err().unwrap();
-    assert!(matches!(err, PortError::Invalid(_)), "a malformed URL is a configuration error: {err}");
+    assert!(matches!(err, PortError::Settings(_)), "a malformed URL is a settings error: {err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,6 +80,10 @@ pub enum PortError {
     Invalid(String),
     /// Anything else the backend reported, with its own classification kept.
     Backend { message: String, retriable: bool, source: Option<Cause> },
+    /// A setting the adapter cannot work with (a broker list that is not `HOST:PORT`, a URL it
+    /// cannot parse), refused when it was opened or connected: the operator's to fix. Permanent.
+    /// Its message is a sentence naming what is wrong; the error underneath, if any, is kept.
+    Settings(Failure),
 }
 
 impl PortError {
@@ -106,7 +110,9 @@ impl PortError {
         match self {
             PortError::Throttled { .. } | PortError::Unavailable(_) => true,
             PortError::Backend { retriable, .. } => *retriable,
-            PortError::NotFound | PortError::ConditionFailed(_) | PortError::Invalid(_) => false,
+            PortError::NotFound | PortError::ConditionFailed(_) | PortError::Invalid(_) | PortError::Settings(_) => {
+                false
+            }
         }
     }
 
@@ -119,6 +125,7 @@ impl PortError {
             PortError::Unavailable(_) => "unavailable",
             PortError::Invalid(_) => "invalid",
             PortError::Backend { .. } => "backend",
+            PortError::Settings(_) => "settings",
         }
     }
 }
@@ -132,6 +139,7 @@ impl std::fmt::Display for PortError {
             PortError::Unavailable(failure) => write!(f, "unavailable: {failure}"),
             PortError::Invalid(message) => write!(f, "invalid: {message}"),
             PortError::Backend { message, .. } => f.write_str(message),
+            PortError::Settings(failure) => write!(f, "{failure}"),
         }
     }
 }
@@ -142,7 +150,7 @@ impl std::fmt::Display for PortError {
 impl std::error::Error for PortError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         let cause = match self {
-            PortError::Unavailable(failure) => failure.cause(),
+            PortError::Unavailable(failure) | PortError::Settings(failure) => failure.cause(),
             PortError::Backend { source, .. } => source.as_deref(),
             PortError::NotFound
             | PortError::ConditionFailed(_)

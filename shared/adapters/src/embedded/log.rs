@@ -72,7 +72,7 @@ impl EmbeddedEventLog {
     /// their order.
     pub fn open(dir: &Path, partitions: u32, durability: Durability) -> PortResult<Self> {
         if partitions == 0 {
-            return Err(PortError::Invalid("partitions must be at least 1".into()));
+            return Err(crate::SettingsError::new("partitions must be at least 1").into());
         }
         let path = dir.join("log.db");
         let writer = open(&path, durability, SCHEMA)?;
@@ -82,10 +82,11 @@ impl EmbeddedEventLog {
             .map_err(|e| sqlite_error("read meta", e))?;
         match stored.map(|s| s.parse::<u32>()) {
             Some(Ok(p)) if p != partitions => {
-                return Err(PortError::Invalid(format!(
+                return Err(crate::SettingsError::new(format!(
                     "{} was created with {p} partitions per topic, not {partitions}; use --partitions {p} or a new data dir",
                     path.display()
-                )))
+                ))
+                .into())
             }
             Some(Ok(_)) => {}
             _ => {

@@ -16,10 +16,10 @@ pub(super) async fn create_topics(
     if topics.is_empty() {
         return Ok(()); // librdkafka refuses an empty CreateTopics
     }
-    let admin: AdminClient<KafkaContext> = settings
-        .client_config()
-        .create_with_context(context.clone())
-        .map_err(|e| PortError::Invalid(format!("the Kafka admin settings are invalid: {e}")))?;
+    let admin: AdminClient<KafkaContext> =
+        settings.client_config().create_with_context(context.clone()).map_err(|e| {
+            PortError::from(crate::SettingsError::caused_by(format!("the Kafka admin settings are invalid: {e}"), e))
+        })?;
     // rdkafka never polls an admin client for token refreshes: it gets its MSK IAM token here,
     // valid for longer than the admin client lives.
     context.seed(admin.inner())?;

@@ -354,7 +354,7 @@ fn produce_error(e: KafkaError) -> PortError {
 }
 
 fn invalid_config(what: &str, e: impl std::fmt::Display) -> PortError {
-    PortError::Invalid(format!("the Kafka {what} settings are invalid: {e}"))
+    crate::SettingsError::new(format!("the Kafka {what} settings are invalid: {e}")).into()
 }
 
 /// An error and its sources, `outer: inner: innermost` (an AWS SDK error's `Display` is only
