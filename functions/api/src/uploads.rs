@@ -246,7 +246,7 @@ async fn store(
     };
     let stored = state
         .objects
-        .put(tenant, bytes)
+        .put_upload(tenant, bytes)
         .await
         .map_err(|e| Problem::from_port(e, "storing the upload").into_response())?;
     state.quota.forget(tenant);

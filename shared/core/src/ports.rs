@@ -494,6 +494,13 @@ pub trait ObjectStore: Send + Sync {
     /// Whether `tenant` has object `digest`, and its length; `None` if it has not (another
     /// tenant's object included). A malformed digest is [`PortError::Invalid`].
     async fn stat(&self, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>>;
+    /// Keeps bytes a client uploaded through the API (no direct upload): like [`ObjectStore::put`],
+    /// but until [`ObjectStore::adopt_upload`] makes them one of `tenant`'s objects they are an
+    /// upload, which expires if no submission adopts it. Stores whose uploads never expire keep
+    /// them as objects at once (the default).
+    async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
+        self.put(tenant, bytes).await
+    }
     /// Where `tenant`'s client may upload exactly `object` itself, valid for `ttl` (a presigned
     /// URL on S3). `None` means this store takes no direct uploads: the API receives the bytes
     /// and [`ObjectStore::put`]s them.

@@ -12,25 +12,79 @@ use openqq_core::{ObjectRef, ObjectStore, PortError, TenantId};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub struct EmbeddedObjectStore {
     /// `<data-dir>/objects`.
     root: PathBuf,
+    /// `<data-dir>/uploads`: uploads through the API that no submission has adopted yet.
+    uploads: PathBuf,
+    /// How long an upload waits for its submission before it is swept.
+    upload_ttl: Duration,
 }
 
+/// How long an unadopted upload is kept: a day, as the S3 bucket's lifecycle rule keeps them.
+pub const UPLOAD_TTL: Duration = Duration::from_secs(24 * 3600);
+
 impl EmbeddedObjectStore {
-    /// Opens (or creates) `dir/objects`.
+    /// Opens (or creates) `dir/objects` and `dir/uploads`.
     pub fn open(dir: &Path) -> PortResult<Self> {
-        let root = dir.join("objects");
+        Self::open_with_upload_ttl(dir, UPLOAD_TTL)
+    }
+
+    /// [`EmbeddedObjectStore::open`] with unadopted uploads kept for `upload_ttl`.
+    pub fn open_with_upload_ttl(dir: &Path, upload_ttl: Duration) -> PortResult<Self> {
+        let (root, uploads) = (dir.join("objects"), dir.join("uploads"));
         create_private_dir(&root)?;
-        Ok(Self { root })
+        create_private_dir(&uploads)?;
+        Ok(Self { root, uploads, upload_ttl })
     }
 
     fn tenant_dir(&self, tenant: &TenantId) -> PathBuf {
-        let id = tenant.as_str();
-        let dots = id.len() - id.trim_start_matches('.').len();
-        self.root.join(format!("{}{}", "%2E".repeat(dots), &id[dots..]))
+        self.root.join(tenant_dir_name(tenant))
     }
+
+    fn tenant_uploads(&self, tenant: &TenantId) -> PathBuf {
+        self.uploads.join(tenant_dir_name(tenant))
+    }
+}
+
+/// A tenant's directory name: its id with leading dots escaped.
+fn tenant_dir_name(tenant: &TenantId) -> String {
+    let id = tenant.as_str();
+    let dots = id.len() - id.trim_start_matches('.').len();
+    format!("{}{}", "%2E".repeat(dots), &id[dots..])
+}
+
+/// Deletes the uploads in `dir` older than `ttl` (and temporary files left by a crash).
+fn sweep(dir: &Path, ttl: Duration) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= ttl);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The bytes every file in `dir` takes (0 when there is no such directory).
+fn dir_bytes(dir: &Path) -> PortResult<u64> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(io_error("listing", dir, e)),
+    };
+    let mut bytes = 0;
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error("listing", dir, e))?;
+        bytes += entry.metadata().map_err(|e| io_error("reading the size of", &entry.path(), e))?.len();
+    }
+    Ok(bytes)
 }
 
 /// The lower-case hex SHA-256 of `bytes`.
@@ -123,20 +177,55 @@ impl ObjectStore for EmbeddedObjectStore {
     }
 
     async fn usage(&self, tenant: &TenantId) -> PortResult<u64> {
-        let dir = self.tenant_dir(tenant);
+        let (dir, uploads) = (self.tenant_dir(tenant), self.tenant_uploads(tenant));
+        // Uploads waiting for their submission, and temporary files of puts in progress, count
+        // too: they take the space.
+        tokio::task::spawn_blocking(move || Ok(dir_bytes(&dir)? + dir_bytes(&uploads)?))
+            .await
+            .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?
+    }
+
+    async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
+        if bytes.len() > MAX_OBJECT_BYTES {
+            return Err(PortError::Invalid(format!(
+                "object of {} bytes exceeds the {MAX_OBJECT_BYTES}-byte limit",
+                bytes.len()
+            )));
+        }
+        let (dir, ttl) = (self.tenant_uploads(tenant), self.upload_ttl);
         tokio::task::spawn_blocking(move || {
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-                Err(e) => return Err(io_error("listing", &dir, e)),
+            // Each upload sweeps its tenant's expired ones: what a tenant leaves is bounded by
+            // what it uploads in a day, which its storage quota bounds.
+            sweep(&dir, ttl);
+            let digest = sha256_hex(&bytes);
+            write_atomically(&dir, &digest, &bytes)?;
+            Ok(ObjectRef { digest, bytes: bytes.len() as u64 })
+        })
+        .await
+        .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?
+    }
+
+    async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()> {
+        if let Some(n) = self.stat(tenant, &object.digest).await? {
+            return match n == object.bytes {
+                true => Ok(()),
+                false => Err(PortError::Invalid(format!("the object is {n} bytes, not {}", object.bytes))),
             };
-            // Temporary files of puts in progress count too: they take the space.
-            let mut bytes = 0;
-            for entry in entries {
-                let entry = entry.map_err(|e| io_error("listing", &dir, e))?;
-                bytes += entry.metadata().map_err(|e| io_error("reading the size of", &entry.path(), e))?.len();
+        }
+        let (from, dir, object) =
+            (self.tenant_uploads(tenant).join(&object.digest), self.tenant_dir(tenant), object.clone());
+        tokio::task::spawn_blocking(move || {
+            let bytes = match std::fs::read(&from) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(PortError::NotFound),
+                Err(e) => return Err(io_error("reading", &from, e)),
+            };
+            if bytes.len() as u64 != object.bytes || sha256_hex(&bytes) != object.digest {
+                return Err(PortError::Invalid("the upload does not match its digest and length".into()));
             }
-            Ok(bytes)
+            write_atomically(&dir, &object.digest, &bytes)?;
+            let _ = std::fs::remove_file(&from);
+            Ok(())
         })
         .await
         .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?
@@ -191,5 +280,28 @@ mod tests {
         std::fs::write(&path, b"tampered").unwrap();
         let err = store.get(&tenant, &r.digest).await.unwrap_err();
         assert!(!err.is_retriable(), "a corrupted object is reported, not served: {err}");
+    }
+
+    #[tokio::test]
+    async fn an_upload_through_the_api_becomes_an_object_only_when_adopted_and_otherwise_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = TenantId::parse("acme").unwrap();
+        let store = EmbeddedObjectStore::open(dir.path()).unwrap();
+        let up = store.put_upload(&t, vec![7; 5000]).await.unwrap();
+        assert_eq!(store.stat(&t, &up.digest).await.unwrap(), None, "an upload is no object yet");
+        assert_eq!(store.usage(&t).await.unwrap(), 5000, "but it takes the tenant's space");
+        let other = TenantId::parse("globex").unwrap();
+        assert!(matches!(store.adopt_upload(&other, &up).await, Err(PortError::NotFound)), "nobody else adopts it");
+        store.adopt_upload(&t, &up).await.unwrap();
+        assert_eq!(store.get(&t, &up.digest).await.unwrap(), vec![7; 5000]);
+        assert_eq!(store.usage(&t).await.unwrap(), 5000, "adopted, it is counted once");
+        store.adopt_upload(&t, &up).await.unwrap();
+
+        // With no time to wait, the next upload sweeps the one no submission adopted.
+        let hasty = EmbeddedObjectStore::open_with_upload_ttl(dir.path(), Duration::ZERO).unwrap();
+        let forgotten = hasty.put_upload(&t, vec![1; 300]).await.unwrap();
+        hasty.put_upload(&t, vec![2; 200]).await.unwrap();
+        assert!(matches!(hasty.adopt_upload(&t, &forgotten).await, Err(PortError::NotFound)), "it expired");
+        assert_eq!(hasty.usage(&t).await.unwrap(), 5000 + 200);
     }
 }
