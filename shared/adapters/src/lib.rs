@@ -32,6 +32,8 @@
 //! The `sqlite3` shell also lets an operator inspect a data dir by hand.
 
 mod append_signal;
+#[cfg(any(feature = "dynamodb", feature = "s3"))]
+mod aws_common;
 pub mod backends;
 #[cfg(feature = "conformance")]
 pub mod conformance;

@@ -4,27 +4,13 @@
 //! (so a log line that prints only the message says what happened), never just its last line,
 //! and the SDK error itself is kept as the port error's source.
 
+pub(crate) use crate::aws_common::error_chain;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::CancellationReason;
 use openqq_core::PortError;
 use std::error::Error as StdError;
-
-/// `e` and each of its sources, joined with ": ".
-pub(crate) fn error_chain(e: &dyn StdError) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = s.source();
-    }
-    text
-}
 
 /// What an error code (of an operation, or of one item of a cancelled transaction) means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

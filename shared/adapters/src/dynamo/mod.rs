@@ -22,6 +22,7 @@ pub mod table;
 pub use apply::MAX_REPORT_ITEM_BYTES;
 pub use reads::MAX_PAGE;
 
+use crate::aws_common::{credentials_in_environment, LOCAL_REGION};
 use crate::SettingsError;
 use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
@@ -43,10 +44,6 @@ pub struct DynamoSettings {
     /// and `AWS_ENDPOINT_URL_DYNAMODB` are honoured too, as by every AWS SDK.
     pub endpoint: Option<String>,
 }
-
-/// The region used against a local endpoint when the environment names none: a local server
-/// answers for any region, and the SDK needs one to sign requests.
-const LOCAL_REGION: &str = "us-east-1";
 
 pub struct DynamoDesignStore {
     client: Client,
@@ -112,19 +109,6 @@ impl DynamoDesignStore {
     pub fn table(&self) -> &str {
         &self.table
     }
-}
-
-/// Whether the environment names AWS credentials or where to find them.
-fn credentials_in_environment() -> bool {
-    [
-        "AWS_ACCESS_KEY_ID",
-        "AWS_PROFILE",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some())
 }
 
 #[async_trait]

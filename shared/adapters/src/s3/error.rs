@@ -5,25 +5,11 @@
 //! answers with a 4xx are permanent. The SDK's whole error chain is written into the message, and
 //! the SDK error itself is kept as the port error's source.
 
+pub(crate) use crate::aws_common::error_chain;
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use openqq_core::PortError;
 use std::error::Error as StdError;
-
-/// `e` and each of its sources, joined with ": ".
-pub(crate) fn error_chain(e: &dyn StdError) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = s.source();
-    }
-    text
-}
 
 /// What an S3 error code means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

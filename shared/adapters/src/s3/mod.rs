@@ -18,6 +18,7 @@ mod objects;
 pub use bucket::{UPLOAD_EXPIRY_DAYS, UPLOAD_EXPIRY_RULE};
 pub use objects::MAX_UPLOAD_TTL;
 
+use crate::aws_common::{credentials_in_environment, LOCAL_REGION};
 use crate::SettingsError;
 use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
@@ -36,10 +37,6 @@ pub struct S3Settings {
     /// `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_S3` are honoured too, as by every AWS SDK.
     pub endpoint: Option<String>,
 }
-
-/// The region used against a local endpoint when the environment names none: a local server
-/// answers for any region, and the SDK needs one to sign requests.
-const LOCAL_REGION: &str = "us-east-1";
 
 pub struct S3ObjectStore {
     client: Client,
@@ -111,19 +108,6 @@ impl S3ObjectStore {
     pub fn bucket(&self) -> &str {
         &self.bucket
     }
-}
-
-/// Whether the environment names AWS credentials or where to find them.
-fn credentials_in_environment() -> bool {
-    [
-        "AWS_ACCESS_KEY_ID",
-        "AWS_PROFILE",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some())
 }
 
 #[async_trait]
