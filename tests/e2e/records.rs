@@ -75,7 +75,16 @@ async fn a_submission_the_platform_gives_up_on_shows_as_failed_with_its_reason_t
     let globex = Client::new(&server.url, &server.token("globex"));
     assert_eq!(globex.get(&format!("/v1/designs/{design}")).await.unwrap().0, 404);
 
-    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
-    let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"design-job\""]);
+    // The revision is marked failed before the record is dead-lettered and counted: wait for
+    // the count to settle, then it must be exactly one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let dead = loop {
+        let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+        let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"design-job\""]);
+        if dead >= 1.0 || std::time::Instant::now() > deadline {
+            break dead;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(dead, 1.0, "one dead letter");
 }
