@@ -2,12 +2,21 @@
 //! through the `metrics` facade.
 //!
 //! Metric names follow `openqq_<name>_<unit>[_total]`; label values come from bounded sets
-//! (route templates, status codes, function and event-kind names, partitions). Log messages are
-//! sentences; spans carry `correlation_id`, `tenant_id`, `design_id` and `function`.
+//! (route templates, status codes, function and event-kind names, partitions, and tenants capped
+//! by [`tenants`]). docs/OBSERVABILITY.md is the contract: every metric, its type and label keys.
+//! Log messages are sentences; spans carry `correlation_id`, `tenant_id`, `design_id` and
+//! `function`.
+//!
+//! The build script embeds the git revision and build time; [`metrics`] exports them with the
+//! process's start time as the deploy markers (`openqq_build_info`, `openqq_start_time_seconds`).
+
+pub mod tenants;
+
+pub use tenants::{tenant_label, NO_TENANT, OTHER_TENANTS, TENANT_LABEL_CAP};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tracing_subscriber::{fmt, EnvFilter};
 
 /// How log lines are written.
@@ -38,14 +47,19 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 /// The crate version of this build.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The commit this build was made from: `OPENQQ_BUILD_COMMIT` when it was built (the deployment
-/// sets it, e.g. `OPENQQ_BUILD_COMMIT=$(git rev-parse --short HEAD) sam build`), else `dev`. A
-/// deploy changes it, and with it `openqq_build_info`'s labels: that change is the dashboards'
-/// deploy marker.
-pub const COMMIT: &str = match option_env!("OPENQQ_BUILD_COMMIT") {
-    Some(commit) => commit,
-    None => "dev",
-};
+/// The git revision this build was made from (the build script: `OPENQQ_BUILD_COMMIT` when set at
+/// build time, else the checkout's `HEAD`, else `unknown` outside a checkout). A deploy changes
+/// it, and with it `openqq_build_info`'s labels: that change is the dashboards' deploy marker.
+pub const COMMIT: &str = env!("OPENQQ_BUILD_COMMIT");
+
+/// When this build was made, in seconds since the Unix epoch (`SOURCE_DATE_EPOCH` when set).
+pub const BUILD_TIME: &str = env!("OPENQQ_BUILD_TIME");
+
+/// The revision this process reports: `OPENQQ_BUILD_COMMIT` at run time when set (an image built
+/// outside a checkout is given its revision by the deployment), else [`COMMIT`].
+pub fn revision() -> String {
+    std::env::var("OPENQQ_BUILD_COMMIT").ok().filter(|c| !c.trim().is_empty()).unwrap_or_else(|| COMMIT.to_owned())
+}
 
 /// `openqq_build_info` as one CloudWatch embedded-metric-format log line (namespace `OpenQQ`,
 /// dimensions service, version and commit), for processes nothing scrapes: a Lambda function
@@ -84,11 +98,25 @@ pub fn metrics(service: &str) -> PrometheusHandle {
                     }
                 });
             }
-            metrics::gauge!("openqq_build_info", "service" => service.to_owned(), "version" => VERSION, "commit" => COMMIT)
-                .set(1.0);
+            record_build_info(service);
             handle
         })
         .clone()
+}
+
+/// Sets `openqq_build_info{service, version, commit, build_time} 1` and
+/// `openqq_start_time_seconds{service}`, the process's start (seconds since the Unix epoch): a new
+/// revision's first start time is the deploy's time.
+fn record_build_info(service: &str) {
+    let labels = [
+        ("service", service.to_owned()),
+        ("version", VERSION.to_owned()),
+        ("commit", revision()),
+        ("build_time", BUILD_TIME.to_owned()),
+    ];
+    metrics::gauge!("openqq_build_info", &labels).set(1.0);
+    let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+    metrics::gauge!("openqq_start_time_seconds", "service" => service.to_owned()).set(started.floor());
 }
 
 #[cfg(test)]
@@ -110,5 +138,31 @@ mod tests {
             (&serde_json::json!("api"), &serde_json::json!(VERSION), &serde_json::json!(COMMIT))
         );
         assert_eq!(v["openqq_build_info"], 1);
+    }
+
+    #[test]
+    fn the_build_carries_a_revision_and_a_build_time() {
+        assert!(!COMMIT.is_empty());
+        // Built from this repository's checkout, so the build script found a revision.
+        assert_ne!(COMMIT, "unknown", "the build script did not find the git revision");
+        let built: u64 = BUILD_TIME.parse().expect("the build time is seconds since the epoch");
+        assert!(built > 1_600_000_000, "{built}");
+    }
+
+    #[test]
+    fn build_info_and_start_time_are_recorded_with_their_labels() {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || record_build_info("api"));
+        let page = handle.render();
+        let info = page.lines().find(|l| l.starts_with("openqq_build_info{")).expect("build info rendered");
+        for label in ["service=\"api\"", &format!("commit=\"{}\"", revision()), &format!("build_time=\"{BUILD_TIME}\"")]
+        {
+            assert!(info.contains(label), "{info} lacks {label}");
+        }
+        let start = page.lines().find(|l| l.starts_with("openqq_start_time_seconds{service=\"api\"}")).unwrap();
+        let at: f64 = start.rsplit(' ').next().unwrap().parse().unwrap();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+        assert!((now - at).abs() < 60.0, "{start}");
     }
 }
