@@ -320,13 +320,17 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
         Ok(d) => d,
         Err(p) => {
             crate::body::drain(req.into_body(), state.max_body_bytes).await;
-            return p.into_response();
+            let mut resp = p.into_response();
+            resp.extensions_mut().insert(tenant);
+            return resp;
         }
     };
     tracing::Span::current().record("tenant_id", tenant.as_str());
-    req.extensions_mut().insert(tenant);
+    req.extensions_mut().insert(tenant.clone());
     let mut resp = next.run(req).await;
     limit::add_headers(resp.headers_mut(), &decision);
+    // For the request metrics by tenant ([`crate::observe`]).
+    resp.extensions_mut().insert(tenant);
     resp
 }
 

@@ -88,8 +88,9 @@ fn ceil_secs(d: Duration) -> u64 {
 pub async fn check(state: &AppState, tenant: &TenantId) -> Result<Decision, Problem> {
     let quota = state.limits.quota_for(tenant);
     let decision = state.limiter.check(tenant, quota).await.map_err(|e| Problem::from_port(e, "the rate limiter"))?;
-    let outcome = if decision.allowed { "allowed" } else { "rejected" };
-    metrics::counter!("openqq_limiter_decisions_total", "outcome" => outcome).increment(1);
+    let verdict = if decision.allowed { "allowed" } else { "rejected" };
+    let tenant_label = openqq_telemetry::tenant_label(tenant.as_str());
+    metrics::counter!("openqq_limiter_decisions_total", "tenant" => tenant_label, "decision" => verdict).increment(1);
     if decision.allowed {
         return Ok(decision);
     }
@@ -116,8 +117,10 @@ pub async fn check_bytes(state: &AppState, tenant: &TenantId, quota: Quota, cost
         .check_weighted(tenant, quota, cost)
         .await
         .map_err(|e| Problem::from_port(e, "the byte limiter"))?;
-    let outcome = if decision.allowed { "allowed" } else { "rejected" };
-    metrics::counter!("openqq_byte_limiter_decisions_total", "outcome" => outcome).increment(1);
+    let verdict = if decision.allowed { "allowed" } else { "rejected" };
+    let tenant_label = openqq_telemetry::tenant_label(tenant.as_str());
+    metrics::counter!("openqq_byte_limiter_decisions_total", "tenant" => tenant_label, "decision" => verdict)
+        .increment(1);
     if decision.allowed {
         return Ok(decision);
     }

@@ -1,4 +1,7 @@
-//! Request metrics by route template (bounded) and status, and the Prometheus scrape page.
+//! Request metrics by route template (bounded), status and tenant (capped by
+//! [`openqq_telemetry::tenant_label`]), and the Prometheus scrape page. The counter carries the
+//! tenant; the latency histogram does not (a histogram is a dozen series per label set).
+//! docs/OBSERVABILITY.md lists every metric.
 
 use crate::problem::Problem;
 use crate::AppState;
@@ -6,6 +9,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use openqq_core::TenantId;
 use std::time::Instant;
 
 pub async fn record(req: Request, next: Next) -> Response {
@@ -15,9 +19,16 @@ pub async fn record(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let resp = next.run(req).await;
     let status = resp.status().as_u16().to_string();
+    // Set by authentication ([`crate::auth::guard`]) on the response of every authenticated request.
+    let tenant = match resp.extensions().get::<TenantId>() {
+        Some(t) => openqq_telemetry::tenant_label(t.as_str()),
+        None => openqq_telemetry::NO_TENANT.to_owned(),
+    };
     let labels = [("route", route), ("method", method), ("status", status)];
-    metrics::counter!("openqq_http_requests_total", &labels).increment(1);
     metrics::histogram!("openqq_http_request_duration_seconds", &labels).record(started.elapsed().as_secs_f64());
+    let [route, method, status] = labels;
+    let labels = [route, method, status, ("tenant", tenant)];
+    metrics::counter!("openqq_http_requests_total", &labels).increment(1);
     resp
 }
 

@@ -46,6 +46,8 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(cfg: PoolConfig) -> Arc<Self> {
+        // Exported from the start (at 0), so an empty queue reads 0 rather than no data.
+        metrics::gauge!(QUEUE_DEPTH).increment(0.0);
         Arc::new(Self {
             workers: Semaphore::new(cfg.workers.max(1)),
             waiting: AtomicUsize::new(0),
@@ -55,6 +57,11 @@ impl Pool {
     }
 }
 
+/// Requests waiting for a worker, exported as a gauge.
+const QUEUE_DEPTH: &str = "openqq_pool_queue_depth";
+/// Requests refused by the pool, by reason (`queue_full`, `queue_timeout`).
+const REJECTIONS: &str = "openqq_pool_rejections_total";
+
 /// Decrements the waiting count however the wait ends (a worker, the deadline, or the client
 /// going away and the request future being dropped).
 struct Waiting<'a>(&'a AtomicUsize);
@@ -62,6 +69,7 @@ struct Waiting<'a>(&'a AtomicUsize);
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+        metrics::gauge!(QUEUE_DEPTH).decrement(1.0);
     }
 }
 
@@ -71,16 +79,17 @@ pub async fn layer(State(pool): State<Arc<Pool>>, req: Request, next: Next) -> R
         Err(_) => {
             if pool.waiting.fetch_add(1, Ordering::AcqRel) >= pool.queue {
                 pool.waiting.fetch_sub(1, Ordering::AcqRel);
-                metrics::counter!("openqq_pool_rejections_total").increment(1);
+                metrics::counter!(REJECTIONS, "reason" => "queue_full").increment(1);
                 return Problem::unavailable("the server is at capacity; retry shortly").into_response();
             }
+            metrics::gauge!(QUEUE_DEPTH).increment(1.0);
             let waiting = Waiting(&pool.waiting);
             let permit = tokio::time::timeout(pool.queue_timeout, pool.workers.acquire()).await;
             drop(waiting);
             match permit {
                 Ok(permit) => permit.expect("the semaphore is never closed"),
                 Err(_) => {
-                    metrics::counter!("openqq_pool_rejections_total").increment(1);
+                    metrics::counter!(REJECTIONS, "reason" => "queue_timeout").increment(1);
                     return Problem::unavailable("no worker came free in time; retry shortly").into_response();
                 }
             }

@@ -150,7 +150,7 @@ pub struct Consumer<H> {
     topics: Topics,
 }
 
-/// Why a record is given up on, for the `source` label of `openqq_dead_letters_total`.
+/// Why a record is given up on, for the `reason` label of `openqq_dead_letters_total`.
 #[derive(Debug, Clone, Copy)]
 enum GiveUp {
     Handler,
@@ -239,7 +239,11 @@ impl<H: RecordHandler> Consumer<H> {
                 offset: rec.offset,
                 reason,
             };
-            let outcome = match self.guarded(rec, &mut out).await {
+            let started = std::time::Instant::now();
+            let handled = self.guarded(rec, &mut out).await;
+            metrics::histogram!("openqq_event_duration_seconds", "function" => function)
+                .record(started.elapsed().as_secs_f64());
+            let outcome = match handled {
                 Ok(()) => "applied",
                 Err((_, e)) if e.is_retriable() => {
                     let reason = e.reason();
@@ -255,7 +259,7 @@ impl<H: RecordHandler> Consumer<H> {
                         "The record can never succeed; its revision failed and it was sent to the dead-letter topic.");
                     out.flush(self.log.as_ref()).await.map_err(|e| fail(format!("publishing failed: {e}")))?;
                     self.give_up(rec, &reason).await.map_err(fail)?;
-                    metrics::counter!("openqq_dead_letters_total", "function" => function, "source" => source.label())
+                    metrics::counter!("openqq_dead_letters_total", "function" => function, "reason" => source.label())
                         .increment(1);
                     "dead_lettered"
                 }

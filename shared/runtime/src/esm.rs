@@ -351,7 +351,7 @@ impl EventSourceMapping {
         }
         match self.dead_letter(&incoming, &reason).await {
             Ok(()) => {
-                metrics::counter!("openqq_dead_letters_total", "function" => self.function().to_owned(), "source" => "retries_exhausted").increment(batch.len() as u64);
+                metrics::counter!("openqq_dead_letters_total", "function" => self.function().to_owned(), "reason" => "retries_exhausted").increment(batch.len() as u64);
                 self.commit_batch(batch).await;
             }
             Err(e) => {

@@ -248,7 +248,7 @@ fn a_caught_panic_is_counted_for_its_function() {
     metrics::with_local_recorder(&counting, || runtime.block_on(rig.consumer().handle(to_event(&batch)))).unwrap();
     let counts = counting.0.lock().unwrap();
     assert_eq!(counts.get("openqq_handler_panics_total{function=scripted}"), Some(&1), "{counts:?}");
-    assert_eq!(counts.get("openqq_dead_letters_total{function=scripted,source=panic}"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("openqq_dead_letters_total{function=scripted,reason=panic}"), Some(&1), "{counts:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
