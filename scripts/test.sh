@@ -22,6 +22,8 @@ command -v icepack >/dev/null || need_debs+=(fpga-icestorm)
 compgen -G '/usr/share/fpga-icestorm/chipdb/chipdb-*.txt' >/dev/null || compgen -G '/usr/share/icebox/chipdb-*.txt' >/dev/null ||
   need_debs+=(fpga-icestorm-chipdb)
 command -v redis-server >/dev/null || need_debs+=(redis-server)
+# promtool checks and unit-tests the alert rules; the observability suite scrapes with prometheus.
+command -v promtool >/dev/null || need_debs+=(prometheus)
 # librdkafka (the Kafka adapter) builds with cmake; its config includes curl.h even when built
 # without curl, so the headers must be present.
 command -v cmake >/dev/null || need_debs+=(cmake)
@@ -83,6 +85,11 @@ fi
 
 step "Linting the deployment template (template.yaml): cfn-lint and sam validate --lint, offline"
 scripts/services/cfn-lint.sh
+
+step "Checking the Prometheus config and alert rules, and their unit tests (promtool)"
+promtool check config infra/prometheus/prometheus.yml
+promtool check rules infra/prometheus/rules.yml
+promtool test rules infra/prometheus/tests.yml
 
 step "Building"
 cargo build --locked --workspace --all-targets
