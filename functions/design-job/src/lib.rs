@@ -13,6 +13,7 @@
 
 use async_trait::async_trait;
 use openqq_core::event::DesignSubmitted;
+use openqq_core::ports::apply_for;
 use openqq_core::{Applied, Change, DesignStore, Envelope, EventKind};
 use openqq_runtime::{Outbox, RecordError, RecordHandler};
 use std::sync::Arc;
@@ -34,7 +35,10 @@ impl RecordHandler for DesignJob {
 
     async fn handle(&self, env: Envelope<DesignSubmitted>, out: &mut Outbox) -> Result<(), RecordError> {
         let change = Change::Submitted { name: env.payload.spec.name.clone() };
-        let applied = self.store.apply(&env.tenant_id, &env.design_id, &env.timeline_entry(), &change).await?;
+        let replayed = env.replay_of.is_some();
+        let applied =
+            apply_for(self.store.as_ref(), replayed, &env.tenant_id, &env.design_id, &env.timeline_entry(), &change)
+                .await?;
         if applied == Applied::Stale {
             tracing::info!("A stale revision arrived after a newer one and was ignored.");
             return Ok(());

@@ -107,6 +107,9 @@ impl DesignStore for DownStore {
     async fn apply(&self, _: &TenantId, _: &DesignId, _: &TimelineEntry, _: &Change) -> PortResult<Applied> {
         Err(PortError::Unavailable("connection refused".into()))
     }
+    async fn apply_replay(&self, _: &TenantId, _: &DesignId, _: &TimelineEntry, _: &Change) -> PortResult<Applied> {
+        Err(PortError::Unavailable("connection refused".into()))
+    }
     async fn get(&self, _: &TenantId, _: &DesignId) -> PortResult<Option<DesignView>> {
         unreachable!()
     }

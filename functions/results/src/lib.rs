@@ -10,6 +10,7 @@
 
 use async_trait::async_trait;
 use openqq_core::event::{ResultsReady, ValidationFinished};
+use openqq_core::ports::apply_for;
 use openqq_core::{Applied, Change, DesignStatus, DesignStore, Envelope, EventKind, Notification, Notifier};
 use openqq_runtime::{Outbox, RecordError, RecordHandler};
 use std::sync::Arc;
@@ -35,10 +36,17 @@ impl RecordHandler for Results {
         let verdict = env.payload.verdict;
         let ready =
             Envelope::new(EventKind::ResultsReady, &cause, NAME, ResultsReady { status: DesignStatus::Ready, verdict });
-        let applied = self
-            .store
-            .apply(&cause.tenant_id, &cause.design_id, &ready.timeline_entry(), &Change::ResultsReady { verdict })
-            .await?;
+        let change = Change::ResultsReady { verdict };
+        let replayed = env.replay_of.is_some();
+        let applied = apply_for(
+            self.store.as_ref(),
+            replayed,
+            &cause.tenant_id,
+            &cause.design_id,
+            &ready.timeline_entry(),
+            &change,
+        )
+        .await?;
         if applied == Applied::Stale {
             return Ok(());
         }

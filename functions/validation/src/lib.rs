@@ -22,6 +22,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use openqq_core::design::{Payload, INLINE_PAYLOAD_MAX_BYTES};
 use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
+use openqq_core::ports::apply_for;
 use openqq_core::{
     Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, ObjectRef, ObjectStore, PortError, TenantId, Verdict,
 };
@@ -176,10 +177,18 @@ impl RecordHandler for Validation {
     async fn handle(&self, env: Envelope<ValidationRequested>, out: &mut Outbox) -> Result<(), RecordError> {
         let cause = env.cause();
         let started = Envelope::new(EventKind::ValidationStarted, &cause, NAME, ValidationStarted {});
-        let applied = self
-            .store
-            .apply(&cause.tenant_id, &cause.design_id, &started.timeline_entry(), &Change::ValidationStarted)
-            .await?;
+        // A replayed request may revive its revision at either write (see `apply_for`).
+        let replayed = env.replay_of.is_some();
+        let (tenant, design) = (&cause.tenant_id, &cause.design_id);
+        let applied = apply_for(
+            self.store.as_ref(),
+            replayed,
+            tenant,
+            design,
+            &started.timeline_entry(),
+            &Change::ValidationStarted,
+        )
+        .await?;
         if applied == Applied::Stale {
             tracing::info!("Validation of an older revision was skipped; a newer one already started.");
             return Ok(());
@@ -207,7 +216,7 @@ impl RecordHandler for Validation {
 
         let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, payload);
         let change = Change::ValidationFinished { verdict, report };
-        self.store.apply(&cause.tenant_id, &cause.design_id, &finished.timeline_entry(), &change).await?;
+        apply_for(self.store.as_ref(), replayed, tenant, design, &finished.timeline_entry(), &change).await?;
         out.publish(&finished);
         Ok(())
     }

@@ -277,7 +277,9 @@ impl DesignStatus {
     }
 
     /// Whether a design at this status (same revision) may move to `next`. Within one revision
-    /// status only moves forward; a new revision restarts at `submitted`.
+    /// status only moves forward; a new revision restarts at `submitted`. `ready` and `failed`
+    /// are final here; the one way out of `failed` at the same revision is a replay of the
+    /// dead-lettered record that failed it ([`crate::revision::plan_replay`]).
     pub fn may_become(self, next: DesignStatus) -> bool {
         use DesignStatus::*;
         matches!((self, next), (Submitted, Validating) | (Submitted | Validating, Ready | Failed))
@@ -332,6 +334,19 @@ impl Change {
             Change::ValidationFinished { .. } => None,
             Change::ResultsReady { .. } => Some(DesignStatus::Ready),
             Change::Failed { .. } => Some(DesignStatus::Failed),
+        }
+    }
+
+    /// The status a replayed record's change revives its revision to, when dead-lettering had
+    /// failed it: where the change moves a revision that never failed (a report means validation
+    /// started). `None` for a failure, which revives nothing. Only
+    /// [`crate::revision::plan_replay`] moves a status out of `failed`; `may_become` never does.
+    pub fn revives_to(&self) -> Option<DesignStatus> {
+        match self {
+            Change::Submitted { .. } => Some(DesignStatus::Submitted),
+            Change::ValidationStarted | Change::ValidationFinished { .. } => Some(DesignStatus::Validating),
+            Change::ResultsReady { .. } => Some(DesignStatus::Ready),
+            Change::Failed { .. } => None,
         }
     }
 }

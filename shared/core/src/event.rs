@@ -19,6 +19,10 @@ pub mod headers {
     pub const EVENT_KIND: &str = "event-kind";
     pub const SCHEMA_VERSION: &str = "schema-version";
     pub const EVENT_ID: &str = "event-id";
+    /// On a record re-published from the dead-letter topic (`openqq dead-letters replay`): the
+    /// dead letter's id (its dead-letter-topic `partition:offset`). Its store writes then follow
+    /// the replay rule ([`crate::revision::plan_replay`]).
+    pub const REPLAY_OF: &str = "replay-of";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -111,6 +115,11 @@ pub struct Envelope<P = Box<RawValue>> {
     /// The function that wrote the record (`api`, `design-job`, `validation`, `results`).
     pub producer: String,
     pub payload: P,
+    /// The dead letter this record replays, read from its [`headers::REPLAY_OF`] header by the
+    /// consumer that decoded it; never part of the record's body, never carried to the events it
+    /// causes.
+    #[serde(skip)]
+    pub replay_of: Option<String>,
 }
 
 /// What a consumer knows about the request that caused an event; copied into every event it
@@ -137,6 +146,7 @@ impl<P> Envelope<P> {
             occurred_at: Utc::now(),
             producer: producer.to_owned(),
             payload,
+            replay_of: None,
         }
     }
 
@@ -221,6 +231,7 @@ impl Envelope {
             occurred_at: self.occurred_at,
             producer: self.producer,
             payload,
+            replay_of: self.replay_of,
         })
     }
 }

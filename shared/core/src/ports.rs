@@ -299,6 +299,25 @@ pub struct Usage {
 /// timestamps, a name) and its index entries, rounded up.
 pub const USAGE_ROW_BYTES: u64 = 256;
 
+/// Applies `entry` and `change` for a record a consumer handles: with
+/// [`DesignStore::apply_replay`] when that record replays a dead letter (its envelope's
+/// `replay_of`), else with [`DesignStore::apply`]. Handlers make every write a record causes
+/// through this, so a replayed record may revive its revision at whichever of its writes is
+/// still new.
+pub async fn apply_for(
+    store: &dyn DesignStore,
+    replayed: bool,
+    tenant: &TenantId,
+    design: &DesignId,
+    entry: &TimelineEntry,
+    change: &Change,
+) -> PortResult<Applied> {
+    match replayed {
+        true => store.apply_replay(tenant, design, entry, change).await,
+        false => store.apply(tenant, design, entry, change).await,
+    }
+}
+
 #[async_trait]
 pub trait DesignStore: Send + Sync {
     /// Atomically records `entry` in the design's timeline and applies `change`, on condition
@@ -306,6 +325,17 @@ pub trait DesignStore: Send + Sync {
     /// has exactly this revision, `Stale` when only higher ones exist). Status changes apply only
     /// while the design is still at `entry.revision`, so state never goes backwards.
     async fn apply(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied>;
+    /// [`DesignStore::apply`] for a record replayed from the dead-letter topic: the same
+    /// conditional write, planned by [`crate::revision::plan_replay`], which may revive the
+    /// revision when dead-lettering failed it and moves it on at the same revision. Every other
+    /// rule is `apply`'s.
+    async fn apply_replay(
         &self,
         tenant: &TenantId,
         design: &DesignId,

@@ -17,6 +17,19 @@
 //!    while it is at revision `r` and only forward ([`DesignStatus::may_become`]), and a
 //!    validation report is kept per revision whatever the design's current revision.
 //! 5. Every applied entry goes into the timeline.
+//!
+//! A record replayed from the dead-letter topic is planned by [`plan_replay`], which adds one
+//! rule and keeps all of the above:
+//!
+//! 6. **Revival**: when the design is at revision `r`, `failed` because dead-lettering gave up on
+//!    one of that revision's records (its `design.failed` entry of revision `r` is in the
+//!    timeline, which only dead-lettering writes), a replayed entry of revision `r` that is
+//!    neither duplicate nor stale moves the design out of `failed` to where its change leads
+//!    ([`Change::revives_to`]), at the same revision, failure reason cleared. A replayed
+//!    record that fails again fails its revision again. Nothing else changes: a duplicate is
+//!    still a duplicate (replaying twice changes nothing), a design `ready` (whatever its
+//!    verdict) or failed for any other reason is planned as without replay, and the revision
+//!    never moves.
 
 use crate::design::{Change, DesignStatus, Verdict};
 use crate::event::TimelineEntry;
@@ -80,11 +93,13 @@ pub enum DesignWrite<'a> {
     /// No row yet: create it, named `name` (or, without one, after the design id), with no
     /// verdict.
     Insert { name: Option<&'a str>, revision: u64, status: DesignStatus, failure_reason: Option<&'a str> },
-    /// The row is at a lower revision: move it to `revision` and `status`, clear the verdict, set
-    /// the failure reason (or clear it), and rename it when `name` is given.
+    /// The row is at a lower revision (or, for a replayed submission, at this revision and failed
+    /// by a dead letter): move it to `revision` and `status`, clear the verdict, set the failure
+    /// reason (or clear it), and rename it when `name` is given.
     Revise { name: Option<&'a str>, revision: u64, status: DesignStatus, failure_reason: Option<&'a str> },
-    /// The row is at this revision and its status may move forward: to `to`, with `verdict` when
-    /// given (else the verdict is kept), and the failure reason set (or cleared).
+    /// The row is at this revision and its status may move forward (or, for a replay, out of a
+    /// dead-lettered `failed`): to `to`, with `verdict` when given (else the verdict is kept), and
+    /// the failure reason set (or cleared).
     Move { from: DesignStatus, to: DesignStatus, verdict: Option<Verdict>, failure_reason: Option<&'a str> },
     /// The design row is left as it is.
     Keep,
@@ -165,5 +180,57 @@ pub fn plan<'a>(held: &Held, entry: &TimelineEntry, change: &'a Change) -> Plan<
     Plan::Apply(Writes { design, report })
 }
 
+/// [`plan`] for an entry of a record replayed from the dead-letter topic (rule 6). `dead_lettered`
+/// says whether the timeline holds a `design.failed` entry of the design's revision (what the
+/// store reads for it: only dead-lettering writes that kind), that is, whether a `failed` design
+/// at that revision failed because a record was dead-lettered.
+pub fn plan_replay<'a>(held: &Held, dead_lettered: bool, entry: &TimelineEntry, change: &'a Change) -> Plan<'a> {
+    let revision = entry.revision;
+    let at_revision = held.design.filter(|d| d.revision == revision);
+    if let Change::Failed { reason } = change {
+        // Seen: this revision was failed by a dead letter before. A design at that revision that
+        // is no longer failed was revived by this replay, whose record has now failed again.
+        return match at_revision {
+            Some(d) if held.seen && d.status != DesignStatus::Failed && d.status.may_become(DesignStatus::Failed) => {
+                Plan::Apply(Writes {
+                    design: DesignWrite::Move {
+                        from: d.status,
+                        to: DesignStatus::Failed,
+                        verdict: None,
+                        failure_reason: Some(reason),
+                    },
+                    report: None,
+                })
+            }
+            _ => plan(held, entry, change),
+        };
+    }
+    let stale = held.latest_of_kind.is_some_and(|latest| latest > revision);
+    let revivable = dead_lettered && at_revision.is_some_and(|d| d.status == DesignStatus::Failed);
+    let (false, false, true, Some(to)) = (held.seen, stale, revivable, change.revives_to()) else {
+        return plan(held, entry, change);
+    };
+    let design = match change {
+        // The submission itself was dead-lettered (the row was made by its failure): it names
+        // the design now.
+        Change::Submitted { name } => {
+            DesignWrite::Revise { name: name.as_deref(), revision, status: to, failure_reason: None }
+        }
+        Change::ResultsReady { verdict } => {
+            DesignWrite::Move { from: DesignStatus::Failed, to, verdict: Some(*verdict), failure_reason: None }
+        }
+        _ => DesignWrite::Move { from: DesignStatus::Failed, to, verdict: None, failure_reason: None },
+    };
+    let report = match change {
+        Change::ValidationFinished { verdict, report } => {
+            Some(ReportWrite { revision, verdict: *verdict, report: report.as_ref() })
+        }
+        _ => None,
+    };
+    Plan::Apply(Writes { design, report })
+}
+
+#[cfg(test)]
+mod replay_tests;
 #[cfg(test)]
 mod tests;

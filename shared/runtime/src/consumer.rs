@@ -175,8 +175,11 @@ impl<H: RecordHandler> Consumer<H> {
 
     async fn one(&self, rec: &Incoming, out: &mut Outbox) -> Result<(), RecordError> {
         let bytes = rec.value.as_ref().map_err(|e| RecordError::Permanent(e.clone()))?;
-        let env =
+        let mut env =
             Envelope::<H::Payload>::decode_as(bytes, H::KIND).map_err(|e| RecordError::Permanent(e.to_string()))?;
+        // A record an operator replayed from the dead-letter topic: its writes follow the replay
+        // rule (openqq_core::revision::plan_replay).
+        env.replay_of = rec.header_str(headers::REPLAY_OF).map(str::to_owned);
         let span = info_span!(
             "record",
             function = self.handler.name(),

@@ -4,9 +4,17 @@
 //! every record the log accepted can be dead-lettered. When the record names a revision (its
 //! envelope decodes), that revision becomes `failed` with the reason, so its tenant sees why
 //! instead of a design stuck in `validating`.
+//!
+//! `openqq dead-letters replay` publishes a dead letter's key, value and headers to its source
+//! topic again, with a [`headers::REPLAY_OF`] header naming the dead letter. The consumer hands
+//! that to the handler in the envelope (`replay_of`), and the record's store writes follow the
+//! replay rule ([`openqq_core::revision::plan_replay`]): the revision this failure marked
+//! `failed` is revived at the same revision and moves on. The header is an original header of the
+//! replayed record, so if it fails again its new dead letter still says it was a replay.
 
 use crate::kafka::Incoming;
-use openqq_core::event::{clip, MAX_DEAD_LETTER_REASON_BYTES};
+use openqq_core::event::{clip, headers, MAX_DEAD_LETTER_REASON_BYTES};
+use openqq_core::ports::apply_for;
 use openqq_core::{Change, DeadLetter, DesignStore, Envelope, EventKind, PortError, Record, TimelineEntry};
 use tracing::warn;
 
@@ -41,7 +49,9 @@ pub async fn fail_revision(store: &dyn DesignStore, rec: &Incoming, reason: &str
         occurred_at: chrono::Utc::now(),
     };
     let change = Change::Failed { reason: clip(reason, MAX_DEAD_LETTER_REASON_BYTES).into_owned() };
-    match store.apply(&env.tenant_id, &env.design_id, &entry, &change).await {
+    // A replayed record that fails again fails the revision its replay revived, once more.
+    let replayed = rec.header(headers::REPLAY_OF).is_some();
+    match apply_for(store, replayed, &env.tenant_id, &env.design_id, &entry, &change).await {
         Ok(_) => Ok(()),
         Err(e) if e.is_retriable() => Err(e),
         Err(e) => {

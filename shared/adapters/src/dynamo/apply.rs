@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::Client;
 use chrono::Utc;
 use openqq_core::ports::{PortResult, USAGE_ROW_BYTES};
 use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan, Writes};
-use openqq_core::{Applied, Change, DesignId, DesignStatus, PortError, TenantId, TimelineEntry};
+use openqq_core::{Applied, Change, DesignId, DesignStatus, EventKind, PortError, TenantId, TimelineEntry};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -26,6 +26,9 @@ const MAX_ATTEMPTS: u32 = 16;
 /// The design item's fields the plan and the conditions need.
 struct Snapshot {
     held: Held,
+    /// For a replay: whether this revision's `design.failed` entry was applied (dead-lettering
+    /// failed it), read with the rest.
+    dead_lettered: bool,
     /// The design item's write counter (0 without an item): every applied entry bumps it, and
     /// every write conditions on it, so a write lands only on the state it was planned from.
     seq: u64,
@@ -33,7 +36,8 @@ struct Snapshot {
 
 impl Snapshot {
     /// No design item and no applied marker: what a new design's first write is planned from.
-    const NOTHING_HELD: Snapshot = Snapshot { held: Held { seen: false, latest_of_kind: None, design: None }, seq: 0 };
+    const NOTHING_HELD: Snapshot =
+        Snapshot { held: Held { seen: false, latest_of_kind: None, design: None }, dead_lettered: false, seq: 0 };
 }
 
 pub(crate) async fn apply(
@@ -43,6 +47,7 @@ pub(crate) async fn apply(
     design: &DesignId,
     entry: &TimelineEntry,
     change: &Change,
+    replay: bool,
 ) -> PortResult<Applied> {
     if let Change::ValidationFinished { report, .. } = change {
         if report.get().len() > MAX_REPORT_ITEM_BYTES {
@@ -56,12 +61,15 @@ pub(crate) async fn apply(
         // A submission nearly always creates its design, so its first attempt is planned as the
         // design's first write without reading: every item of that transaction is conditional on
         // being new, so if anything is held it fails as a lost race and is read and planned again.
-        let snapshot = if attempt == 0 && matches!(change, Change::Submitted { .. }) {
+        let snapshot = if attempt == 0 && !replay && matches!(change, Change::Submitted { .. }) {
             Snapshot::NOTHING_HELD
         } else {
-            read(client, table, tenant, design, entry).await?
+            read(client, table, tenant, design, entry, replay).await?
         };
-        let plan = revision::plan(&snapshot.held, entry, change);
+        let plan = match replay {
+            true => revision::plan_replay(&snapshot.held, snapshot.dead_lettered, entry, change),
+            false => revision::plan(&snapshot.held, entry, change),
+        };
         let Plan::Apply(writes) = &plan else { return plan.outcome().ok_or(PortError::NotFound) };
         let items = transaction(table, tenant, design, entry, writes, &snapshot);
         match client.transact_write_items().set_transact_items(Some(items)).send().await {
@@ -81,30 +89,34 @@ pub(crate) async fn apply(
 }
 
 /// One consistent read (`TransactGetItems`): the design item and whether this kind and revision
-/// was applied.
+/// was applied; for a replay also whether this revision's `design.failed` entry was.
 async fn read(
     client: &Client,
     table: &str,
     tenant: &TenantId,
     design: &DesignId,
     entry: &TimelineEntry,
+    replay: bool,
 ) -> PortResult<Snapshot> {
     let get = |pk, sk| {
         let get = Get::builder().table_name(table).set_key(Some(key(pk, sk))).build().expect("table and key are set");
         TransactGetItem::builder().get(get).build()
     };
-    let out = client
+    let mut request = client
         .transact_get_items()
         .transact_items(get(tenant_pk(tenant), design_sk(design)))
-        .transact_items(get(design_pk(tenant, design), applied_sk(entry.kind, entry.revision)))
-        .send()
-        .await
-        .map_err(|e| classify("read for apply", e))?;
+        .transact_items(get(design_pk(tenant, design), applied_sk(entry.kind, entry.revision)));
+    if replay {
+        request =
+            request.transact_items(get(design_pk(tenant, design), applied_sk(EventKind::DesignFailed, entry.revision)));
+    }
+    let out = request.send().await.map_err(|e| classify("read for apply", e))?;
     let responses = out.responses();
     let design_item = responses.first().and_then(|r| r.item()).filter(|i| !i.is_empty());
     let seen = responses.get(1).and_then(|r| r.item()).is_some_and(|i| !i.is_empty());
+    let dead_lettered = replay && responses.get(2).and_then(|r| r.item()).is_some_and(|i| !i.is_empty());
     let Some(item) = design_item else {
-        return Ok(Snapshot { held: Held { seen, latest_of_kind: None, design: None }, seq: 0 });
+        return Ok(Snapshot { held: Held { seen, latest_of_kind: None, design: None }, dead_lettered, seq: 0 });
     };
     let status = DesignStatus::parse(item.str_attr("status")?).ok_or_else(|| super::table::corrupt("status"))?;
     let latest_of_kind = match item.get("latest").and_then(|l| l.as_m().ok()).and_then(|m| m.get(entry.kind.as_str())) {
@@ -113,6 +125,7 @@ async fn read(
     };
     Ok(Snapshot {
         held: Held { seen, latest_of_kind, design: Some(HeldDesign { revision: item.num("revision")?, status }) },
+        dead_lettered,
         seq: item.num("seq")?,
     })
 }
@@ -266,11 +279,13 @@ fn transaction(
         ("correlation_id".to_owned(), s(entry.correlation_id.as_str())),
         ("occurred_at".to_owned(), s(entry.occurred_at.to_rfc3339())),
     ]);
-    let mut items = vec![
-        design_write,
-        TransactWriteItem::builder().put(new(marker)).build(),
-        TransactWriteItem::builder().put(new(timeline)).build(),
-    ];
+    let mut items = vec![design_write];
+    // Only a replayed record that fails again applies a kind and revision seen before (its
+    // revision fails once more): its marker is already there.
+    if !snapshot.held.seen {
+        items.push(TransactWriteItem::builder().put(new(marker)).build());
+    }
+    items.push(TransactWriteItem::builder().put(new(timeline)).build());
     if let Some(r) = &writes.report {
         let mut report = key(design_pk(tenant, design), report_sk(r.revision));
         report.extend([

@@ -120,7 +120,17 @@ impl DesignStore for DynamoDesignStore {
         entry: &TimelineEntry,
         change: &Change,
     ) -> PortResult<Applied> {
-        apply::apply(&self.client, &self.table, tenant, design, entry, change).await
+        apply::apply(&self.client, &self.table, tenant, design, entry, change, false).await
+    }
+
+    async fn apply_replay(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied> {
+        apply::apply(&self.client, &self.table, tenant, design, entry, change, true).await
     }
 
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {

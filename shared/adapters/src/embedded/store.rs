@@ -2,7 +2,9 @@
 //!
 //! `apply` is one transaction: the timeline entry goes in only if no entry of the same kind has
 //! a revision at least as high, and the status moves only while the design is still at the
-//! entry's revision and only forward. Replays and stale revisions are therefore no-ops.
+//! entry's revision and only forward. Re-reads and stale revisions are therefore no-ops; a record
+//! replayed from the dead-letter topic is planned by the replay rule
+//! ([`openqq_core::revision::plan_replay`]).
 
 use super::db::{default_readers, open, open_readers, sqlite_error, Db, Durability};
 use async_trait::async_trait;
@@ -81,6 +83,7 @@ fn apply_tx(
     design: &str,
     entry: &TimelineEntry,
     change: &Change,
+    replay: bool,
 ) -> PortResult<Applied> {
     let kind = entry.kind.as_str();
     let (seen, latest): (bool, Option<i64>) = tx
@@ -102,7 +105,21 @@ fn apply_tx(
         None => None,
     };
     let held = Held { seen, latest_of_kind: latest.map(|l| l as u64), design: held_design };
-    let writes = match revision::plan(&held, entry, change) {
+    let planned = match (replay, held_design) {
+        (true, Some(d)) => {
+            // Whether dead-lettering failed the design's revision: its `design.failed` entry.
+            let dead_lettered: bool = tx
+                .prepare_cached("SELECT EXISTS(SELECT 1 FROM timeline WHERE tenant=?1 AND design_id=?2 AND kind=?3 AND revision=?4)")
+                .and_then(|mut s| {
+                    s.query_row(params![tenant, design, EventKind::DesignFailed.as_str(), d.revision as i64], |r| r.get(0))
+                })
+                .map_err(|e| sqlite_error("read timeline", e))?;
+            revision::plan_replay(&held, dead_lettered, entry, change)
+        }
+        (true, None) => revision::plan_replay(&held, false, entry, change),
+        (false, _) => revision::plan(&held, entry, change),
+    };
+    let writes = match planned {
         Plan::Duplicate => return Ok(Applied::Duplicate),
         Plan::Stale => return Ok(Applied::Stale),
         Plan::NotFound => return Err(PortError::NotFound),
@@ -192,6 +209,35 @@ fn count(operation: &'static str) {
     metrics::counter!(crate::STORE_REQUESTS_METRIC, "backend" => "embedded", "operation" => operation).increment(1);
 }
 
+impl EmbeddedDesignStore {
+    /// `apply` (or, with `replay`, `apply_replay`) in one transaction.
+    async fn apply_as(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+        replay: bool,
+    ) -> PortResult<Applied> {
+        let (tenant, design, entry, change) = (tenant.to_string(), design.to_string(), entry.clone(), change.clone());
+        self.writer
+            .call(move |conn| {
+                // IMMEDIATE takes the write lock before the revision check, so the check and its
+                // write are atomic even when several processes share the file (`openqq up`s on
+                // one Kafka cluster); a deferred transaction would fail its upgrade instead.
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| sqlite_error("begin", e))?;
+                let outcome = apply_tx(&tx, &tenant, &design, &entry, &change, replay)?;
+                if outcome == Applied::Applied {
+                    tx.commit().map_err(|e| sqlite_error("commit", e))?;
+                }
+                Ok(outcome)
+            })
+            .await
+    }
+}
+
 #[async_trait]
 impl DesignStore for EmbeddedDesignStore {
     async fn apply(
@@ -202,22 +248,18 @@ impl DesignStore for EmbeddedDesignStore {
         change: &Change,
     ) -> PortResult<Applied> {
         count("apply");
-        let (tenant, design, entry, change) = (tenant.to_string(), design.to_string(), entry.clone(), change.clone());
-        self.writer
-            .call(move |conn| {
-                // IMMEDIATE takes the write lock before the revision check, so the check and its
-                // write are atomic even when several processes share the file (`openqq up`s on
-                // one Kafka cluster); a deferred transaction would fail its upgrade instead.
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(|e| sqlite_error("begin", e))?;
-                let outcome = apply_tx(&tx, &tenant, &design, &entry, &change)?;
-                if outcome == Applied::Applied {
-                    tx.commit().map_err(|e| sqlite_error("commit", e))?;
-                }
-                Ok(outcome)
-            })
-            .await
+        self.apply_as(tenant, design, entry, change, false).await
+    }
+
+    async fn apply_replay(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied> {
+        count("apply");
+        self.apply_as(tenant, design, entry, change, true).await
     }
 
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
