@@ -4,7 +4,11 @@
 //! - `openqq token` prints a bearer token the local server accepts.
 //! - `openqq load` drives a running server with many tenants, open loop, and writes results.
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
+//! - `openqq dead-letters list|show|replay` reads the records the functions gave up on and
+//!   publishes them to their source topics again.
 
+mod dead_letters;
+mod dead_letters_format;
 mod load;
 #[cfg(test)]
 mod readme_tests;
@@ -37,6 +41,8 @@ enum Command {
     Load(load::LoadArgs),
     /// Validate an FPGA design (exit 0: no errors, 1: errors found, 2: usage or unreadable file).
     Validate(validate::ValidateArgs),
+    /// List, show and replay the records the consumer functions dead-lettered.
+    DeadLetters(dead_letters::DeadLettersArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +58,7 @@ fn main() -> ExitCode {
         Command::Token(args) => report(token::run(args)),
         Command::Load(args) => report(load::run(args)),
         Command::Validate(args) => validate::run(args),
+        Command::DeadLetters(args) => report(dead_letters::run(args)),
     }
 }
 
