@@ -24,14 +24,11 @@ compgen -G '/usr/share/fpga-icestorm/chipdb/chipdb-*.txt' >/dev/null || compgen 
 command -v redis-server >/dev/null || need_debs+=(redis-server)
 # promtool checks and unit-tests the alert rules; the observability suite scrapes with prometheus.
 command -v promtool >/dev/null || need_debs+=(prometheus)
-# librdkafka (the Kafka adapter) builds with cmake; its config includes curl.h even when built
-# without curl, so the headers must be present.
+# librdkafka (the Kafka adapter) builds with cmake, and the OpenSSL it links statically from
+# source with perl and make. Nothing links the system's OpenSSL: the rest of TLS is rustls.
 command -v cmake >/dev/null || need_debs+=(cmake)
-# Webhooks use the system's TLS (OpenSSL) through native-tls, and librdkafka links it for TLS,
-# SASL/SCRAM and OAUTHBEARER (MSK IAM).
-pkg-config --exists openssl 2>/dev/null || need_debs+=(pkg-config libssl-dev)
-compgen -G '/usr/include/curl/curl.h' >/dev/null || compgen -G '/usr/include/*/curl/curl.h' >/dev/null ||
-  need_debs+=(libcurl4-openssl-dev)
+command -v perl >/dev/null || need_debs+=(perl)
+command -v make >/dev/null || need_debs+=(make)
 if [ ${#need_debs[@]} -gt 0 ]; then
   step "Installing Debian packages: ${need_debs[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -99,6 +96,14 @@ cargo build --locked --manifest-path shared/fpga/fuzz/Cargo.toml
 # would pay it: against the release build.
 cargo build --locked --release -p openqq-cli --bin openqq
 export OPENQQ_RELEASE_BIN=$CARGO_TARGET_DIR/release/openqq
+# The Lambda functions as `cargo lambda watch` runs them (`cargo run -p openqq-lambda`) in the
+# lambda suite: fresh here, so the suite does not wait for a build.
+cargo build --locked -p openqq-lambda --bins
+export OPENQQ_TEST_CARGO_LAMBDA=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/cargo-lambda-venv/bin/cargo-lambda
+
+step "Building the Lambda artifacts for AWS (cargo lambda build --release --arm64)"
+OPENQQ_LAMBDA_ARTIFACTS=$(scripts/lambda-build.sh)
+export OPENQQ_LAMBDA_ARTIFACTS
 
 step "Fuzzing a live openqq up against the API contract (docs/openapi.yaml) with schemathesis"
 scripts/services/schemathesis.sh

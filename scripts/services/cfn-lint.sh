@@ -11,6 +11,8 @@
 # an environment block all pass both): tests/e2e/template.rs holds the template to the code.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=common.sh
+. scripts/services/common.sh
 
 cfn_lint_version=1.58.0
 sam_version=1.170.0
@@ -28,16 +30,7 @@ ensure_installed() {
     return
   fi
   log "installing cfn-lint $cfn_lint_version and aws-sam-cli $sam_version into $venv"
-  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
-      { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
-  fi
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    "cfn-lint==$cfn_lint_version" "aws-sam-cli==$sam_version" >&2
+  fresh_venv "$venv" "cfn-lint==$cfn_lint_version" "aws-sam-cli==$sam_version"
 }
 
 ensure_installed

@@ -40,3 +40,19 @@ came_up() {
   kill "$pid" 2>/dev/null || true
   return 1
 }
+
+# Makes VENV a fresh virtualenv holding the PyPI requirements that follow (pin them), installing
+# Debian's python3-venv first when this Python lacks it. Progress and pip's output go to stderr.
+fresh_venv() {
+  local venv=$1
+  shift
+  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
+      { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
+  fi
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$@" >&2
+}

@@ -29,15 +29,7 @@ ensure_installed() {
     return
   fi
   log "installing moto[server] $version into $venv"
-  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
-      { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
-  fi
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$version" >&2
+  fresh_venv "$venv" "moto[server]==$version"
 }
 
 # shellcheck source=common.sh

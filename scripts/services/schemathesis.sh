@@ -16,6 +16,8 @@
 # (seconds for the whole run, default 900).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=common.sh
+. scripts/services/common.sh
 
 version=4.32.5
 cache=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}
@@ -32,15 +34,7 @@ ensure_installed() {
     return
   fi
   log "installing schemathesis $version into $venv"
-  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
-      { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
-  fi
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$version"
+  fresh_venv "$venv" "schemathesis==$version"
 }
 
 ensure_installed

@@ -1,47 +1,17 @@
-//! The serverless shape on one machine: a design goes through all four Lambda binaries, each
-//! invoked over the Lambda Runtime API (`openqq_e2e::runtime_api`, serving the real `bootstrap`
-//! protocol) with the events AWS sends them: API Gateway HTTP API (payload 2.0) requests with the
-//! JWT authorizer's claims for the API, MSK batches for the consumers, built from the topic's
-//! records as the trigger builds them. The log is on the Kafka-protocol broker, the store on
-//! DynamoDB and the objects in S3 (moto), as in the deployment.
+//! The serverless shape on one machine: a design goes through all four Lambda binaries under
+//! `cargo lambda watch` (`openqq_e2e::cargo_lambda`), each invoked over the Lambda Runtime API
+//! with the events AWS sends them: API Gateway HTTP API (payload 2.0) requests with the JWT
+//! authorizer's claims for the API, MSK batches for the consumers, built from the topic's records
+//! as the trigger builds them (several partitions, header values with negative bytes, a record
+//! without a `headers` field). The log is on the Kafka-protocol broker, the store on DynamoDB and
+//! the objects in S3 (moto), as in the deployment.
 
+use openqq_core::partition::partition_for;
 use openqq_core::EventKind;
-use openqq_e2e::runtime_api::LambdaEmulator;
-use openqq_e2e::{aws, blink_design, function_bin, tansu};
+use openqq_e2e::cargo_lambda::{cargo_lambda, Watch};
+use openqq_e2e::{aws, blink_design, tansu};
 use serde_json::{json, Value};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-/// A function binary serving invocations from the emulator's Runtime API.
-struct Function {
-    name: String,
-    child: Child,
-}
-
-impl Drop for Function {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn function(lambda: &LambdaEmulator, name: &str, env: &[(String, String)]) -> Function {
-    let mut cmd = Command::new(function_bin(name));
-    for (var, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_")) {
-        cmd.env_remove(var);
-    }
-    let child = cmd
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .env("AWS_LAMBDA_RUNTIME_API", lambda.runtime_api(name).await)
-        .env("AWS_LAMBDA_FUNCTION_NAME", name)
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("RUST_LOG", std::env::var("OPENQQ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    Function { name: name.to_owned(), child }
-}
 
 /// What the deployment template gives every function (`openqq up`'s flags, as variables), with
 /// the broker, the AWS stand-in and a fresh topic prefix, table and bucket.
@@ -85,47 +55,73 @@ fn http_event(method: &str, path: &str, body: Option<&Value>, tenant: Option<&st
 }
 
 /// The API function's answer: status and JSON body.
-async fn call(lambda: &LambdaEmulator, event: Value) -> (u16, Value) {
-    let answer = lambda.invoke("api", event, Duration::from_secs(60)).await.expect("the API function answered");
+async fn call(lambda: &Watch, event: Value) -> (u16, Value) {
+    let answer = lambda.invoke("api", &event, Duration::from_secs(120)).await.expect("the API function answered");
     let status = answer["statusCode"].as_u64().unwrap() as u16;
     let body = answer["body"].as_str().map(|b| serde_json::from_str(b).unwrap()).unwrap_or(Value::Null);
     (status, body)
 }
 
+/// Two tenants whose records land on different partitions of a two-partition topic.
+fn tenants_on_two_partitions() -> [&'static str; 2] {
+    let first = "acme";
+    let second = ["globex", "initech", "umbrella", "hooli", "stark"]
+        .into_iter()
+        .find(|t| partition_for(t, 2) != partition_for(first, 2))
+        .expect("one of the names hashes to the other partition");
+    [first, second]
+}
+
+/// Gives `event` what MSK sends and our own producers never do: the first record of the first
+/// partition gains a header whose value has negative bytes (MSK encodes header bytes as signed
+/// Java bytes), and the first record of every other partition loses its `headers` field.
+fn as_msk_sends_it(event: &mut Value) {
+    let mut groups: Vec<_> = event["records"].as_object_mut().unwrap().iter_mut().collect();
+    groups.sort_by(|a, b| a.0.cmp(b.0));
+    for (i, (_, records)) in groups.into_iter().enumerate() {
+        let record = records[0].as_object_mut().unwrap();
+        if i == 0 {
+            let headers = record["headers"].as_array_mut().unwrap();
+            headers.push(json!({"x-producer-note": [-1, -128, 104, 105]}));
+        } else {
+            record.remove("headers");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_design_goes_through_all_four_lambda_binaries_invoked_over_the_runtime_api() {
+async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() {
     let Some(endpoint) = aws::endpoint("the Lambda functions test") else { return };
+    let Some(cargo_lambda) = cargo_lambda("the Lambda functions test") else { return };
+    let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
+        return eprintln!("skipping the Lambda functions test: set OPENQQ_TEST_REDIS_URL");
+    };
     let (_broker, brokers) = tansu::shared();
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}.", aws::unique_name("lambda"));
-    let env = shared_env(&brokers, &endpoint, &prefix);
-    let own_dir = |name: &str| ("OPENQQ_DATA_DIR".to_owned(), dir.path().join(name).display().to_string());
-    let with = |extra: &[(String, String)]| env.iter().chain(extra).cloned().collect::<Vec<_>>();
-    let lambda = LambdaEmulator::start().await;
-    let _api = function(
-        &lambda,
-        "api",
-        &with(&[
-            own_dir("api"),
-            ("OPENQQ_AUTH".into(), "api-gateway".into()),
-            ("OPENQQ_JWT_SECRET".into(), "a-secret-for-upload-tokens-in-e2e-tests".into()),
-        ]),
-    )
-    .await;
-    let consumers = [
-        (EventKind::DesignSubmitted, function(&lambda, "design-job", &with(&[own_dir("design-job")])).await),
-        (EventKind::ValidationRequested, function(&lambda, "validation", &with(&[own_dir("validation")])).await),
-        (EventKind::ValidationFinished, function(&lambda, "results", &with(&[own_dir("results")])).await),
-    ];
+    let mut env = shared_env(&brokers, &endpoint, &prefix);
+    env.extend([
+        ("OPENQQ_DATA_DIR".to_owned(), dir.path().join("functions").display().to_string()),
+        ("OPENQQ_AUTH".to_owned(), "api-gateway".to_owned()),
+        ("OPENQQ_REDIS_URL".to_owned(), redis),
+        ("OPENQQ_JWT_SECRET".to_owned(), "a-secret-for-upload-tokens-in-e2e-tests".to_owned()),
+    ]);
+    let lambda = Watch::start(&cargo_lambda, &env);
 
-    let (status, accepted) =
-        call(&lambda, http_event("POST", "/v1/designs", Some(&blink_design("serverless")), Some("acme"))).await;
-    assert_eq!(status, 202, "{accepted}");
-    let id = accepted["design_id"].as_str().unwrap().to_owned();
-    let (status, _) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, None)).await;
+    let tenants = tenants_on_two_partitions();
+    let mut ids = Vec::new();
+    for tenant in tenants {
+        let submit =
+            http_event("POST", "/v1/designs", Some(&blink_design(&format!("serverless-{tenant}"))), Some(tenant));
+        let (status, accepted) = call(&lambda, submit).await;
+        assert_eq!(status, 202, "{accepted}");
+        ids.push(accepted["design_id"].as_str().unwrap().to_owned());
+    }
+    let (status, _) = call(&lambda, http_event("GET", &format!("/v1/designs/{}", ids[0]), None, None)).await;
     assert_eq!(status, 401, "without the authorizer's claims nobody is let in");
 
-    // The trigger's part: each topic's records, as one MSK batch, to its function.
+    // The trigger's part: each topic's records, as one MSK batch over both partitions, to its
+    // function.
     let reader = openqq_platform::Settings::from_args([
         "--data-dir".to_owned(),
         dir.path().join("reader").display().to_string(),
@@ -138,36 +134,48 @@ async fn a_design_goes_through_all_four_lambda_binaries_invoked_over_the_runtime
     ])
     .unwrap();
     let reader = openqq_platform::Platform::build(reader).await.unwrap();
-    for (kind, f) in &consumers {
-        let topic = reader.topics.of(*kind);
+    let consumers = [
+        (EventKind::DesignSubmitted, "design-job"),
+        (EventKind::ValidationRequested, "validation"),
+        (EventKind::ValidationFinished, "results"),
+    ];
+    for (kind, function) in consumers {
+        let topic = reader.topics.of(kind);
         let mut records = Vec::new();
         for p in 0..2 {
             records.extend(reader.backends.source.read(&topic, p, 0, 100).await.unwrap());
         }
-        assert_eq!(records.len(), 1, "one {kind} record for the design");
-        let event = serde_json::to_value(openqq_runtime::kafka::to_event(&records)).unwrap();
-        let answer = lambda.invoke(&f.name, event, Duration::from_secs(60)).await.expect("the consumer answered");
+        assert_eq!(records.len(), 2, "one {kind} record per design");
+        assert_ne!(records[0].partition, records[1].partition, "the batch spans both partitions");
+        let mut event = serde_json::to_value(openqq_runtime::kafka::to_event(&records)).unwrap();
+        as_msk_sends_it(&mut event);
+        let answer = lambda.invoke(function, &event, Duration::from_secs(120)).await.expect("the consumer answered");
         assert_eq!(answer, json!({"batchItemFailures": []}), "{kind}: every record done");
     }
 
-    let (status, design) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, Some("acme"))).await;
-    assert_eq!((status, &design["status"], &design["verdict"]), (200, &json!("ready"), &json!("pass")), "{design}");
-    let (status, events) =
-        call(&lambda, http_event("GET", &format!("/v1/designs/{id}/events"), None, Some("acme"))).await;
-    assert_eq!(status, 200);
-    let kinds: Vec<&str> = events["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["design.submitted", "validation.started", "validation.finished", "results.ready"]);
-    assert!(events["events"].as_array().unwrap().iter().all(|e| e["correlation_id"] == "e2e-lambda-1"));
-    let (status, _) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, Some("globex"))).await;
+    for (tenant, id) in tenants.iter().zip(&ids) {
+        let (status, design) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, Some(tenant))).await;
+        assert_eq!((status, &design["status"], &design["verdict"]), (200, &json!("ready"), &json!("pass")), "{design}");
+        let (status, events) =
+            call(&lambda, http_event("GET", &format!("/v1/designs/{id}/events"), None, Some(tenant))).await;
+        assert_eq!(status, 200);
+        let events = events["events"].as_array().unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["design.submitted", "validation.started", "validation.finished", "results.ready"]);
+        assert!(events.iter().all(|e| e["correlation_id"] == "e2e-lambda-1"), "{events:?}");
+    }
+    let (status, _) =
+        call(&lambda, http_event("GET", &format!("/v1/designs/{}", ids[0]), None, Some(tenants[1]))).await;
     assert_eq!(status, 404, "another tenant sees nothing of it");
 }
 
 /// `openqq up --invoke URL`: the local trigger drives the three consumer Lambda binaries over the
-/// Invoke API (as it would under `cargo lambda watch`) instead of in process, with the log on
+/// Invoke API under `cargo lambda watch` instead of in process, with the log on
 /// the Kafka-protocol broker, the store on DynamoDB, the objects in S3 and the limiter on Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openqq_up_invokes_the_consumer_lambda_binaries_over_the_invoke_api() {
     let Some(endpoint) = aws::endpoint("the openqq up --invoke test") else { return };
+    let Some(cargo_lambda) = cargo_lambda("the openqq up --invoke test") else { return };
     let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
         return eprintln!("skipping the openqq up --invoke test: set OPENQQ_TEST_REDIS_URL");
     };
@@ -175,12 +183,8 @@ async fn openqq_up_invokes_the_consumer_lambda_binaries_over_the_invoke_api() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}.", aws::unique_name("invoke"));
     let env = shared_env(&brokers, &endpoint, &prefix);
-    let lambda = LambdaEmulator::start().await;
-    let own_dir = |name: &str| ("OPENQQ_DATA_DIR".to_owned(), dir.path().join(name).display().to_string());
-    let mut functions = Vec::new();
-    for name in ["design-job", "validation", "results"] {
-        functions.push(function(&lambda, name, &env.iter().cloned().chain([own_dir(name)]).collect::<Vec<_>>()).await);
-    }
+    let functions_dir = ("OPENQQ_DATA_DIR".to_owned(), dir.path().join("functions").display().to_string());
+    let lambda = Watch::start(&cargo_lambda, &env.iter().cloned().chain([functions_dir]).collect::<Vec<_>>());
     // openqq up with the same settings as flags, and the functions behind the Invoke API.
     let mut args: Vec<String> = Vec::new();
     for (var, value) in env.iter().filter(|(k, _)| k.starts_with("OPENQQ_")) {

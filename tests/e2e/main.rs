@@ -1,6 +1,7 @@
 //! End-to-end suites against the real `openqq` binary. One test binary, a module per area.
 
 mod api_semantics;
+mod artifacts;
 mod contract;
 mod durability;
 mod dynamo;

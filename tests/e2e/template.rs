@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The four functions: logical id in the template, and the `openqq-lambda` bin it runs.
-const FUNCTIONS: [(&str, &str); 4] = [
+pub(crate) const FUNCTIONS: [(&str, &str); 4] = [
     ("ApiFunction", "api"),
     ("DesignJobFunction", "design-job"),
     ("ValidationFunction", "validation"),
@@ -38,7 +38,7 @@ const PREFIX: &str = "stage-";
 
 /// template.yaml as JSON, with CloudFormation's short tags in their long form (`!Ref X` is
 /// `{"Ref": "X"}`, `!GetAtt A.B` is `{"Fn::GetAtt": ["A", "B"]}`, `!Sub …` is `{"Fn::Sub": …}`).
-fn template() -> Value {
+pub(crate) fn template() -> Value {
     let path = repo_root().join("template.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let yaml: serde_norway::Value =
@@ -86,7 +86,7 @@ fn resources(t: &Value) -> &Map<String, Value> {
     t["Resources"].as_object().expect("the template has resources")
 }
 
-fn properties<'a>(t: &'a Value, logical_id: &str) -> &'a Value {
+pub(crate) fn properties<'a>(t: &'a Value, logical_id: &str) -> &'a Value {
     let r = &resources(t)[logical_id];
     assert!(r.is_object(), "the template declares {logical_id}");
     &r["Properties"]

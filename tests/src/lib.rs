@@ -9,9 +9,9 @@
 pub mod ack_dropper;
 pub mod app;
 pub mod aws;
+pub mod cargo_lambda;
 pub mod noisy;
 pub mod ordering;
-pub mod runtime_api;
 pub mod slow_client;
 pub mod tansu;
 pub mod throttler;

@@ -25,6 +25,10 @@ const LAMBDA_DATA_DIR: &str = "/tmp/openqq";
 /// The settings from the environment, with the Lambda default for the data dir.
 fn settings() -> Result<Settings, Error> {
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
+    // As under `openqq up`: what the function writes in its data dir is its own (/tmp on Lambda
+    // is the sandbox's alone, but a function run elsewhere, as under `cargo lambda watch`, shares
+    // the machine).
+    crate::data_dir::owner_only();
     let data_dir = std::env::var("OPENQQ_DATA_DIR").unwrap_or_else(|_| LAMBDA_DATA_DIR.to_owned());
     let settings = Settings::from_args(["--data-dir", data_dir.as_str()]).map_err(|e| format!("{e:#}"))?;
     // The deploy marker: one embedded-metric line per cold start (CloudWatch reads stdout).

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the four Lambda functions for AWS, as `sam build` does: `cargo lambda build --release`
+# for the architecture template.yaml deploys (arm64), one `bootstrap` per function under
+# $CARGO_TARGET_DIR/lambda/<bin>/. Prints that directory on stdout.
+#
+#   scripts/lambda-build.sh              # the test command runs exactly this
+#   scripts/lambda-build.sh --x86-64     # or another cargo lambda build option
+#
+# What it needs, installed once when missing:
+# - the Rust target aarch64-unknown-linux-gnu (`rustup target add`);
+# - cargo-lambda and the zig compiler it cross-compiles and links with, from PyPI (pinned below),
+#   in a virtualenv under ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/tools. zig links against an old
+#   glibc, so the binaries run on provided.al2023 (glibc 2.34) whatever this machine's glibc is;
+#   tests/e2e/artifacts.rs checks that, and that they need no library the runtime lacks.
+# The C parts (librdkafka, OpenSSL for librdkafka, SQLite, aws-lc) are compiled by zig too and
+# linked statically. A cold build takes about 10 minutes on 2 cores; later ones are incremental.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=services/common.sh
+. scripts/services/common.sh
+
+cargo_lambda_version=1.9.2
+ziglang_version=0.17.1
+venv=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/cargo-lambda-venv
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/target}
+
+log() { echo "lambda-build.sh: $*" >&2; }
+
+if ! [ "$("$venv/bin/cargo-lambda" lambda --version 2>/dev/null | cut -d' ' -f2)" = "$cargo_lambda_version" ] ||
+  ! "$venv/bin/pip" show ziglang 2>/dev/null | grep -qx "Version: $ziglang_version"; then
+  log "installing cargo-lambda $cargo_lambda_version and ziglang $ziglang_version into $venv"
+  fresh_venv "$venv" "cargo-lambda==$cargo_lambda_version" "ziglang==$ziglang_version"
+fi
+if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  log "adding the Rust target aarch64-unknown-linux-gnu"
+  rustup target add aarch64-unknown-linux-gnu >&2
+fi
+
+export PATH=$venv/bin:$PATH
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(--arm64)
+log "cargo lambda build --release ${args[*]} --package openqq-lambda"
+cargo lambda build --release --locked "${args[@]}" --package openqq-lambda >&2
+echo "$CARGO_TARGET_DIR/lambda"

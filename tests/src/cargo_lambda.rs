@@ -1,0 +1,118 @@
+//! The Lambda binaries under `cargo lambda watch` on 127.0.0.1: the emulator AWS's Rust tooling
+//! ships, serving the Lambda Runtime API to each function's `bootstrap` (`openqq-lambda`'s bins
+//! `api`, `design-job`, `validation` and `results`, started by `cargo run` on their first
+//! invocation) and the Invoke API (`POST /2015-03-31/functions/{name}/invocations`) that hands a
+//! function one event and answers with what it returned. Tests invoke with [`Watch::invoke`];
+//! `openqq up --invoke` uses the same Invoke API at [`Watch::url`].
+//!
+//! `cargo-lambda` comes from PyPI (the test script installs it); it is found at
+//! `OPENQQ_TEST_CARGO_LAMBDA` or as `cargo-lambda` on the `PATH`. The functions are built by the
+//! test script beforehand (`cargo build -p openqq-lambda --bins`), so the first invocation only
+//! starts them.
+
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `cargo lambda watch`; stopped (with its functions) when dropped.
+pub struct Watch {
+    /// `http://127.0.0.1:PORT`, the Invoke API's base URL.
+    pub url: String,
+    child: Child,
+    http: reqwest::Client,
+}
+
+/// The `cargo-lambda` executable, or why there is none. Under CI its absence is a failure.
+pub fn cargo_lambda(what: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("OPENQQ_TEST_CARGO_LAMBDA").map(PathBuf::from).or_else(|| {
+        std::env::var_os("PATH")
+            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("cargo-lambda")).find(|p| p.is_file()))
+    });
+    match found {
+        Some(path) => Some(path),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("{what} needs cargo-lambda: set OPENQQ_TEST_CARGO_LAMBDA (the test script installs it)")
+        }
+        None => {
+            eprintln!("skipping {what}: cargo-lambda not found (set OPENQQ_TEST_CARGO_LAMBDA)");
+            None
+        }
+    }
+}
+
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the tests crate sits in the workspace")
+}
+
+impl Watch {
+    /// Starts `cargo lambda watch` for the four functions, each started with `env` (and nothing
+    /// else of this process's `OPENQQ_*` variables), and waits until its Invoke API answers.
+    pub fn start(cargo_lambda: &Path, env: &[(String, String)]) -> Self {
+        let port = free_port();
+        let mut cmd = Command::new(cargo_lambda);
+        cmd.args(["lambda", "watch", "--package", "openqq-lambda", "--ignore-changes", "--quiet"])
+            .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port.to_string()])
+            .current_dir(workspace_root())
+            .process_group(0);
+        for (var, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_")) {
+            cmd.env_remove(var);
+        }
+        // The functions' logs, and what they print when the watcher stops under them, only
+        // when asked for (OPENQQ_TEST_LOG=info, say).
+        let log = std::env::var("OPENQQ_TEST_LOG").ok();
+        let child = cmd
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("RUST_LOG", log.as_deref().unwrap_or("error"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(if log.is_some() { Stdio::inherit() } else { Stdio::null() })
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {} lambda watch: {e}", cargo_lambda.display()));
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "cargo lambda watch did not listen on {url} within 60 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let http = reqwest::Client::builder().build().expect("a plain HTTP client builds");
+        Self { url, child, http }
+    }
+
+    /// Invokes `function` with `event` through the Invoke API: what it returned, or the error it
+    /// reported (`X-Amz-Function-Error`).
+    pub async fn invoke(&self, function: &str, event: &Value, within: Duration) -> Result<Value, Value> {
+        let url = format!("{}/2015-03-31/functions/{function}/invocations", self.url);
+        let resp = self
+            .http
+            .post(&url)
+            .timeout(within)
+            .json(event)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("invoking {function}: {e}"));
+        let failed = resp.headers().contains_key("x-amz-function-error") || !resp.status().is_success();
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_else(|e| panic!("reading {function}'s answer: {e}"));
+        let value = serde_json::from_str(&body).unwrap_or(Value::String(format!("{status}: {body}")));
+        if failed {
+            Err(value)
+        } else {
+            Ok(value)
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // The watcher, the `cargo run`s it started and the functions share one process group.
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
