@@ -3,6 +3,7 @@
 mod api_semantics;
 mod artifacts;
 mod contract;
+mod dead_letters;
 mod durability;
 mod dynamo;
 mod front_door;

@@ -1,0 +1,155 @@
+//! `openqq dead-letters list|show|replay` against the embedded log of a real `openqq up`: a
+//! validation request whose netlist object is missing is dead-lettered and fails its revision;
+//! once the object is stored, replaying the dead letter brings the design to `ready` at the same
+//! revision, and replaying it again changes nothing.
+
+use openqq_adapters::{Durability, EmbeddedEventLog, EmbeddedObjectStore};
+use openqq_core::event::{Cause, DesignSubmitted};
+use openqq_core::{CorrelationId, DesignId, DesignSpec, Envelope, EventKind, EventLog, ObjectStore, TenantId, Topics};
+use openqq_e2e::{blink_design, openqq_bin, Client, Server};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+const PARTITIONS: &str = "4";
+
+/// Runs `openqq dead-letters ARGS` on `data_dir`.
+fn dead_letters(data_dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(openqq_bin())
+        .arg("dead-letters")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--partitions", PARTITIONS])
+        .env_remove("OPENQQ_JWT_SECRET")
+        .output()
+        .expect("openqq dead-letters runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The design's timeline as (kind, revision) pairs.
+async fn timeline(client: &Client, design: &str) -> Vec<(String, u64)> {
+    let (status, events) = client.get(&format!("/v1/designs/{design}/events")).await.unwrap();
+    assert_eq!(status, 200, "{events}");
+    let entries = events["events"].as_array().unwrap().iter();
+    entries.map(|e| (e["kind"].as_str().unwrap().to_owned(), e["revision"].as_u64().unwrap())).collect()
+}
+
+/// Waits until the results function of `server` finished a batch (the end of a replay's chain).
+async fn until_results_handled(server: &Server, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+        let done =
+            openqq_e2e::counter_sum(&metrics, "openqq_batches_total", &["function=\"results\"", "outcome=\"ok\""]);
+        if done >= 1.0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the results function handled nothing within {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_ready_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), "127.0.0.1:0", &["--partitions", PARTITIONS]).unwrap();
+    server.terminate().unwrap();
+    assert!(stdout(&dead_letters(dir.path(), &["list"])).contains("is empty"), "no dead letters yet");
+    let replay_nothing = dead_letters(dir.path(), &["replay", "--all"]);
+    assert!(!replay_nothing.status.success());
+    assert!(String::from_utf8_lossy(&replay_nothing.stderr).contains("nothing to replay"));
+
+    // A submission whose netlist is by reference to an object the store does not hold (yet).
+    let tenant = TenantId::parse("acme").unwrap();
+    let mut design = blink_design("replayed");
+    let netlist = serde_json::to_vec(&design["netlist"]).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let reference = EmbeddedObjectStore::open(scratch.path()).unwrap().put(&tenant, netlist.clone()).await.unwrap();
+    design.as_object_mut().unwrap().remove("netlist");
+    design["netlist_ref"] = json!(reference);
+    let spec: DesignSpec = serde_json::from_value(design).unwrap();
+    let design_id = DesignId::generate();
+    let cause = Cause {
+        tenant_id: tenant.clone(),
+        design_id: design_id.clone(),
+        revision: 1,
+        correlation_id: CorrelationId::parse("corr-replay").unwrap(),
+    };
+    let submitted = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
+    {
+        let log = EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap();
+        log.publish(&Topics::default().of(EventKind::DesignSubmitted), vec![submitted.to_record()]).await.unwrap();
+    }
+    server.restart().unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let failed = acme.wait_for(design_id.as_str(), Duration::from_secs(30), |d| d["status"] == "failed").await.unwrap();
+    let reason = failed["failure_reason"].as_str().unwrap();
+    assert!(reason.contains("is not in the object store"), "{reason}");
+    // Dead-lettering follows the revision's failure: wait for the dead letter itself.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !stdout(&dead_letters(dir.path(), &["list"])).contains(design_id.as_str()) {
+        assert!(Instant::now() < deadline, "the dead letter never showed in the list");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The embedded log has one writer: replay while the platform is stopped.
+    server.terminate().unwrap();
+
+    let listed = stdout(&dead_letters(dir.path(), &["list", "--tenant", "acme", "--function", "validation"]));
+    let line = listed.lines().find(|l| l.contains(design_id.as_str())).unwrap_or_else(|| panic!("{listed}"));
+    for part in ["validation.requested/", " validation ", "acme", " 1 validation.requested ", "the netlist object"] {
+        assert!(line.contains(part), "{part:?} in {line}");
+    }
+    let id = line.split_whitespace().next().unwrap().to_owned();
+    let others = stdout(&dead_letters(dir.path(), &["list", "--function", "results"]));
+    assert!(others.contains("No dead letter matches"), "{others}");
+    let bad = dead_letters(dir.path(), &["list", "--function", "api"]);
+    assert!(
+        !bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("--function"),
+        "a bad filter is refused"
+    );
+    let shown = stdout(&dead_letters(dir.path(), &["show", &id]));
+    for part in ["function:      validation", "correlation-id: corr-replay", "revision:       1", reason] {
+        assert!(shown.contains(part), "{part:?} in {shown}");
+    }
+    let unknown = dead_letters(dir.path(), &["replay", "3:999"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("there is no dead letter 3:999"), "{unknown:?}");
+
+    // The cause goes away; the replay brings the revision to ready.
+    EmbeddedObjectStore::open(dir.path()).unwrap().put(&tenant, netlist).await.unwrap();
+    let replayed = stdout(&dead_letters(dir.path(), &["replay", &id]));
+    assert!(replayed.contains(&format!("[1/1] replayed {id} to validation.requested")), "{replayed}");
+    server.restart().unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let ready = acme.wait_for(design_id.as_str(), Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
+    assert_eq!((ready["revision"].as_u64(), ready["verdict"].as_str()), (Some(1), Some("pass")), "{ready}");
+    assert!(ready.get("failure_reason").is_none(), "{ready}");
+    until_results_handled(&server, Duration::from_secs(30)).await;
+    let entries = timeline(&acme, design_id.as_str()).await;
+    for kind in ["design.submitted", "validation.started", "validation.finished", "results.ready", "design.failed"] {
+        let n = entries.iter().filter(|(k, r)| k == kind && *r == 1).count();
+        assert_eq!(n, 1, "{kind} once: {entries:?}");
+    }
+    server.terminate().unwrap();
+
+    // A second replay: handled again, changes nothing.
+    stdout(&dead_letters(dir.path(), &["replay", "--all", "--tenant", "acme"]));
+    server.restart().unwrap();
+    until_results_handled(&server, Duration::from_secs(60)).await;
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let (_, again) = acme.get(&format!("/v1/designs/{design_id}")).await.unwrap();
+    let unchanged = |v: &Value| (v["revision"].clone(), v["status"].clone(), v["verdict"].clone());
+    assert_eq!(unchanged(&again), unchanged(&ready));
+    assert_eq!(timeline(&acme, design_id.as_str()).await, entries, "no new timeline entry");
+}
