@@ -42,7 +42,7 @@ enum Command {
     /// Validate an FPGA design (exit 0: no errors, 1: errors found, 2: usage or unreadable file).
     Validate(validate::ValidateArgs),
     /// List, show and replay the records the consumer functions dead-lettered.
-    DeadLetters(dead_letters::DeadLettersArgs),
+    DeadLetters(Box<dead_letters::DeadLettersArgs>),
 }
 
 fn main() -> ExitCode {
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         Command::Token(args) => report(token::run(args)),
         Command::Load(args) => report(load::run(args)),
         Command::Validate(args) => validate::run(args),
-        Command::DeadLetters(args) => report(dead_letters::run(args)),
+        Command::DeadLetters(args) => report(dead_letters::run(*args)),
     }
 }
 

@@ -399,7 +399,7 @@ pub async fn a_revision_that_never_materialised_still_shows_as_failed<S: DesignS
     assert_eq!((v.revision, v.status, v.failure_reason.as_deref()), (2, DesignStatus::Failed, Some("lost")));
 }
 
-fn kinds_of<'a>(timeline: &'a [TimelineEntry]) -> Vec<(&'a str, u64)> {
+fn kinds_of(timeline: &[TimelineEntry]) -> Vec<(&str, u64)> {
     timeline.iter().map(|e| (e.kind.as_str(), e.revision)).collect()
 }
 
