@@ -119,7 +119,9 @@ async fn sigterm_drains_and_exits_cleanly_and_metrics_and_health_answer() {
     c.post("/v1/designs", &blink_design("m")).await.unwrap();
     let metrics = c.http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
     assert!(
-        metrics.contains("openqq_http_requests_total{route=\"/v1/designs\",method=\"POST\",status=\"202\",tenant=\"acme\"} 1"),
+        metrics.contains(
+            "openqq_http_requests_total{route=\"/v1/designs\",method=\"POST\",status=\"202\",tenant=\"acme\"} 1"
+        ),
         "{metrics}"
     );
     assert!(

@@ -14,6 +14,7 @@ mod lambda;
 mod lifecycle;
 mod load;
 mod noisy;
+mod observability;
 mod payloads;
 mod problems;
 mod records;
