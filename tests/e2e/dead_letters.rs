@@ -1,11 +1,16 @@
-//! `openqq dead-letters list|show|replay` against the embedded log of a real `openqq up`: a
-//! validation request whose netlist object is missing is dead-lettered and fails its revision;
-//! once the object is stored, replaying the dead letter brings the design to `ready` at the same
-//! revision, and replaying it again changes nothing.
+//! `openqq dead-letters list|show|replay` against the log of a real `openqq up`, embedded and on
+//! Kafka (librdkafka's mock cluster in the test process): a validation request whose netlist
+//! object is missing is dead-lettered and fails its revision; once the object is stored,
+//! replaying the dead letter brings the design to `ready` at the same revision, and replaying it
+//! again changes nothing.
 
-use openqq_adapters::{Durability, EmbeddedEventLog, EmbeddedObjectStore};
+use openqq_adapters::kafka::rdkafka::mocking::MockCluster;
+use openqq_adapters::{Durability, EmbeddedEventLog, EmbeddedObjectStore, KafkaEventLog, KafkaSettings};
 use openqq_core::event::{Cause, DesignSubmitted};
-use openqq_core::{CorrelationId, DesignId, DesignSpec, Envelope, EventKind, EventLog, ObjectStore, TenantId, Topics};
+use openqq_core::{
+    CorrelationId, DesignId, DesignSpec, Envelope, EventKind, EventLog, LogSource, ObjectStore, Record, TenantId,
+    Topics,
+};
 use openqq_e2e::{blink_design, openqq_bin, Client, Server};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -16,15 +21,53 @@ const PARTITIONS: &str = "4";
 
 /// Runs `openqq dead-letters ARGS` on `data_dir`.
 fn dead_letters(data_dir: &Path, args: &[&str]) -> Output {
+    dead_letters_on(data_dir, &[], args)
+}
+
+/// Runs `openqq dead-letters ARGS PLATFORM` on `data_dir`, with more platform settings.
+fn dead_letters_on(data_dir: &Path, platform: &[&str], args: &[&str]) -> Output {
     std::process::Command::new(openqq_bin())
         .arg("dead-letters")
         .args(args)
         .arg("--data-dir")
         .arg(data_dir)
         .args(["--partitions", PARTITIONS])
+        .args(platform)
         .env_remove("OPENQQ_JWT_SECRET")
         .output()
         .expect("openqq dead-letters runs")
+}
+
+/// A submission of `design_id` whose netlist is by reference to an object the store does not
+/// hold (yet), and that netlist's bytes.
+async fn submission_of_a_missing_netlist(tenant: &TenantId, design_id: &DesignId) -> (Record, Vec<u8>) {
+    let mut design = blink_design("replayed");
+    let netlist = serde_json::to_vec(&design["netlist"]).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let reference = EmbeddedObjectStore::open(scratch.path()).unwrap().put(tenant, netlist.clone()).await.unwrap();
+    design.as_object_mut().unwrap().remove("netlist");
+    design["netlist_ref"] = json!(reference);
+    let spec: DesignSpec = serde_json::from_value(design).unwrap();
+    let cause = Cause {
+        tenant_id: tenant.clone(),
+        design_id: design_id.clone(),
+        revision: 1,
+        correlation_id: CorrelationId::parse("corr-replay").unwrap(),
+    };
+    (Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec }).to_record(), netlist)
+}
+
+/// The id `list` prints for `design`'s dead letter, once it is there.
+async fn listed_id(data_dir: &Path, platform: &[&str], design: &DesignId) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed = stdout(&dead_letters_on(data_dir, platform, &["list"]));
+        if let Some(line) = listed.lines().find(|l| l.contains(design.as_str())) {
+            return line.split_whitespace().next().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the dead letter never showed in the list: {listed}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 fn stdout(out: &Output) -> String {
@@ -70,26 +113,12 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     assert!(!replay_nothing.status.success());
     assert!(String::from_utf8_lossy(&replay_nothing.stderr).contains("nothing to replay"));
 
-    // A submission whose netlist is by reference to an object the store does not hold (yet).
     let tenant = TenantId::parse("acme").unwrap();
-    let mut design = blink_design("replayed");
-    let netlist = serde_json::to_vec(&design["netlist"]).unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let reference = EmbeddedObjectStore::open(scratch.path()).unwrap().put(&tenant, netlist.clone()).await.unwrap();
-    design.as_object_mut().unwrap().remove("netlist");
-    design["netlist_ref"] = json!(reference);
-    let spec: DesignSpec = serde_json::from_value(design).unwrap();
     let design_id = DesignId::generate();
-    let cause = Cause {
-        tenant_id: tenant.clone(),
-        design_id: design_id.clone(),
-        revision: 1,
-        correlation_id: CorrelationId::parse("corr-replay").unwrap(),
-    };
-    let submitted = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
+    let (submitted, netlist) = submission_of_a_missing_netlist(&tenant, &design_id).await;
     {
         let log = EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap();
-        log.publish(&Topics::default().of(EventKind::DesignSubmitted), vec![submitted.to_record()]).await.unwrap();
+        log.publish(&Topics::default().of(EventKind::DesignSubmitted), vec![submitted]).await.unwrap();
     }
     server.restart().unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
@@ -97,11 +126,7 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     let reason = failed["failure_reason"].as_str().unwrap();
     assert!(reason.contains("is not in the object store"), "{reason}");
     // Dead-lettering follows the revision's failure: wait for the dead letter itself.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !stdout(&dead_letters(dir.path(), &["list"])).contains(design_id.as_str()) {
-        assert!(Instant::now() < deadline, "the dead letter never showed in the list");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    listed_id(dir.path(), &[], &design_id).await;
     // The embedded log has one writer: replay while the platform is stopped.
     server.terminate().unwrap();
 
@@ -151,5 +176,60 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     let (_, again) = acme.get(&format!("/v1/designs/{design_id}")).await.unwrap();
     let unchanged = |v: &Value| (v["revision"].clone(), v["status"].clone(), v["verdict"].clone());
     assert_eq!(unchanged(&again), unchanged(&ready));
+    assert_eq!(timeline(&acme, design_id.as_str()).await, entries, "no new timeline entry");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_kafka_a_dead_letter_is_listed_and_replayed_while_the_platform_runs() {
+    let mock = MockCluster::new(1).unwrap();
+    for topic in Topics::new("").all() {
+        mock.create_topic(&topic, 3, 1).unwrap();
+    }
+    let brokers = mock.bootstrap_servers();
+    let kafka = ["--kafka-brokers", brokers.as_str(), "--kafka-create-topics", "false"];
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["--partitions", PARTITIONS];
+    args.extend(kafka);
+    let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    assert!(stdout(&dead_letters_on(dir.path(), &kafka, &["list"])).contains("is empty"));
+
+    let tenant = TenantId::parse("acme").unwrap();
+    let design_id = DesignId::generate();
+    let (submitted, netlist) = submission_of_a_missing_netlist(&tenant, &design_id).await;
+    let mut settings = KafkaSettings::new(brokers.clone(), vec![]);
+    settings.create_topics = false;
+    let log = KafkaEventLog::connect(settings).await.unwrap();
+    let topics = Topics::new("");
+    log.publish(&topics.of(EventKind::DesignSubmitted), vec![submitted]).await.unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    acme.wait_for(design_id.as_str(), Duration::from_secs(30), |d| d["status"] == "failed").await.unwrap();
+    let id = listed_id(dir.path(), &kafka, &design_id).await;
+    let shown = stdout(&dead_letters_on(dir.path(), &kafka, &["show", &id]));
+    assert!(shown.contains("is not in the object store") && shown.contains("design_id:      "), "{shown}");
+
+    // On Kafka the platform keeps running while the replay is published.
+    EmbeddedObjectStore::open(dir.path()).unwrap().put(&tenant, netlist).await.unwrap();
+    let replayed = stdout(&dead_letters_on(dir.path(), &kafka, &["replay", &id]));
+    assert!(replayed.contains("replayed") && replayed.contains("validation.requested"), "{replayed}");
+    let ready = acme.wait_for(design_id.as_str(), Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
+    assert_eq!((ready["revision"].as_u64(), ready["verdict"].as_str()), (Some(1), Some("pass")), "{ready}");
+    let results = || async { log.end_offsets(&topics.of(EventKind::ResultsReady)).await.unwrap().iter().sum::<u64>() };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while results().await < 1 {
+        assert!(Instant::now() < deadline, "results.ready was never published");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let entries = timeline(&acme, design_id.as_str()).await;
+
+    // Replayed again: handled to the end once more (results.ready is published again), and
+    // nothing changes.
+    stdout(&dead_letters_on(dir.path(), &kafka, &["replay", &id]));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while results().await < 2 {
+        assert!(Instant::now() < deadline, "the second replay was never handled to the end");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, again) = acme.get(&format!("/v1/designs/{design_id}")).await.unwrap();
+    assert_eq!((again["revision"].clone(), again["status"].clone()), (json!(1), json!("ready")));
     assert_eq!(timeline(&acme, design_id.as_str()).await, entries, "no new timeline entry");
 }
