@@ -68,7 +68,7 @@ struct ReplayArgs {
     #[arg(long)]
     all: bool,
     /// With --all: only this tenant's dead letters.
-    #[arg(long, requires = "all")]
+    #[arg(long)]
     tenant: Option<String>,
     #[command(flatten)]
     platform: Settings,
@@ -85,11 +85,14 @@ pub fn run(args: DeadLettersArgs) -> Result<()> {
     })
 }
 
-/// The platform's log, as `openqq up` would open it with these settings.
-async fn open(settings: Settings) -> Result<(Platform, String)> {
+/// The platform's log, as `openqq up` would open it with these settings, and the dead-letter
+/// topic's name with a hint for when it is empty because the data dir was new.
+async fn open(settings: Settings) -> Result<(Platform, String, &'static str)> {
+    let fresh = !settings.data_dir.exists();
     let platform = Platform::build(settings).await?;
     let topic = platform.topics.dead_letter();
-    Ok((platform, topic))
+    let hint = if fresh { " (the data dir did not exist before: is --data-dir that of `openqq up`?)" } else { "" };
+    Ok((platform, topic, hint))
 }
 
 /// Reads every record of `topic`, partition by partition in offset order, handing each to `each`.
@@ -143,7 +146,7 @@ async fn fetch(source: &dyn LogSource, topic: &str, id: LetterId) -> Result<Lett
 async fn list(args: ListArgs) -> Result<()> {
     let filter = Filter::parse(args.tenant.as_deref(), args.function.as_deref())?;
     let limit = args.limit as usize;
-    let (platform, topic) = open(args.platform).await?;
+    let (platform, topic, hint) = open(args.platform).await?;
     let mut kept: Vec<Letter> = Vec::new();
     let newest_first = |kept: &mut Vec<Letter>| {
         kept.sort_by_key(|l| std::cmp::Reverse((l.dead.as_ref().ok().map(|d| d.dead_lettered_at), l.id)));
@@ -162,7 +165,7 @@ async fn list(args: ListArgs) -> Result<()> {
     .await?;
     newest_first(&mut kept);
     if total == 0 {
-        println!("No dead letters: topic {topic} is empty.");
+        println!("No dead letters: topic {topic} is empty{hint}.");
         return Ok(());
     }
     if kept.is_empty() {
@@ -181,7 +184,7 @@ async fn list(args: ListArgs) -> Result<()> {
 
 async fn show_one(args: ShowArgs) -> Result<()> {
     let id: LetterId = args.id.parse()?;
-    let (platform, topic) = open(args.platform).await?;
+    let (platform, topic, _) = open(args.platform).await?;
     let letter = fetch(platform.backends.source.as_ref(), &topic, id).await?;
     print!("{}", show(&letter, &topic));
     Ok(())
@@ -189,8 +192,11 @@ async fn show_one(args: ShowArgs) -> Result<()> {
 
 async fn replay(args: ReplayArgs) -> Result<()> {
     let mut ids = args.ids.iter().map(|s| s.parse::<LetterId>()).collect::<Result<Vec<_>, _>>()?;
+    if args.tenant.is_some() && !args.all {
+        bail!("--tenant chooses among all dead letters: use it with --all, or name the dead letters to replay");
+    }
     let filter = Filter::parse(args.tenant.as_deref(), None)?;
-    let (platform, topic) = open(args.platform).await?;
+    let (platform, topic, hint) = open(args.platform).await?;
     let source = platform.backends.source.as_ref();
     if args.all {
         let total = scan(source, &topic, |letter| {
@@ -200,7 +206,7 @@ async fn replay(args: ReplayArgs) -> Result<()> {
         })
         .await?;
         if total == 0 {
-            bail!("nothing to replay: topic {topic} is empty");
+            bail!("nothing to replay: topic {topic} is empty{hint}");
         }
         if ids.is_empty() {
             bail!("nothing to replay: none of the {total} dead letters in topic {topic} is the tenant's");
@@ -256,4 +262,48 @@ fn replay_topics(platform: &Platform) -> Vec<String> {
 async fn publish(log: &dyn EventLog, topic: &str, record: openqq_core::Record) -> Result<()> {
     log.publish(topic, vec![record]).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Cli;
+    use clap::Parser;
+
+    fn parses(args: &[&str]) -> Result<(), String> {
+        let argv = ["openqq", "dead-letters"].iter().chain(args);
+        Cli::try_parse_from(argv).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn replay_takes_ids_or_all_never_neither_nor_both() {
+        assert!(parses(&["replay", "3:17", "0:1"]).is_ok());
+        assert!(parses(&["replay", "--all", "--tenant", "acme"]).is_ok());
+        assert!(parses(&["replay"]).unwrap_err().contains("required"));
+        assert!(parses(&["replay", "3:17", "--all"]).unwrap_err().contains("cannot be used with"));
+    }
+
+    #[test]
+    fn every_subcommand_takes_the_platforms_settings() {
+        for sub in [&["list"][..], &["show", "0:1"], &["replay", "0:1"]] {
+            let mut args = sub.to_vec();
+            args.extend([
+                "--data-dir",
+                "d",
+                "--partitions",
+                "4",
+                "--kafka-brokers",
+                "127.0.0.1:9092",
+                "--topic-prefix",
+                "p.",
+            ]);
+            assert!(parses(&args).is_ok(), "{args:?}: {:?}", parses(&args));
+        }
+    }
+
+    #[test]
+    fn a_limit_outside_one_to_ten_thousand_is_refused() {
+        assert!(parses(&["list", "--limit", "0"]).is_err());
+        assert!(parses(&["list", "--limit", "10001"]).is_err());
+        assert!(parses(&["list", "--limit", "10000", "--tenant", "acme", "--function", "results"]).is_ok());
+    }
 }

@@ -147,6 +147,8 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     for part in ["function:      validation", "correlation-id: corr-replay", "revision:       1", reason] {
         assert!(shown.contains(part), "{part:?} in {shown}");
     }
+    let misused = dead_letters(dir.path(), &["replay", &id, "--tenant", "acme"]);
+    assert!(!misused.status.success() && String::from_utf8_lossy(&misused.stderr).contains("--tenant"));
     let unknown = dead_letters(dir.path(), &["replay", "3:999"]);
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("there is no dead letter 3:999"), "{unknown:?}");
