@@ -9,7 +9,8 @@
 //! failed (see `openqq_core::revision::plan_replay`). Replaying twice changes nothing more.
 //!
 //! The embedded log has one writer: replay into it while `openqq up` on that data dir is stopped
-//! (the records are handled when it starts). `list` and `show` only read and work at any time.
+//! (the records are handled when it starts); a replay refuses a log another process has open.
+//! `list` and `show` only read and work at any time.
 
 use crate::dead_letters_format::{heading, replay_record, show, Filter, Letter, LetterId};
 use anyhow::{bail, Context, Result};
@@ -196,6 +197,7 @@ async fn replay(args: ReplayArgs) -> Result<()> {
         bail!("--tenant chooses among all dead letters: use it with --all, or name the dead letters to replay");
     }
     let filter = Filter::parse(args.tenant.as_deref(), None)?;
+    only_writer(&args.platform).await?;
     let (platform, topic, hint) = open(args.platform).await?;
     let source = platform.backends.source.as_ref();
     if args.all {
@@ -249,6 +251,27 @@ async fn replay(args: ReplayArgs) -> Result<()> {
     );
     if skipped > 0 {
         bail!("{skipped} of {n} dead letters could not be replayed (see above)");
+    }
+    Ok(())
+}
+
+/// Refuses to append to the embedded log while another process has it open. It has one writer,
+/// which assigns offsets from what it appended itself: a second writer's records would take the
+/// offsets the running platform appends next (and make its appends fail). SQLite keeps
+/// `log.db-wal` beside the log while any process has it open and removes it when the last one
+/// closes it cleanly. Kafka takes any number of producers.
+async fn only_writer(settings: &Settings) -> Result<()> {
+    let topics = settings.topics().all();
+    let kafka = openqq_platform::flags::kafka::settings(&settings.kafka, settings.partitions, topics).await?;
+    let wal = settings.data_dir.join("log.db-wal");
+    if kafka.is_none() && wal.exists() {
+        bail!(
+            "the embedded log in {} is open in another process (`openqq up`?); it has one writer, so stop that \
+             process and replay again: the records are handled when it starts ({} exists; after a crash it stays \
+             until `openqq up` starts and stops once)",
+            settings.data_dir.display(),
+            wal.display()
+        );
     }
     Ok(())
 }

@@ -126,8 +126,11 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     let reason = failed["failure_reason"].as_str().unwrap();
     assert!(reason.contains("is not in the object store"), "{reason}");
     // Dead-lettering follows the revision's failure: wait for the dead letter itself.
-    listed_id(dir.path(), &[], &design_id).await;
-    // The embedded log has one writer: replay while the platform is stopped.
+    let id = listed_id(dir.path(), &[], &design_id).await;
+    // The embedded log has one writer: a replay waits until the platform is stopped.
+    let busy = dead_letters(dir.path(), &["replay", &id]);
+    assert!(!busy.status.success(), "{busy:?}");
+    assert!(String::from_utf8_lossy(&busy.stderr).contains("is open in another process"), "{busy:?}");
     server.terminate().unwrap();
 
     let listed = stdout(&dead_letters(dir.path(), &["list", "--tenant", "acme", "--function", "validation"]));
@@ -135,7 +138,7 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     for part in ["validation.requested/", " validation ", "acme", " 1 validation.requested ", "the netlist object"] {
         assert!(line.contains(part), "{part:?} in {line}");
     }
-    let id = line.split_whitespace().next().unwrap().to_owned();
+    assert_eq!(line.split_whitespace().next(), Some(id.as_str()));
     let others = stdout(&dead_letters(dir.path(), &["list", "--function", "results"]));
     assert!(others.contains("No dead letter matches"), "{others}");
     let bad = dead_letters(dir.path(), &["list", "--function", "api"]);
