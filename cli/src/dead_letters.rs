@@ -154,9 +154,14 @@ async fn list(args: ListArgs) -> Result<()> {
         kept.truncate(limit);
     };
     let mut matched = 0u64;
-    let total = scan(platform.backends.source.as_ref(), &topic, |letter| {
+    let total = scan(platform.backends.source.as_ref(), &topic, |mut letter| {
         if filter.admits(&letter) {
             matched += 1;
+            // A line needs what the envelope names, already read: the value (up to the record
+            // limit each) is not kept.
+            if let Ok(dead) = &mut letter.dead {
+                dead.value = Vec::new();
+            }
             kept.push(letter);
             if kept.len() >= 4 * limit {
                 newest_first(&mut kept);
