@@ -7,11 +7,12 @@
 use openqq_adapters::{Durability, EmbeddedEventLog};
 use openqq_core::event::Cause;
 use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId, Topics};
+use openqq_e2e::prometheus::Prometheus;
 use openqq_e2e::{blink_design, repo_root, Client, Server};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -152,6 +153,16 @@ async fn the_exported_metrics_match_the_documented_contract() {
     let hooked = Client::new(&server.url, &server.token("hooked"));
     let (status, _) = hooked.post("/v1/designs", &blink_design("hooked")).await.unwrap();
     assert_eq!(status, 202);
+    // An upload: its PUT carries no bearer token, yet it counts under the tenant its URL names.
+    let object = b"{}";
+    let digest: String = Sha256::digest(object).iter().map(|b| format!("{b:02x}")).collect();
+    let (status, grant) = hooked.post("/v1/uploads", &json!({"sha256": digest, "bytes": object.len()})).await.unwrap();
+    assert_eq!(status, 200, "{grant}");
+    let mut put = reqwest::Client::new().put(grant["upload"]["url"].as_str().unwrap()).body(object.to_vec());
+    for (name, value) in grant["upload"]["headers"].as_object().into_iter().flatten() {
+        put = put.header(name.as_str(), value.as_str().unwrap());
+    }
+    assert_eq!(put.send().await.unwrap().status(), 201);
     let limited = Client::new(&server.url, &server.token("limited"));
     limited.get("/v1/designs").await.unwrap();
     assert_eq!(limited.get("/v1/designs").await.unwrap().0, 429, "the second request is over the quota");
@@ -182,6 +193,12 @@ async fn the_exported_metrics_match_the_documented_contract() {
         assert!(Instant::now() < deadline, "documented metrics never appeared: {missing:?}");
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
+    let uploads = openqq_e2e::counter_sum(
+        &scrape(&server).await,
+        "openqq_http_requests_total",
+        &["route=\"/v1/uploads/{digest}\"", "status=\"201\"", "tenant=\"hooked\""],
+    );
+    assert_eq!(uploads, 1.0, "the upload counts under its tenant");
     let undocumented: Vec<&String> = exported.keys().filter(|n| !documented.contains_key(*n)).collect();
     assert!(undocumented.is_empty(), "exported but not in docs/OBSERVABILITY.md: {undocumented:?}");
     for (name, family) in &exported {
@@ -214,112 +231,6 @@ async fn a_flood_of_tenants_adds_no_tenant_label_values_past_the_cap() {
 /// The cap of docs/OBSERVABILITY.md ("the first 100 distinct tenants").
 fn openqq_telemetry_cap() -> usize {
     100
-}
-
-/// A Prometheus server on 127.0.0.1, stopped when dropped.
-struct Prometheus {
-    child: Child,
-    url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Debian's `prometheus` (or `OPENQQ_PROMETHEUS_BIN`); `None` when absent outside CI.
-fn prometheus_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("OPENQQ_PROMETHEUS_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let found = std::env::var_os("PATH")
-        .and_then(|path| std::env::split_paths(&path).map(|d| d.join("prometheus")).find(|p| p.is_file()));
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "prometheus is not installed (Debian package `prometheus`; scripts/test.sh installs it)"
-        );
-        eprintln!(
-            "SKIPPED: prometheus is not installed (apt-get install prometheus); the live dashboard test did not run"
-        );
-    }
-    found
-}
-
-impl Prometheus {
-    /// Scrapes `target` every second with the shipped scrape config and rules, the rules'
-    /// `for:` durations shortened to 2 s so alerts fire within a test.
-    async fn start(bin: &Path, target: &str) -> Prometheus {
-        let dir = tempfile::tempdir().unwrap();
-        let shipped = repo_root().join("infra/prometheus");
-        let mut config = std::fs::read_to_string(shipped.join("prometheus.yml")).unwrap();
-        for (from, to) in [
-            ("scrape_interval: 5s", "scrape_interval: 1s"),
-            ("evaluation_interval: 5s", "evaluation_interval: 1s"),
-            ("127.0.0.1:8080", target),
-        ] {
-            assert!(config.contains(from), "infra/prometheus/prometheus.yml no longer has {from:?}");
-            config = config.replace(from, to);
-        }
-        std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
-        let rules = std::fs::read_to_string(shipped.join("rules.yml")).unwrap();
-        let rules: String = rules
-            .lines()
-            .map(|l| match l.trim_start().strip_prefix("for: ") {
-                Some(_) => format!("{}for: 2s\n", &l[..l.len() - l.trim_start().len()]),
-                None => format!("{l}\n"),
-            })
-            .collect();
-        std::fs::write(dir.path().join("rules.yml"), rules).unwrap();
-        let port = openqq_e2e::tansu::free_port();
-        let log = dir.path().join("prometheus.log");
-        let child = Command::new(bin)
-            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("prometheus starts");
-        let p = Prometheus { child, url: format!("http://127.0.0.1:{port}"), log, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !reqwest::get(format!("{}/-/ready", p.url)).await.is_ok_and(|r| r.status().is_success()) {
-            assert!(Instant::now() < deadline, "prometheus did not get ready: {}", p.logs());
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        p
-    }
-
-    fn logs(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    async fn api(&self, path: &str, params: &[(&str, &str)]) -> Value {
-        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect();
-        let url = format!("{}{path}?{}", self.url, query.join("&"));
-        let v: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
-        assert_eq!(v["status"], "success", "{path} {params:?}: {v}");
-        v["data"].clone()
-    }
-
-    /// An instant query's result vector.
-    async fn query(&self, expr: &str) -> Vec<Value> {
-        self.api("/api/v1/query", &[("query", expr)]).await["result"].as_array().unwrap().clone()
-    }
-}
-
-/// Percent-encodes a query-string value.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn now_secs() -> f64 {
@@ -392,7 +303,7 @@ fn keep_submitting(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_prometheus_sees_the_deploy_and_names_the_tenant_and_route_of_the_incident() {
-    let Some(bin) = prometheus_bin() else { return };
+    let Some(bin) = openqq_e2e::prometheus::bin() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut server = Server::start_with_env(
         dir.path(),

@@ -12,6 +12,7 @@ pub mod aws;
 pub mod cargo_lambda;
 pub mod noisy;
 pub mod ordering;
+pub mod prometheus;
 pub mod slow_client;
 pub mod tansu;
 pub mod throttler;

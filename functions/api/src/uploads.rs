@@ -192,13 +192,14 @@ pub async fn receive(
     };
     let (tenant, object) = (grant.tenant, grant.object);
     tracing::Span::current().record("tenant_id", tenant.as_str());
+    // From here on the request metrics count the upload under its tenant ([`crate::observe`]).
     let _slot = match state.tenants.begin(&tenant) {
         Ok(slot) => slot,
-        Err(p) => return refuse(rest, p).await,
+        Err(p) => return with_tenant(refuse(rest, p).await, &tenant),
     };
     let decision = match crate::limit::check(&state, &tenant).await {
         Ok(d) => d,
-        Err(p) => return refuse(rest, p).await,
+        Err(p) => return with_tenant(refuse(rest, p).await, &tenant),
     };
     let mut resp = match store(&state, &tenant, &object, &parts.headers, rest).await {
         Ok(stored) => {
@@ -209,6 +210,12 @@ pub async fn receive(
         Err(resp) => resp,
     };
     crate::limit::add_headers(resp.headers_mut(), &decision);
+    with_tenant(resp, &tenant)
+}
+
+/// Marks `resp` as `tenant`'s, for the request metrics.
+fn with_tenant(mut resp: Response, tenant: &TenantId) -> Response {
+    resp.extensions_mut().insert(tenant.clone());
     resp
 }
 

@@ -156,6 +156,9 @@ pub struct Running {
 /// event source mapping per consumer function.
 pub async fn start(args: UpArgs) -> Result<Running> {
     args.check()?;
+    // The recorder first: anything counted before it exists (a record dead-lettered as soon as
+    // the consumers start) would be lost.
+    let metrics = openqq_telemetry::metrics("openqq");
     let platform = Arc::new(Platform::build(args.platform.clone()).await?);
     let keys = platform.local_keys()?;
     let (stop, stop_rx) = watch::channel(false);
@@ -174,7 +177,7 @@ pub async fn start(args: UpArgs) -> Result<Running> {
             EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind)).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
-    let state = platform.api_state(keys, Some(openqq_telemetry::metrics("openqq")), true);
+    let state = platform.api_state(keys, Some(metrics), true);
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
