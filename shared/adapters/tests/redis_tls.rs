@@ -1,12 +1,12 @@
 //! The Redis limiter over TLS (`rediss://`, as ElastiCache serves it) against a real
-//! `redis-server` listening only on a TLS port, with a self-signed certificate made for the test
+//! `redis-server` listening only on a TLS port, with a certificate signed by a CA made for the test
 //! by the `openssl` command. Without `redis-server` (built with TLS, as Debian's is) or `openssl`
 //! these tests fail; they never skip.
 
 use openqq_adapters::redis_limiter::RedisRateLimiter;
 use openqq_core::{Quota, RateLimiter, TenantId};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 struct TlsRedis {
     port: u16,
     child: Child,
+    /// The CA certificate (PEM) that signed the server's.
     certificate: Vec<u8>,
     _dir: tempfile::TempDir,
 }
@@ -24,7 +25,7 @@ impl TlsRedis {
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-        self_signed(&cert, &key);
+        let ca = certificates(dir.path(), &cert, &key);
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new("redis-server")
             .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1"])
@@ -42,7 +43,7 @@ impl TlsRedis {
             assert!(started.elapsed() < Duration::from_secs(10), "redis-server did not listen on its TLS port");
             std::thread::sleep(Duration::from_millis(20));
         }
-        TlsRedis { port, child, certificate: std::fs::read(&cert).unwrap(), _dir: dir }
+        TlsRedis { port, child, certificate: std::fs::read(ca).unwrap(), _dir: dir }
     }
 }
 
@@ -53,19 +54,31 @@ impl Drop for TlsRedis {
     }
 }
 
-/// A certificate for `localhost` and 127.0.0.1, valid for a day, signed by its own key.
-fn self_signed(cert: &Path, key: &Path) {
-    let status = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout"])
-        .arg(key)
-        .arg("-out")
-        .arg(cert)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl is installed");
-    assert!(status.success(), "openssl made the certificate");
+/// A CA of the test's own and, signed by it, a server certificate for `localhost` and 127.0.0.1
+/// (`cert`, `key`), valid for a day, as ElastiCache's are signed by Amazon's CA. Returns the CA
+/// certificate's path. (A self-signed server certificate is a CA certificate too, and TLS clients
+/// such as rustls refuse a CA certificate presented as a server's own.)
+fn certificates(dir: &Path, cert: &Path, key: &Path) -> PathBuf {
+    let (ca, ca_key, request, ext) =
+        (dir.join("ca.pem"), dir.join("ca-key.pem"), dir.join("request.pem"), dir.join("ext.cnf"));
+    std::fs::write(&ext, "subjectAltName=DNS:localhost,IP:127.0.0.1\n").unwrap();
+    let new_key = ["-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj"];
+    openssl(&["req", "-x509"], &new_key, "/CN=openqq test CA", &[("-keyout", &ca_key), ("-out", &ca)]);
+    openssl(&["req"], &new_key, "/CN=localhost", &[("-keyout", key), ("-out", &request)]);
+    let signed = [("-in", &*request), ("-CA", &ca), ("-CAkey", &ca_key), ("-extfile", &ext), ("-out", cert)];
+    openssl(&["x509", "-req", "-CAcreateserial"], &["-days"], "1", &signed);
+    ca
+}
+
+/// Runs `openssl` with `args`, `more`, `last` and then each (option, path) pair.
+fn openssl(args: &[&str], more: &[&str], last: &str, files: &[(&str, &Path)]) {
+    let mut cmd = Command::new("openssl");
+    cmd.args(args).args(more).arg(last);
+    for (option, path) in files {
+        cmd.arg(option).arg(path);
+    }
+    let status = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status().expect("openssl is installed");
+    assert!(status.success(), "{cmd:?}");
 }
 
 #[tokio::test]
@@ -88,7 +101,7 @@ async fn the_limiter_decides_over_tls_with_a_certificate_it_trusts() {
 #[tokio::test]
 async fn a_certificate_nobody_vouches_for_is_refused_and_plain_tcp_does_not_reach_a_tls_port() {
     let server = TlsRedis::start();
-    // The system's roots do not include the test's self-signed certificate.
+    // The system's roots do not include the test's CA.
     let untrusted = RedisRateLimiter::connect(&format!("rediss://localhost:{}", server.port), TIMEOUT).await;
     assert!(untrusted.is_err(), "a certificate no trusted CA signed is refused");
     // Speaking plain Redis to a TLS port gets no answer the limiter can use.

@@ -5,8 +5,9 @@
 //! so a partition is only ever in one batch at a time (that is what keeps per-tenant order).
 //! Only partitions the consumer group's [`Lease`] gives this process are claimed; when a
 //! partition is (re)assigned here, its offset is read again from the group's commit.
-//! A batch holds up to `batch_size` records; if it is not full, the worker waits until the
-//! oldest claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent` and
+//! A batch holds up to `batch_size` records; if it is not full, the worker waits for more while
+//! they keep arriving (a wait of `linger` that brings none ends it), at most until the oldest
+//! claimed record is `batch_window` old. The handler gets an AWS-shaped `KafkaEvent` and
 //! answers as a function with `ReportBatchItemFailures` does: nothing (all done), or per failed
 //! partition the record to resume from. Offsets are committed after the handler returned, up to
 //! where it got: a failed partition backs off exponentially while the others go on, and is read
@@ -42,6 +43,10 @@ pub struct MappingConfig {
     /// Most key and value bytes in one batch (at least one record is always taken).
     pub max_batch_bytes: usize,
     pub batch_window: Duration,
+    /// How long a batch that is not full waits for the next record: once a wait brings none,
+    /// the batch goes, so the window costs only while records keep arriving (an idle platform
+    /// hands a lone record on at once; a busy one still fills batches up to the window).
+    pub linger: Duration,
     /// Retries after the first attempt before a batch is dead-lettered.
     pub max_retries: u32,
     pub initial_backoff: Duration,
@@ -61,6 +66,7 @@ impl MappingConfig {
             batch_size: 100,
             max_batch_bytes: MAX_BATCH_BYTES,
             batch_window: Duration::from_millis(500),
+            linger: Duration::from_millis(5),
             max_retries: 5,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(10),
@@ -205,23 +211,28 @@ impl EventSourceMapping {
         Ok(next)
     }
 
-    /// Reads up to `batch_size` records from the claimed partitions, waiting for more until the
-    /// oldest one is `batch_window` old (or shutdown begins). Each wait reads on from where the
-    /// last read of that partition ended, so records are fetched once per batch.
+    /// Reads up to `batch_size` records from the claimed partitions, waiting for more while they
+    /// keep coming (each wait at most `linger`) until the oldest one is `batch_window` old (or
+    /// shutdown begins). Each wait reads on from where the last read of that partition ended, so
+    /// records are fetched once per batch.
     async fn fill(&self, claimed: &[Claim], shutdown: &mut watch::Receiver<bool>) -> Vec<LogRecord> {
         let mut batch = Vec::new();
         let mut cursors: Vec<Option<u64>> = vec![None; claimed.len()];
+        let mut before_wait = None;
         loop {
             let bytes_full = self.read_more(claimed, &mut cursors, &mut batch).await;
             let full = bytes_full || batch.len() >= self.cfg.batch_size;
+            let quiet = before_wait == Some(batch.len());
             let oldest = batch.iter().map(|r| r.timestamp_ms).min();
             let waited = oldest.map(|ts| (chrono::Utc::now().timestamp_millis() - ts).max(0) as u64).unwrap_or(0);
             let window = self.cfg.batch_window.as_millis() as u64;
-            if full || batch.is_empty() || waited >= window || *shutdown.borrow() {
+            if full || quiet || batch.is_empty() || waited >= window || *shutdown.borrow() {
                 return batch;
             }
+            before_wait = Some(batch.len());
+            let wait = Duration::from_millis(window - waited).min(self.cfg.linger);
             tokio::select! {
-                _ = self.source.wait_for_append(&self.cfg.topic, Duration::from_millis(window - waited)) => {}
+                _ = self.source.wait_for_append(&self.cfg.topic, wait) => {}
                 _ = shutdown.changed() => {}
             }
         }

@@ -235,21 +235,39 @@ fn futures_lite_block<F: std::future::Future>(f: F) -> F::Output {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partial_batch_waits_for_the_batching_window() {
+async fn records_that_keep_arriving_share_a_batch_until_the_window_closes() {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(EmbeddedEventLog::open(dir.path(), 1, Durability::Process).unwrap());
     let h = Arc::new(Script::default());
-    let (stop, task) = start(log.clone(), h.clone(), config(400)).await;
-    let t0 = Instant::now();
-    log.publish("in", vec![rec("a", 0)]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    log.publish("in", vec![rec("a", 1)]).await.unwrap();
-    until("the batch", Duration::from_secs(5), || !h.seen.lock().unwrap().is_empty()).await;
-    let took = t0.elapsed();
+    let mut cfg = config(300);
+    cfg.batch_size = 1000;
+    cfg.linger = Duration::from_millis(150);
+    let (stop, task) = start(log.clone(), h.clone(), cfg).await;
+    // One record every 20 ms for a second: never a pause as long as the linger.
+    for n in 0..50 {
+        log.publish("in", vec![rec("a", n)]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    until("every record", Duration::from_secs(10), || h.seen.lock().unwrap().len() == 50).await;
     stop.send(true).unwrap();
     task.await.unwrap();
-    assert!(took >= Duration::from_millis(350), "the window held the batch open ({took:?})");
-    assert_eq!(*h.batches.lock().unwrap(), vec![2], "both records arrived in one batch");
+    let batches = h.batches.lock().unwrap().clone();
+    assert!(batches[0] > 1, "records arriving within the linger were batched: {batches:?}");
+    assert!(batches.len() >= 2, "the window closed the first batch before the stream ended: {batches:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_record_on_an_idle_log_is_not_held_for_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 1, Durability::Process).unwrap());
+    let h = Arc::new(Script::default());
+    // A window far longer than the test may take: only the linger may hold the record.
+    let (stop, task) = start(log.clone(), h.clone(), config(60_000)).await;
+    log.publish("in", vec![rec("a", 0)]).await.unwrap();
+    until("the record", Duration::from_secs(10), || !h.seen.lock().unwrap().is_empty()).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert_eq!(*h.batches.lock().unwrap(), vec![1]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
