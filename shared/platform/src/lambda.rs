@@ -6,6 +6,10 @@
 //! or `OPENQQ_MSK_CLUSTER_ARN` the log is Kafka / MSK. Without them the function falls back to the
 //! embedded store and log in `OPENQQ_DATA_DIR` (default `/tmp/openqq` on Lambda): right for
 //! `cargo lambda watch` on one machine, not for a fleet.
+//!
+//! Nothing scrapes a function, so its metrics leave as CloudWatch embedded-metric-format lines on
+//! stdout ([`openqq_telemetry::emf`]): recorded in memory during an invocation and printed at its
+//! end, before the response leaves (the sandbox may be frozen as soon as it has).
 
 use crate::{Platform, Settings};
 use lambda_runtime::{service_fn, LambdaEvent};
@@ -25,6 +29,8 @@ const LAMBDA_DATA_DIR: &str = "/tmp/openqq";
 /// The settings from the environment, with the Lambda default for the data dir.
 fn settings() -> Result<Settings, Error> {
     openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
+    // Before anything is built, so what the cold start records is counted too.
+    openqq_telemetry::emf::install();
     // As under `openqq up`: what the function writes in its data dir is its own (/tmp on Lambda
     // is the sandbox's alone, but a function run elsewhere, as under `cargo lambda watch`, shares
     // the machine).
@@ -56,8 +62,17 @@ pub async fn api() -> Result<(), Error> {
     // No live stream on Lambda; reserved concurrency bounds the pool: one request per instance.
     let state = platform.api_state(keys, None, false);
     let app = router(state, PoolConfig { workers: 1, queue: 0, ..PoolConfig::default() })
-        .layer(axum::middleware::map_request(pass_on_gateway_claims));
+        .layer(axum::middleware::map_request(pass_on_gateway_claims))
+        .layer(axum::middleware::from_fn(flush_metrics));
     lambda_http::run(app).await
+}
+
+/// Prints the request's metrics once the router answered (outermost layer: the request counter
+/// and latency histogram are recorded inside it).
+async fn flush_metrics(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let resp = next.run(req).await;
+    openqq_telemetry::emf::flush();
+    resp
 }
 
 /// Puts what API Gateway's JWT authorizer verified (its `tenant_id` claim) into the request as
@@ -90,16 +105,29 @@ pub async fn consumer(kind: EventKind) -> Result<(), Error> {
 async fn serve(handler: Arc<dyn BatchHandler>) -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         let handler = handler.clone();
-        async move {
-            let kafka = parse_event(event.payload)?;
-            let failed = handler.handle(kafka).await.err();
-            if let Some(failed) = &failed {
-                tracing::warn!(function = handler.name(), reason = %failed, "Partitions of the batch failed; the trigger resumes them from the failed records.");
-            }
-            Ok::<BatchResponse, Error>(BatchResponse::new(failed))
-        }
+        async move { invoke(&*handler, event.payload, openqq_telemetry::emf::flush).await }
     }))
     .await
+}
+
+/// One invocation: the batch through `handler`, then `flush` prints the invocation's metrics
+/// (also when the event could not be read), before the answer is returned.
+async fn invoke(
+    handler: &dyn BatchHandler,
+    payload: serde_json::Value,
+    flush: impl FnOnce(),
+) -> Result<BatchResponse, Error> {
+    let answer = async {
+        let kafka = parse_event(payload)?;
+        let failed = handler.handle(kafka).await.err();
+        if let Some(failed) = &failed {
+            tracing::warn!(function = handler.name(), reason = %failed, "Partitions of the batch failed; the trigger resumes them from the failed records.");
+        }
+        Ok::<BatchResponse, Error>(BatchResponse::new(failed))
+    }
+    .await;
+    flush();
+    answer
 }
 
 #[cfg(test)]
@@ -123,6 +151,59 @@ mod tests {
         let req = lambda_http::request::from_str(&event.to_string()).expect("an API Gateway v2 event");
         let (parts, _) = req.into_parts();
         axum::extract::Request::from_parts(parts, axum::body::Body::empty())
+    }
+
+    /// One invocation of the design-job consumer on embedded storage, through [`invoke`] as the
+    /// Lambda runtime calls it, with a record that is not an event: it is dead-lettered, and the
+    /// invocation's metrics leave as valid embedded-metric lines.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_consumer_invocation_prints_its_metrics_as_embedded_metric_lines_before_answering() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::from_args(["--data-dir", dir.path().to_str().unwrap()]).unwrap();
+        let platform = Platform::build(settings).await.unwrap();
+        let handler = platform.handler(EventKind::DesignSubmitted).unwrap();
+        let record = openqq_core::LogRecord {
+            topic: platform.topics.of(EventKind::DesignSubmitted),
+            partition: 0,
+            offset: 0,
+            timestamp_ms: 1_796_036_400_000,
+            key: "k".into(),
+            value: b"not an envelope".to_vec(),
+            headers: vec![],
+        };
+        let payload = serde_json::to_value(openqq_runtime::kafka::to_event(&[record])).unwrap();
+
+        let recorder = openqq_telemetry::emf::EmfRecorder::new();
+        let _local = recorder.set_local();
+        let mut lines = Vec::new();
+        let answer = invoke(&*handler, payload, || lines = recorder.lines(1_796_036_400_000)).await.unwrap();
+        assert!(serde_json::to_value(&answer).unwrap()["batchItemFailures"].as_array().unwrap().is_empty());
+
+        let lines: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let find =
+            |name: &str| lines.iter().find(|l| l.get(name).is_some()).unwrap_or_else(|| panic!("{name} in {lines:#?}"));
+        let dead = find("openqq_dead_letters_total");
+        assert_eq!(
+            (&dead["function"], &dead["openqq_dead_letters_total"]),
+            (&serde_json::json!("design-job"), &serde_json::json!(1))
+        );
+        let event = find("openqq_events_total");
+        assert_eq!(
+            (&event["function"], &event["outcome"]),
+            (&serde_json::json!("design-job"), &serde_json::json!("dead_lettered"))
+        );
+        for l in &lines {
+            let aws = &l["_aws"]["CloudWatchMetrics"];
+            for d in aws.as_array().unwrap() {
+                assert_eq!(d["Namespace"], openqq_telemetry::emf::NAMESPACE);
+                for key in d["Dimensions"].as_array().unwrap().iter().flat_map(|s| s.as_array().unwrap()) {
+                    assert!(l[key.as_str().unwrap()].is_string(), "{key} is a member of {l}");
+                }
+                for m in d["Metrics"].as_array().unwrap() {
+                    assert!(l.get(m["Name"].as_str().unwrap()).is_some(), "{m} has a value in {l}");
+                }
+            }
+        }
     }
 
     #[tokio::test]
