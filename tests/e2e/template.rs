@@ -495,3 +495,139 @@ fn the_local_init_scripts_create_every_topic_and_the_table_as_the_code_defines_t
     assert!(resources_sh.contains(&format!("--billing-mode {}", DEFINITION.billing_mode)));
     assert!(resources_sh.contains(&format!("AttributeName={}", DEFINITION.ttl_attribute)));
 }
+
+// --- The dashboard and alarms -----------------------------------------------------------------
+
+/// docs/OBSERVABILITY.md's metrics table: each metric and its label keys.
+fn documented_metrics() -> BTreeMap<String, BTreeSet<String>> {
+    let doc = std::fs::read_to_string(repo_root().join("docs/OBSERVABILITY.md")).unwrap();
+    let mut out = BTreeMap::new();
+    for line in doc.lines().filter(|l| l.starts_with("| `openqq_")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let labels = cells[3]
+            .split(',')
+            .map(|l| l.trim().trim_matches('`').to_owned())
+            .filter(|l| !l.is_empty() && l != "—")
+            .collect();
+        out.insert(cells[1].trim_matches('`').to_owned(), labels);
+    }
+    assert!(out.len() >= 20, "the metrics table of docs/OBSERVABILITY.md was not found");
+    out
+}
+
+/// The dashboard's body as JSON, its `${…}` substitutions replaced by a placeholder.
+fn dashboard_body(t: &Value) -> Value {
+    let text = properties(t, "Dashboard")["DashboardBody"]["Fn::Sub"].as_str().expect("the body is a Fn::Sub string");
+    let mut plain = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        plain.push_str(&rest[..at]);
+        let end = rest[at..].find('}').unwrap() + at;
+        plain.push_str("substituted");
+        rest = &rest[end + 1..];
+    }
+    plain.push_str(rest);
+    serde_json::from_str(&plain).unwrap_or_else(|e| panic!("the dashboard body is not JSON: {e}"))
+}
+
+/// Every (metric, dimension set, where) in the platform's namespace that an alarm or a dashboard
+/// widget reads: alarms' `MetricName`/`Dimensions` and `MetricStat`s, widgets' metric rows
+/// (`[namespace, name, dim, value, …]`) and `SEARCH('{namespace,dims…} MetricName="…"')`.
+fn metrics_read(t: &Value) -> Vec<(String, BTreeSet<String>, String)> {
+    let ns = openqq_platform::lambda::METRICS_NAMESPACE;
+    let dims = |d: &Value| -> BTreeSet<String> {
+        d.as_array().into_iter().flatten().map(|x| x["Name"].as_str().unwrap().to_owned()).collect()
+    };
+    let mut out = Vec::new();
+    for (id, r) in resources(t).iter().filter(|(_, r)| r["Type"] == "AWS::CloudWatch::Alarm") {
+        let p = &r["Properties"];
+        if p["Namespace"] == ns {
+            out.push((p["MetricName"].as_str().unwrap().to_owned(), dims(&p["Dimensions"]), id.clone()));
+        }
+        for m in p["Metrics"].as_array().into_iter().flatten().map(|m| &m["MetricStat"]["Metric"]) {
+            if m["Namespace"] == ns {
+                out.push((m["MetricName"].as_str().unwrap().to_owned(), dims(&m["Dimensions"]), id.clone()));
+            }
+        }
+    }
+    for (i, widget) in dashboard_body(t)["widgets"].as_array().unwrap().iter().enumerate() {
+        let at = format!("dashboard widget {i}");
+        for row in widget["properties"]["metrics"].as_array().into_iter().flatten() {
+            let row = row.as_array().unwrap();
+            if row[0] == ns {
+                let words: Vec<&str> = row.iter().filter_map(Value::as_str).collect();
+                let dims = words[2..].chunks(2).map(|pair| pair[0].to_owned()).collect();
+                out.push((words[1].to_owned(), dims, at.clone()));
+            }
+            let expression = row.iter().filter_map(|x| x["expression"].as_str()).next().unwrap_or_default();
+            for search in expression.split("SEARCH('{").skip(1) {
+                let (schema, rest) = search.split_once('}').unwrap();
+                let mut schema = schema.split(',').map(str::trim);
+                assert_eq!(schema.next(), Some(ns), "{at}: {expression}");
+                let name = rest.split("MetricName=\"").nth(1).and_then(|r| r.split('"').next());
+                let name = name.unwrap_or_else(|| panic!("{at}: a SEARCH names its metric: {expression}"));
+                out.push((name.to_owned(), schema.map(str::to_owned).collect(), at.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_dashboard_and_alarms_read_only_metrics_the_code_publishes_under_dimension_sets_it_publishes() {
+    let t = template();
+    let documented = documented_metrics();
+    let read = metrics_read(&t);
+    for (name, dims, at) in &read {
+        let labels = documented
+            .get(name)
+            .unwrap_or_else(|| panic!("{at} reads {name}, which docs/OBSERVABILITY.md does not list"));
+        let published = dims == labels
+            || openqq_platform::lambda::published_dimension_sets(name).iter().any(|set| {
+                set.iter().map(|k| k.to_string()).collect::<BTreeSet<_>>() == *dims && dims.is_subset(labels)
+            });
+        assert!(
+            published,
+            "{at} reads {name} by {dims:?}, a dimension set the functions do not publish (labels {labels:?})"
+        );
+    }
+    // Every platform metric name anywhere in the body or the alarms was read above.
+    let text = serde_json::to_string(&t["Resources"]).unwrap();
+    let named: BTreeSet<&str> = text
+        .match_indices("openqq_")
+        .map(|(at, _)| text[at..].split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap())
+        .collect();
+    let seen: BTreeSet<&str> = read.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(named, seen, "a metric name outside a metric row, a SEARCH or an alarm");
+    for signal in [
+        "openqq_http_requests_total",
+        "openqq_http_request_duration_seconds",
+        "openqq_events_total",
+        "openqq_dead_letters_total",
+        "openqq_limiter_decisions_total",
+        "openqq_webhook_deliveries_total",
+    ] {
+        assert!(seen.contains(signal), "the dashboard or alarms read {signal}");
+    }
+}
+
+#[test]
+fn alarms_watch_the_5xx_ratio_p99_latency_dead_letters_webhook_failures_and_each_triggers_offset_lag() {
+    let t = template();
+    let read = metrics_read(&t);
+    let alarm_reads = |id: &str, metric: &str| read.iter().any(|(n, _, at)| at == id && n == metric);
+    assert!(alarm_reads("HighServerErrorRatioAlarm", "openqq_http_requests_total"));
+    assert!(alarm_reads("HighP99LatencyAlarm", "openqq_http_request_duration_seconds"));
+    assert_eq!(properties(&t, "HighP99LatencyAlarm")["ExtendedStatistic"], "p99");
+    assert!(alarm_reads("DeadLettersAlarm", "openqq_dead_letters_total"));
+    assert!(alarm_reads("WebhookFailuresAlarm", "openqq_webhook_deliveries_total"));
+    for (id, _) in FUNCTIONS.iter().skip(1) {
+        let lag = resources(&t).values().any(|r| {
+            let p = &r["Properties"];
+            r["Type"] == "AWS::CloudWatch::Alarm"
+                && p["MetricName"] == "OffsetLag"
+                && p["Dimensions"][0]["Value"] == json!({"Ref": id})
+        });
+        assert!(lag, "an alarm watches {id}'s trigger offset lag");
+    }
+}

@@ -22,6 +22,9 @@ use openqq_runtime::BatchHandler;
 use std::sync::Arc;
 
 pub use lambda_runtime::Error;
+/// The CloudWatch namespace of the functions' metrics, and the smaller dimension sets some are
+/// published under besides their full label set: what the deployment's dashboard and alarms may read.
+pub use openqq_telemetry::emf::{rollups as published_dimension_sets, NAMESPACE as METRICS_NAMESPACE};
 
 /// Where a function on Lambda keeps embedded storage unless `OPENQQ_DATA_DIR` says otherwise.
 const LAMBDA_DATA_DIR: &str = "/tmp/openqq";
