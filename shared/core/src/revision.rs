@@ -231,6 +231,8 @@ pub fn plan_replay<'a>(held: &Held, dead_lettered: bool, entry: &TimelineEntry, 
 }
 
 #[cfg(test)]
+mod model;
+#[cfg(test)]
 mod replay_tests;
 #[cfg(test)]
 mod tests;

@@ -1,26 +1,10 @@
 //! The replay rule (rule 6): case by case, as properties of [`plan_replay`] over any held state,
 //! and over whole histories where a record is dead-lettered, replayed, and replayed again.
 
+use super::model::{entry, report, Model};
 use super::*;
 use crate::event::EventKind;
-use crate::ids::CorrelationId;
-use chrono::Utc;
 use proptest::prelude::*;
-use std::collections::BTreeMap;
-
-fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
-    TimelineEntry {
-        event_id: uuid::Uuid::now_v7(),
-        kind,
-        revision,
-        correlation_id: CorrelationId::parse("c").unwrap(),
-        occurred_at: Utc::now(),
-    }
-}
-
-fn report(verdict: Verdict) -> Box<RawValue> {
-    RawValue::from_string(format!("{{\"verdict\":\"{}\"}}", verdict.as_str())).unwrap()
-}
 
 fn failed_at(revision: u64) -> Held {
     Held { seen: false, latest_of_kind: None, design: Some(HeldDesign { revision, status: DesignStatus::Failed }) }
@@ -218,76 +202,6 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // Histories: a store that executes plans, records handled by the three functions, one of them
 // dead-lettered part-way, replayed (perhaps failing again), and replayed once more.
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Row {
-    name: String,
-    revision: u64,
-    status: DesignStatus,
-    verdict: Option<Verdict>,
-    failure_reason: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Model {
-    row: Option<Row>,
-    timeline: Vec<(EventKind, u64)>,
-    reports: BTreeMap<u64, String>,
-}
-
-impl Model {
-    fn held(&self, kind: EventKind, revision: u64) -> Held {
-        let of_kind = || self.timeline.iter().filter(|(k, _)| *k == kind).map(|(_, r)| *r);
-        Held {
-            seen: of_kind().any(|r| r == revision),
-            latest_of_kind: of_kind().max(),
-            design: self.row.as_ref().map(|r| HeldDesign { revision: r.revision, status: r.status }),
-        }
-    }
-
-    /// What a store reads for `dead_lettered`: a `design.failed` entry of the design's revision.
-    fn dead_lettered(&self) -> bool {
-        self.row.as_ref().is_some_and(|row| self.timeline.contains(&(EventKind::DesignFailed, row.revision)))
-    }
-
-    fn apply(&mut self, kind: EventKind, revision: u64, change: &Change, replay: bool) {
-        let e = entry(kind, revision);
-        let held = self.held(kind, revision);
-        let plan = if replay { plan_replay(&held, self.dead_lettered(), &e, change) } else { plan(&held, &e, change) };
-        let Plan::Apply(w) = plan else { return };
-        match (&w.design, &mut self.row) {
-            (DesignWrite::Insert { name, revision, status, failure_reason }, row) => {
-                assert!(row.is_none());
-                *row = Some(Row {
-                    name: name.unwrap_or("d-1").to_owned(),
-                    revision: *revision,
-                    status: *status,
-                    verdict: None,
-                    failure_reason: failure_reason.map(str::to_owned),
-                });
-            }
-            (DesignWrite::Revise { name, revision, status, failure_reason }, Some(row)) => {
-                if let Some(name) = name {
-                    row.name = (*name).to_owned();
-                }
-                (row.revision, row.status, row.verdict) = (*revision, *status, None);
-                row.failure_reason = failure_reason.map(str::to_owned);
-            }
-            (DesignWrite::Move { from, to, verdict, failure_reason }, Some(row)) => {
-                assert_eq!(row.status, *from);
-                row.status = *to;
-                row.verdict = verdict.or(row.verdict);
-                row.failure_reason = failure_reason.map(str::to_owned);
-            }
-            (DesignWrite::Keep, _) => {}
-            (write, None) => panic!("{write:?} without a row"),
-        }
-        if let Some(r) = &w.report {
-            self.reports.entry(r.revision).or_insert_with(|| r.report.get().to_owned());
-        }
-        self.timeline.push((kind, revision));
-    }
-}
 
 /// The records of one revision, in pipeline order, each as the writes its function makes.
 fn records(revision: u64, verdict: Verdict) -> Vec<Vec<(EventKind, Change)>> {

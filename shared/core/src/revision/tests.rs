@@ -1,28 +1,13 @@
 //! The revision rules, case by case and as properties over whole event histories of a design.
 
+use super::model::{entry, report, Model, Row, DESIGN_ID};
 use super::*;
 use crate::event::EventKind;
-use crate::ids::CorrelationId;
-use chrono::Utc;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
-
-fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
-    TimelineEntry {
-        event_id: uuid::Uuid::now_v7(),
-        kind,
-        revision,
-        correlation_id: CorrelationId::parse("c").unwrap(),
-        occurred_at: Utc::now(),
-    }
-}
+use std::collections::BTreeSet;
 
 fn at(revision: u64, status: DesignStatus) -> Option<HeldDesign> {
     Some(HeldDesign { revision, status })
-}
-
-fn report(verdict: Verdict) -> Box<RawValue> {
-    RawValue::from_string(format!("{{\"verdict\":\"{}\"}}", verdict.as_str())).unwrap()
 }
 
 #[test]
@@ -136,81 +121,6 @@ fn a_report_is_kept_for_its_revision_whatever_the_designs_revision() {
 // Properties: a reference store that executes plans, and whole histories delivered in random
 // orders with duplicates.
 
-/// A design row as a store keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Row {
-    name: String,
-    revision: u64,
-    status: DesignStatus,
-    verdict: Option<Verdict>,
-    failure_reason: Option<String>,
-}
-
-/// One design in a store that does exactly what the plans say.
-#[derive(Debug, Clone, Default)]
-struct Model {
-    row: Option<Row>,
-    timeline: Vec<(EventKind, u64)>,
-    reports: BTreeMap<u64, String>,
-}
-
-const DESIGN_ID: &str = "d-1";
-
-impl Model {
-    fn held(&self, kind: EventKind, revision: u64) -> Held {
-        let of_kind = || self.timeline.iter().filter(|(k, _)| *k == kind).map(|(_, r)| *r);
-        Held {
-            seen: of_kind().any(|r| r == revision),
-            latest_of_kind: of_kind().max(),
-            design: self.row.as_ref().map(|r| HeldDesign { revision: r.revision, status: r.status }),
-        }
-    }
-
-    fn apply(&mut self, event: &Event) -> Option<Applied> {
-        let entry = entry(event.kind, event.revision);
-        let plan = plan(&self.held(event.kind, event.revision), &entry, &event.change);
-        if let Plan::Apply(w) = &plan {
-            self.execute(w, event);
-        }
-        plan.outcome()
-    }
-
-    fn execute(&mut self, w: &Writes<'_>, event: &Event) {
-        match (&w.design, &mut self.row) {
-            (DesignWrite::Insert { name, revision, status, failure_reason }, row) => {
-                assert!(row.is_none(), "insert over an existing row");
-                *row = Some(Row {
-                    name: name.unwrap_or(DESIGN_ID).to_owned(),
-                    revision: *revision,
-                    status: *status,
-                    verdict: None,
-                    failure_reason: failure_reason.map(str::to_owned),
-                });
-            }
-            (DesignWrite::Revise { name, revision, status, failure_reason }, Some(row)) => {
-                if let Some(name) = name {
-                    row.name = (*name).to_owned();
-                }
-                (row.revision, row.status, row.verdict) = (*revision, *status, None);
-                row.failure_reason = failure_reason.map(str::to_owned);
-            }
-            (DesignWrite::Move { from, to, verdict, failure_reason }, Some(row)) => {
-                assert_eq!(row.status, *from);
-                row.status = *to;
-                row.verdict = verdict.or(row.verdict);
-                row.failure_reason = failure_reason.map(str::to_owned);
-            }
-            (DesignWrite::Keep, _) => {}
-            (write, None) => panic!("{write:?} without a row"),
-        }
-        if let Some(r) = &w.report {
-            self.reports.entry(r.revision).or_insert_with(|| r.report.get().to_owned());
-        }
-        self.timeline.push((event.kind, event.revision));
-    }
-}
-
-/// One event of a design's history.
 #[derive(Debug, Clone)]
 struct Event {
     kind: EventKind,
@@ -371,7 +281,9 @@ fn run(history: &History, order: &[Step]) -> Model {
     for &(c, i) in order {
         let event = &history.chains[c][i];
         let before = model.clone();
-        let outcome = model.apply(event).expect("a caused event always finds its design");
+        let outcome = model
+            .apply(event.kind, event.revision, &event.change, false)
+            .expect("a caused event always finds its design");
         if applied.contains(&(event.kind.as_str(), event.revision)) {
             assert_eq!(outcome, Applied::Duplicate, "a re-delivery is a duplicate: {event:?}");
         }
