@@ -1,4 +1,4 @@
-//! The `main` of each function on AWS Lambda: JSON logs, [`Settings`] from the environment, the
+//! The `main` of each function on AWS Lambda: JSON logs in Lambda's shape, [`Settings`] from the environment, the
 //! platform built once at cold start, then the Lambda runtime. A bad setting stops the cold start
 //! with a sentence naming its variable.
 //!
@@ -31,7 +31,8 @@ const LAMBDA_DATA_DIR: &str = "/tmp/openqq";
 
 /// The settings from the environment, with the Lambda default for the data dir.
 fn settings() -> Result<Settings, Error> {
-    openqq_telemetry::init_logs(openqq_telemetry::LogFormat::Json);
+    // Lambda's JSON log format: `timestamp`, `level`, `message` and the invocation's `requestId`.
+    openqq_telemetry::lambda_logs::init();
     // Before anything is built, so what the cold start records is counted too.
     openqq_telemetry::emf::install();
     // As under `openqq up`: what the function writes in its data dir is its own (/tmp on Lambda

@@ -8,12 +8,14 @@
 //! `function`.
 //!
 //! On Lambda, where nothing scrapes, [`emf`] records the same metrics and prints them as CloudWatch
-//! embedded-metric-format lines at the end of each invocation.
+//! embedded-metric-format lines at the end of each invocation, and [`lambda_logs`] writes logs in the
+//! shape of Lambda's JSON log format.
 //!
 //! The build script embeds the git revision and build time; [`metrics`] exports them with the
 //! process's start time as the deploy markers (`openqq_build_info`, `openqq_start_time_seconds`).
 
 pub mod emf;
+pub mod lambda_logs;
 pub mod tenants;
 
 pub use tenants::{tenant_label, NO_TENANT, OTHER_TENANTS, TENANT_LABEL_CAP};
