@@ -6,6 +6,7 @@
 //! - `openqq validate` validates an FPGA design from files, as the validation function does.
 //! - `openqq dead-letters list|show|replay` reads the records the functions gave up on and
 //!   publishes them to their source topics again.
+//! - `openqq trace` follows one correlation id through the four services in `openqq up`'s log file.
 
 mod dead_letters;
 mod dead_letters_format;
@@ -13,6 +14,8 @@ mod load;
 #[cfg(test)]
 mod readme_tests;
 mod token;
+mod trace;
+mod trace_format;
 mod up;
 mod validate;
 
@@ -43,6 +46,8 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// List, show and replay the records the consumer functions dead-lettered.
     DeadLetters(Box<dead_letters::DeadLettersArgs>),
+    /// Follow one correlation id through the API and the consumer functions, from the log file.
+    Trace(trace::TraceArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Command::Load(args) => report(load::run(args)),
         Command::Validate(args) => validate::run(args),
         Command::DeadLetters(args) => report(dead_letters::run(*args)),
+        Command::Trace(args) => report(trace::run(args)),
     }
 }
 

@@ -20,4 +20,5 @@ mod problems;
 mod records;
 mod tansu;
 mod template;
+mod trace;
 mod webhooks;

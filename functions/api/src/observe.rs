@@ -1,7 +1,8 @@
 //! Request metrics by route template (bounded), status and tenant (capped by
 //! [`openqq_telemetry::tenant_label`]), and the Prometheus scrape page. The counter carries the
 //! tenant; the latency histogram does not (a histogram is a dozen series per label set).
-//! docs/OBSERVABILITY.md lists every metric.
+//! docs/OBSERVABILITY.md lists every metric. Each request but a scrape also gets one log line
+//! (route, status, time taken) inside the request's span, so `openqq trace` shows the API's hop.
 
 use crate::problem::Problem;
 use crate::AppState;
@@ -24,8 +25,14 @@ pub async fn record(req: Request, next: Next) -> Response {
         Some(t) => openqq_telemetry::tenant_label(t.as_str()),
         None => openqq_telemetry::NO_TENANT.to_owned(),
     };
+    let took = started.elapsed();
+    if route != "/metrics" {
+        // The API's hop of a trace (the request span carries the correlation id); scrapes are not requests.
+        tracing::info!(%route, %method, %status, tenant = %tenant, elapsed_ms = (took.as_secs_f64() * 1e6).round() / 1e3,
+            "A request was answered.");
+    }
     let labels = [("route", route), ("method", method), ("status", status)];
-    metrics::histogram!("openqq_http_request_duration_seconds", &labels).record(started.elapsed().as_secs_f64());
+    metrics::histogram!("openqq_http_request_duration_seconds", &labels).record(took.as_secs_f64());
     let [route, method, status] = labels;
     let labels = [route, method, status, ("tenant", tenant)];
     metrics::counter!("openqq_http_requests_total", &labels).increment(1);

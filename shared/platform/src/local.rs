@@ -3,7 +3,8 @@
 //! The API router is served on `--listen`; each consumer function gets an event-source-mapping
 //! emulator over the event log, exactly as the MSK trigger would invoke it on AWS. [`start`]
 //! returns once the API is listening; [`Running::stop`] stops accepting requests, lets in-flight
-//! requests and batches finish and commit, and returns.
+//! requests and batches finish and commit, and returns. Its log lines also go, as JSON, to the
+//! data dir's capped log file (`openqq_telemetry::log_file`), which `openqq trace` reads.
 
 use crate::remote::RemoteFunction;
 use crate::settings::Settings;
@@ -160,6 +161,11 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     // the consumers start) would be lost.
     let metrics = openqq_telemetry::metrics("openqq");
     let platform = Arc::new(Platform::build(args.platform.clone()).await?);
+    // Every line from here on also goes to the data dir's capped JSON log, which `openqq trace`
+    // reads; the data dir exists (and is private) once the platform is built.
+    let log_file = openqq_telemetry::log_file::open(&args.platform.data_dir)
+        .with_context(|| format!("opening the log file in {}", args.platform.data_dir.display()))?;
+    tracing::info!(log_file = %log_file.display(), "Logging as JSON lines to the data dir.");
     let keys = platform.local_keys()?;
     let (stop, stop_rx) = watch::channel(false);
     let mut mappings = Vec::new();

@@ -32,7 +32,7 @@ use openqq_core::{DesignStore, Envelope, EventKind, EventLog, PortError, Topics}
 use serde::de::DeserializeOwned;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use tracing::{error, info_span, warn, Instrument};
+use tracing::{error, info, info_span, warn, Instrument};
 
 pub use crate::outbox::Outbox;
 
@@ -150,6 +150,14 @@ pub struct Consumer<H> {
     topics: Topics,
 }
 
+/// Whom a record is about, once its envelope decoded: what its log line names.
+#[derive(Default)]
+struct About {
+    correlation_id: String,
+    tenant_id: String,
+    design_id: String,
+}
+
 /// Why a record is given up on, for the `reason` label of `openqq_dead_letters_total`.
 #[derive(Debug, Clone, Copy)]
 enum GiveUp {
@@ -173,10 +181,15 @@ impl<H: RecordHandler> Consumer<H> {
         Self { handler, log, store, topics }
     }
 
-    async fn one(&self, rec: &Incoming, out: &mut Outbox) -> Result<(), RecordError> {
+    async fn one(&self, rec: &Incoming, out: &mut Outbox, about: &mut About) -> Result<(), RecordError> {
         let bytes = rec.value.as_ref().map_err(|e| RecordError::Permanent(e.clone()))?;
         let mut env =
             Envelope::<H::Payload>::decode_as(bytes, H::KIND).map_err(|e| RecordError::Permanent(e.to_string()))?;
+        *about = About {
+            correlation_id: env.correlation_id.to_string(),
+            tenant_id: env.tenant_id.to_string(),
+            design_id: env.design_id.to_string(),
+        };
         // A record an operator replayed from the dead-letter topic: its writes follow the replay
         // rule (openqq_core::revision::plan_replay).
         env.replay_of = rec.header_str(headers::REPLAY_OF).map(str::to_owned);
@@ -194,9 +207,9 @@ impl<H: RecordHandler> Consumer<H> {
 
     /// Handles one record with panics caught: a panic, or an event too large to publish, is a
     /// permanent failure of this record.
-    async fn guarded(&self, rec: &Incoming, out: &mut Outbox) -> Result<(), (GiveUp, RecordError)> {
+    async fn guarded(&self, rec: &Incoming, out: &mut Outbox, about: &mut About) -> Result<(), (GiveUp, RecordError)> {
         let queued = out.records().len();
-        let outcome = AssertUnwindSafe(self.one(rec, out)).catch_unwind().await;
+        let outcome = AssertUnwindSafe(self.one(rec, out, about)).catch_unwind().await;
         let refused = out.take_refusal();
         match outcome {
             Err(panic) => {
@@ -243,14 +256,22 @@ impl<H: RecordHandler> Consumer<H> {
                 reason,
             };
             let started = std::time::Instant::now();
-            let handled = self.guarded(rec, &mut out).await;
-            metrics::histogram!("openqq_event_duration_seconds", "function" => function)
-                .record(started.elapsed().as_secs_f64());
+            let mut about = About::default();
+            let handled = self.guarded(rec, &mut out, &mut about).await;
+            let took = started.elapsed();
+            metrics::histogram!("openqq_event_duration_seconds", "function" => function).record(took.as_secs_f64());
+            let handled_line = |outcome: &str, reason: Option<&str>| {
+                let correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(&about.correlation_id);
+                info!(function, kind, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
+                    correlation_id, tenant_id = %about.tenant_id, design_id = %about.design_id,
+                    elapsed_ms = (took.as_secs_f64() * 1e6).round() / 1e3, outcome, reason, "A record was handled.");
+            };
             let outcome = match handled {
                 Ok(()) => "applied",
                 Err((_, e)) if e.is_retriable() => {
                     let reason = e.reason();
                     metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => "retried").increment(1);
+                    handled_line("retried", Some(&reason));
                     // Keep the progress made so far; the retry re-applies it as no-ops either way.
                     let _ = out.flush(self.log.as_ref()).await;
                     return Err(fail(reason));
@@ -264,9 +285,13 @@ impl<H: RecordHandler> Consumer<H> {
                     self.give_up(rec, &reason).await.map_err(fail)?;
                     metrics::counter!("openqq_dead_letters_total", "function" => function, "reason" => source.label())
                         .increment(1);
+                    handled_line("dead_lettered", Some(&reason));
                     "dead_lettered"
                 }
             };
+            if outcome == "applied" {
+                handled_line(outcome, None);
+            }
             metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => outcome)
                 .increment(1);
         }

@@ -14,6 +14,7 @@
 //! The build script embeds the git revision and build time; [`metrics`] exports them with the
 //! process's start time as the deploy markers (`openqq_build_info`, `openqq_start_time_seconds`).
 
+pub mod log_file;
 pub mod emf;
 pub mod lambda_logs;
 pub mod tenants;
@@ -23,7 +24,9 @@ pub use tenants::{tenant_label, NO_TENANT, OTHER_TENANTS, TENANT_LABEL_CAP};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tracing_subscriber::{fmt, EnvFilter};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{fmt, EnvFilter, Layer};
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,15 +37,23 @@ pub enum LogFormat {
     Pretty,
 }
 
-/// Installs the global subscriber. Filter from `RUST_LOG`, default `info`. Calling it twice is
-/// harmless (the second call does nothing).
+/// Installs the global subscriber: stderr in `format`, filtered by `RUST_LOG` (default `info`),
+/// and the [`log_file`] (JSON, `info` and up, once [`log_file::open`] names it). Calling it twice
+/// is harmless (the second call does nothing).
 pub fn init_logs(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(false).try_init(),
-        LogFormat::Pretty => builder.compact().try_init(),
+    let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let stderr = fmt::layer().with_writer(std::io::stderr);
+    let stderr = match format {
+        LogFormat::Json => stderr
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_filter(filter())
+            .boxed(),
+        LogFormat::Pretty => stderr.compact().with_filter(filter()).boxed(),
     };
+    let _ = tracing_subscriber::registry().with(stderr).with(log_file::layer()).try_init();
 }
 
 /// Latency buckets (seconds) for every `*_seconds` histogram: 1 ms to 10 s.
