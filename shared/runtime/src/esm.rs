@@ -20,6 +20,7 @@ use crate::consumer::BatchHandler;
 use crate::dead_letter::{dead_letter_record, panic_message};
 use crate::kafka::{records, to_event, Incoming};
 use futures_util::FutureExt;
+use openqq_core::event::headers;
 use openqq_core::{EventLog, Lease, LogRecord, LogSource, PortError};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
@@ -363,6 +364,14 @@ impl EventSourceMapping {
         match self.dead_letter(&incoming, &reason).await {
             Ok(()) => {
                 metrics::counter!("openqq_dead_letters_total", "function" => self.function().to_owned(), "reason" => "retries_exhausted").increment(batch.len() as u64);
+                // One line per record, so each request's trace (`openqq trace`) shows its dead letter.
+                for rec in &incoming {
+                    warn!(function = self.function(), kind = rec.header_str(headers::EVENT_KIND).unwrap_or("unknown"),
+                        topic = %rec.topic, partition = rec.partition, offset = rec.offset,
+                        correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""),
+                        tenant_id = %String::from_utf8_lossy(rec.key.as_deref().unwrap_or_default()),
+                        outcome = "dead_lettered", %reason, "A record was dead-lettered after every retry.");
+                }
                 self.commit_batch(batch).await;
             }
             Err(e) => {
