@@ -68,3 +68,112 @@ fn good_settings_bring_every_function_to_the_lambda_runtime_and_the_api_needs_it
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("OPENQQ_JWT_SECRET must be set"), "{stderr}");
 }
+
+/// A Lambda Runtime API with one invocation (`event`, request id `req-1`); the function's answer
+/// comes back through the channel. Later polls for work wait forever, as on an idle sandbox.
+async fn runtime_api_with_one_invocation(
+    event: serde_json::Value,
+) -> (std::net::SocketAddr, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    use axum::routing::{get, post};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    let given = std::sync::Arc::new(AtomicBool::new(false));
+    let next = move || {
+        let (given, event) = (given.clone(), event.clone());
+        async move {
+            if given.swap(true, Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            let deadline =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 60_000;
+            (
+                [
+                    ("lambda-runtime-aws-request-id", "req-1".to_owned()),
+                    ("lambda-runtime-deadline-ms", deadline.to_string()),
+                    (
+                        "lambda-runtime-invoked-function-arn",
+                        "arn:aws:lambda:us-east-1:123456789012:function:f".to_owned(),
+                    ),
+                ],
+                axum::Json(event),
+            )
+        }
+    };
+    let answer = move |kind: &'static str| {
+        let answers = answers.clone();
+        move |body: String| {
+            let _ = answers.send(format!("{kind} {body}"));
+            async { axum::http::StatusCode::ACCEPTED }
+        }
+    };
+    let app = axum::Router::new()
+        .route("/2018-06-01/runtime/invocation/next", get(next))
+        .route("/2018-06-01/runtime/invocation/{id}/response", post(answer("response")))
+        .route("/2018-06-01/runtime/invocation/{id}/error", post(answer("error")))
+        .route("/2018-06-01/runtime/init/error", post(answer("init-error")));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, answered)
+}
+
+#[tokio::test]
+async fn a_consumer_invocation_prints_its_metrics_as_embedded_metric_lines_and_logs_lambdas_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = openqq_core::LogRecord {
+        topic: openqq_core::Topics::default().of(openqq_core::EventKind::DesignSubmitted),
+        partition: 0,
+        offset: 0,
+        timestamp_ms: 1_796_036_400_000,
+        key: "k".into(),
+        value: b"not an envelope".to_vec(),
+        headers: vec![],
+    };
+    let event = serde_json::to_value(openqq_runtime::kafka::to_event(&[record])).unwrap();
+    let (addr, mut answered) = runtime_api_with_one_invocation(event).await;
+    let mut cmd = std::process::Command::new(openqq_e2e::function_bin("design-job"));
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_") || k.starts_with("AWS_")) {
+        cmd.env_remove(name);
+    }
+    let child = cmd
+        .env("OPENQQ_DATA_DIR", dir.path())
+        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "design-job")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let killer = child.id();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), answered.recv()).await;
+    // The function waits for its next invocation forever: end it, then read what it wrote.
+    let _ = std::process::Command::new("kill").arg(killer.to_string()).status();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let answer = answer.unwrap_or_else(|_| panic!("no answer from the function; stderr: {stderr}")).unwrap();
+    assert_eq!(answer, r#"response {"batchItemFailures":[]}"#, "{stderr}");
+
+    let lines: Vec<serde_json::Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let dead = lines
+        .iter()
+        .find(|l| l.get("openqq_dead_letters_total").is_some())
+        .unwrap_or_else(|| panic!("the dead letter left as an embedded metric: {stdout}"));
+    assert_eq!((&dead["function"], &dead["openqq_dead_letters_total"]), (&"design-job".into(), &1.into()));
+    let directive = &dead["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(directive["Namespace"], openqq_platform::lambda::METRICS_NAMESPACE);
+    assert!(directive["Dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d.as_array().unwrap().contains(&"function".into())));
+
+    let logs: Vec<serde_json::Value> = stderr.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let in_invocation = logs
+        .iter()
+        .find(|l| l["requestId"] == "req-1")
+        .unwrap_or_else(|| panic!("a log line of the invocation names its requestId: {stderr}"));
+    assert!(["INFO", "WARN", "ERROR"].contains(&in_invocation["level"].as_str().unwrap()), "{in_invocation}");
+    assert!(in_invocation["timestamp"].is_string() && in_invocation["message"].is_string(), "{in_invocation}");
+}
