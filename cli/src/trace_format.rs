@@ -24,8 +24,8 @@ pub struct Hop {
     pub offset: Option<u64>,
     /// How long the record took, in milliseconds.
     pub elapsed_ms: Option<f64>,
-    /// `applied`, `retried` or `dead_lettered` for a record's line; `HTTP 202` and the like for
-    /// a request's.
+    /// `applied`, `retried` or `dead_lettered` for a record's line; for a request's, its status
+    /// and problem type (`HTTP 202`, `HTTP 422 invalid-field (netlist)`).
     pub outcome: Option<String>,
     /// Why a record was retried or dead-lettered.
     pub reason: Option<String>,
@@ -87,7 +87,14 @@ pub fn parse(line: &str, correlation_id: &str) -> Option<Hop> {
         partition: f.get("partition").and_then(Value::as_u64),
         offset: f.get("offset").and_then(Value::as_u64),
         elapsed_ms: f.get("elapsed_ms").and_then(Value::as_f64),
-        outcome: text("outcome").or_else(|| text("status").map(|s| format!("HTTP {s}"))),
+        outcome: text("outcome").or_else(|| {
+            let status = text("status")?;
+            Some(match (text("problem"), text("field")) {
+                (Some(p), Some(f)) => format!("HTTP {status} {p} ({f})"),
+                (Some(p), None) => format!("HTTP {status} {p}"),
+                _ => format!("HTTP {status}"),
+            })
+        }),
         reason: text("reason"),
         design_id: text("design_id"),
         tenant_id: text("tenant_id"),

@@ -160,3 +160,14 @@ fn a_request_line_shows_its_route_and_status_and_how_long_it_took() {
         assert!(row.contains(cell), "{cell:?} in {row}");
     }
 }
+
+#[test]
+fn a_refused_request_shows_its_problem_type_and_field() {
+    let line = json!({
+        "timestamp": "2026-01-01T00:00:00.500000Z", "level": "INFO", "message": "A request was answered.",
+        "route": "/v1/designs", "method": "POST", "status": "422", "problem": "invalid-field", "field": "netlist",
+        "spans": [{"name": "request", "function": "api", "correlation_id": "c-1"}],
+    })
+    .to_string();
+    assert_eq!(parse(&line, "c-1").unwrap().outcome.as_deref(), Some("HTTP 422 invalid-field (netlist)"));
+}

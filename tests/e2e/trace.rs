@@ -96,6 +96,19 @@ async fn a_correlated_design_is_traced_through_the_four_services_in_order_with_t
     assert!(table.contains("api → design-job → validation → results"), "{table}");
     assert!(table.contains(&format!("Design {design} of tenant acme")), "{table}");
 
+    // A refused request's trace is its one API line, naming the problem the client was sent.
+    let refused = acme.http.post(format!("{}/v1/designs", server.url)).bearer_auth(server.token("acme"));
+    let refused = refused.header("x-correlation-id", "trace-e2e-refused").json(&json!({"name": "broken"}));
+    let status = refused.send().await.unwrap().status().as_u16();
+    let got = trace_until(dir.path(), "trace-e2e-refused", Duration::from_secs(10), |t| {
+        !t["hops"].as_array().unwrap().is_empty()
+    })
+    .await;
+    let outcomes: Vec<&str> = got["hops"].as_array().unwrap().iter().filter_map(|h| h["outcome"].as_str()).collect();
+    assert_eq!(outcomes.len(), 1, "{got:#}");
+    assert!(outcomes[0].starts_with(&format!("HTTP {status} ")), "the status and the problem type: {got:#}");
+    assert_eq!(got["services"], json!(["api"]), "{got:#}");
+
     let nothing = stdout(&trace(dir.path(), &["trace-e2e-never-sent"]));
     assert!(nothing.starts_with("No log line names correlation id trace-e2e-never-sent."), "{nothing}");
     // Another request's trace does not take this one's lines.

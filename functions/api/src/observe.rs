@@ -28,8 +28,10 @@ pub async fn record(req: Request, next: Next) -> Response {
     let took = started.elapsed();
     if route != "/metrics" {
         // The API's hop of a trace (the request span carries the correlation id); scrapes are not requests.
-        tracing::info!(%route, %method, %status, tenant = %tenant, elapsed_ms = (took.as_secs_f64() * 1e6).round() / 1e3,
-            "A request was answered.");
+        let problem = resp.extensions().get::<crate::problem::Answered>();
+        let (problem, field) = (problem.map(|p| p.slug), problem.and_then(|p| p.field.as_deref()));
+        let elapsed_ms = (took.as_secs_f64() * 1e6).round() / 1e3;
+        tracing::info!(%route, %method, %status, tenant = %tenant, problem, field, elapsed_ms, "A request was answered.");
     }
     let labels = [("route", route), ("method", method), ("status", status)];
     metrics::histogram!("openqq_http_request_duration_seconds", &labels).record(took.as_secs_f64());

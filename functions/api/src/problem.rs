@@ -98,6 +98,14 @@ impl Problem {
     }
 }
 
+/// What a problem response was, for the request's log line ([`crate::observe::record`]): its
+/// slug and the field at fault, never the detail (which may quote the request).
+#[derive(Clone, Debug)]
+pub struct Answered {
+    pub slug: &'static str,
+    pub field: Option<String>,
+}
+
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let body = Body {
@@ -109,6 +117,7 @@ impl IntoResponse for Problem {
             correlation_id: correlation::current().map(|c| c.to_string()),
         };
         let mut resp = (self.status, serde_json::to_string(&body).expect("problem serialises")).into_response();
+        resp.extensions_mut().insert(Answered { slug: self.slug, field: self.field.clone() });
         let h = resp.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         if let Some(secs) = self.retry_after_secs {
