@@ -177,3 +177,55 @@ async fn a_consumer_invocation_prints_its_metrics_as_embedded_metric_lines_and_l
     assert!(["INFO", "WARN", "ERROR"].contains(&in_invocation["level"].as_str().unwrap()), "{in_invocation}");
     assert!(in_invocation["timestamp"].is_string() && in_invocation["message"].is_string(), "{in_invocation}");
 }
+
+#[tokio::test]
+async fn an_api_request_prints_its_request_count_and_latency_as_embedded_metric_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let event = serde_json::json!({
+        "version": "2.0", "routeKey": "GET /healthz", "rawPath": "/healthz", "rawQueryString": "",
+        "headers": {"host": "api.example"},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "api.example", "domainPrefix": "api",
+            "http": {"method": "GET", "path": "/healthz", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "t"},
+            "requestId": "r", "routeKey": "GET /healthz", "stage": "$default", "time": "30/Nov/2026:11:00:00 +0000",
+            "timeEpoch": 1_796_036_400_000u64
+        },
+        "isBase64Encoded": false
+    });
+    let (addr, mut answered) = runtime_api_with_one_invocation(event).await;
+    let mut cmd = std::process::Command::new(openqq_e2e::function_bin("api"));
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_") || k.starts_with("AWS_")) {
+        cmd.env_remove(name);
+    }
+    let child = cmd
+        .env("OPENQQ_DATA_DIR", dir.path())
+        .env("OPENQQ_JWT_SECRET", SECRET)
+        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "api")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let killer = child.id();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), answered.recv()).await;
+    let _ = std::process::Command::new("kill").arg(killer.to_string()).status();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let answer = answer.unwrap_or_else(|_| panic!("no answer from the API; stderr: {stderr}")).unwrap();
+    assert!(answer.starts_with(r#"response {"statusCode":200"#), "{answer}");
+
+    let lines: Vec<serde_json::Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let line = |metric: &str| {
+        lines
+            .iter()
+            .find(|l| l.get(metric).is_some())
+            .unwrap_or_else(|| panic!("{metric} left as an embedded metric: {stdout}"))
+    };
+    let requests = line("openqq_http_requests_total");
+    assert_eq!((&requests["route"], &requests["status"]), (&"/healthz".into(), &"200".into()));
+    assert_eq!(requests["tenant"], "(none)");
+    let latency = &line("openqq_http_request_duration_seconds")["openqq_http_request_duration_seconds"];
+    assert_eq!(latency["Counts"], serde_json::json!([1]), "{latency}");
+}
