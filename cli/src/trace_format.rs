@@ -132,7 +132,8 @@ pub fn table(correlation_id: &str, hops: &[Hop]) -> String {
         return out;
     }
     let path = services(hops).join(" → ");
-    let _ = writeln!(out, "Correlation id {correlation_id}: {} log lines, {path}", hops.len());
+    let lines = if hops.len() == 1 { "1 log line".to_owned() } else { format!("{} log lines", hops.len()) };
+    let _ = writeln!(out, "Correlation id {correlation_id}: {lines}, {path}");
     let ids = hops.iter().find_map(|h| h.design_id.clone().zip(h.tenant_id.clone()));
     if let Some((design, tenant)) = ids {
         let _ = writeln!(out, "Design {design} of tenant {tenant}");

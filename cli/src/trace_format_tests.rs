@@ -155,6 +155,7 @@ fn a_request_line_shows_its_route_and_status_and_how_long_it_took() {
     assert_eq!(hop.route.as_deref(), Some("POST /v1/designs"));
     assert_eq!(hop.outcome.as_deref(), Some("HTTP 202"));
     let text = table("c-1", &[hop]);
+    assert!(text.starts_with("Correlation id c-1: 1 log line, api\n"), "{text}");
     let row = text.lines().last().unwrap();
     for cell in ["api", "POST /v1/designs", "4.2 ms", "HTTP 202", "A request was answered."] {
         assert!(row.contains(cell), "{cell:?} in {row}");
