@@ -44,16 +44,14 @@ pub const MAX_VALUES: usize = 100;
 /// CloudWatch: a dimension value is at most 1024 characters.
 const MAX_DIMENSION_VALUE: usize = 1024;
 
-/// The CloudWatch unit of a metric, from its name's unit suffix (`_seconds`, `_bytes`) or its
-/// kind: counters count, gauges of things (`_open`, `_depth`, `_records`, `_in_flight`) count.
-pub fn unit_of(name: &str, kind: Kind) -> &'static str {
+/// The CloudWatch unit of a metric, from its name's unit suffix: `Seconds` for `_seconds`, `Bytes`
+/// for `_bytes`, `None` for `_info` (a constant 1 carrying labels); everything else counts things.
+pub fn unit_of(name: &str) -> &'static str {
     let base = name.strip_suffix("_total").unwrap_or(name);
     if base.ends_with("_seconds") {
         "Seconds"
     } else if base.ends_with("_bytes") {
         "Bytes"
-    } else if kind == Kind::Counter || kind == Kind::Histogram {
-        "Count"
     } else if base.ends_with("_info") {
         "None"
     } else {
@@ -73,14 +71,6 @@ pub fn rollups(name: &str) -> &'static [&'static [&'static str]] {
         "openqq_limiter_decisions_total" | "openqq_byte_limiter_decisions_total" => &[&["decision"]],
         _ => &[],
     }
-}
-
-/// What kind of metric a series is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Counter,
-    Gauge,
-    Histogram,
 }
 
 /// A counter: its running total, and the total at the previous flush (the flush writes the difference).
@@ -139,9 +129,10 @@ impl HistogramFn for HistogramCell {
     }
 }
 
-/// `v` to three significant digits: 0.0123456 s is 0.0123 s.
+/// `v` to three significant digits: 0.0123456 s is 0.0123 s. Magnitudes under 1e-100, which
+/// CloudWatch cannot store, are 0.
 fn round3(v: f64) -> f64 {
-    if v == 0.0 {
+    if v.abs() < 1e-100 {
         return 0.0;
     }
     let scale = 10f64.powi(2 - v.abs().log10().floor() as i32);
@@ -216,24 +207,24 @@ impl EmfRecorder {
     /// without samples write nothing; an idle recorder with no gauges writes no line.
     pub fn lines(&self, at_ms: u128) -> Vec<String> {
         let mut groups: BTreeMap<Vec<(String, String)>, Vec<Entry>> = BTreeMap::new();
-        let mut add = |key: &Key, kind: Kind, value: Value| {
+        let mut add = |key: &Key, value: Value| {
             let labels = dimension_values(key);
             let name = key.name().to_owned();
             let dimensions = dimension_sets(&name, &labels);
-            let unit = unit_of(&name, kind);
+            let unit = unit_of(&name);
             groups.entry(labels).or_default().push(Entry { name, unit, dimensions, value });
         };
         for (key, c) in self.registry.counters.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let total = c.total.load(Ordering::Relaxed);
             let delta = total.saturating_sub(c.flushed.swap(total, Ordering::Relaxed));
             if delta > 0 {
-                add(key, Kind::Counter, json!(delta));
+                add(key, json!(delta));
             }
         }
         for (key, g) in self.registry.gauges.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let v = f64::from_bits(g.0.load(Ordering::Relaxed));
             if v.is_finite() {
-                add(key, Kind::Gauge, json!(v));
+                add(key, json!(v));
             }
         }
         for (key, h) in self.registry.histograms.lock().unwrap_or_else(|e| e.into_inner()).iter() {
@@ -242,7 +233,7 @@ impl EmfRecorder {
             samples.sort_by(|a, b| a.0.total_cmp(&b.0));
             for chunk in samples.chunks(MAX_VALUES) {
                 let (values, counts): (Vec<f64>, Vec<u64>) = chunk.iter().copied().unzip();
-                add(key, Kind::Histogram, json!({"Values": values, "Counts": counts}));
+                add(key, json!({"Values": values, "Counts": counts}));
             }
         }
         groups.into_iter().flat_map(|(labels, entries)| render(at_ms, &labels, entries)).collect()
