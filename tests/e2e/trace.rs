@@ -173,6 +173,28 @@ async fn a_dead_lettered_record_shows_in_its_trace_with_the_function_and_the_rea
     assert!(section.contains("validation gave up on validation.requested at partition"), "{table}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_dead_lettered_after_every_retry_show_in_their_trace() {
+    // The consumer functions are invoked at an address where nothing listens: every batch fails
+    // and, with no retries, goes to the dead-letter topic at once.
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--partitions", PARTITIONS, "--invoke", "http://127.0.0.1:9", "--max-retries", "0"];
+    let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let id = "trace-e2e-exhausted-1";
+    let design = acme.submit_correlated(&blink_design("unreachable"), id).await.unwrap();
+    acme.wait_for(&design, Duration::from_secs(30), |d| d["status"] == "failed").await.unwrap();
+
+    let got =
+        trace_until(dir.path(), id, Duration::from_secs(10), |t| !t["dead_letters"].as_array().unwrap().is_empty())
+            .await;
+    let letters = got["dead_letters"].as_array().unwrap();
+    assert_eq!(letters.len(), 1, "{got:#}");
+    assert_eq!((&letters[0]["function"], &letters[0]["kind"]), (&json!("design-job"), &json!("design.submitted")));
+    assert!(letters[0]["reason"].as_str().unwrap().starts_with("retries exhausted"), "{got:#}");
+    assert!(letters[0]["offset"].is_u64() && letters[0]["partition"].is_u64(), "{got:#}");
+}
+
 #[test]
 fn the_aws_trace_is_a_logs_insights_query_over_the_four_functions_log_groups() {
     let out = std::process::Command::new(openqq_bin())
