@@ -62,8 +62,12 @@ impl CappedFile {
     }
 
     fn with_cap(dir: &Path, max_file_bytes: u64) -> io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        let file = OpenOptions::new().create(true).append(true).open(dir.join(FILE_NAME))?;
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir)?;
+        let file = open_private(&dir.join(FILE_NAME))?;
         let written = file.metadata()?.len();
         Ok(Self { dir: dir.to_owned(), file, written, max_file_bytes })
     }
@@ -87,10 +91,20 @@ impl CappedFile {
             }
         }
         std::fs::rename(self.dir.join(FILE_NAME), rotated(&self.dir, 1))?;
-        self.file = OpenOptions::new().create(true).append(true).open(self.dir.join(FILE_NAME))?;
+        self.file = open_private(&self.dir.join(FILE_NAME))?;
         self.written = 0;
         Ok(())
     }
+}
+
+/// Opens `path` for appending, creating it readable by its owner only (lines name tenants,
+/// designs and routes).
+fn open_private(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }
 
 static FILE: OnceLock<Mutex<Option<CappedFile>>> = OnceLock::new();
@@ -204,6 +218,23 @@ mod tests {
             let len = std::fs::metadata(&path).unwrap().len();
             assert!(len <= 100 && len % 40 == 0, "{} holds {len} bytes: lines are never split", path.display());
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_log_files_and_their_directory_are_private_to_the_owner_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = Scratch::new("private");
+        let dir = scratch.path().join("logs");
+        let mut file = CappedFile::with_cap(&dir, 10).unwrap();
+        file.write_line(b"0123456789\n").unwrap();
+        file.write_line(b"0123456789\n").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        for path in files(&dir) {
+            assert_eq!(mode(&path), 0o600, "{}", path.display());
+        }
+        assert_eq!(files(&dir).len(), 2, "rotated once");
     }
 
     #[test]
