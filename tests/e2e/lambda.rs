@@ -169,11 +169,12 @@ async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() 
     assert_eq!(status, 404, "another tenant sees nothing of it");
 }
 
-/// `openqq up --invoke URL`: the local trigger drives the three consumer Lambda binaries over the
-/// Invoke API under `cargo lambda watch` instead of in process, with the log on
+/// `openqq up --invoke URL`: a design goes through all four Lambda binaries under `cargo lambda
+/// watch`, submitted to and read from the API function, while the local trigger drives the three
+/// consumer functions over the Invoke API instead of in process, with the log on
 /// the Kafka-protocol broker, the store on DynamoDB, the objects in S3 and the limiter on Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn openqq_up_invokes_the_consumer_lambda_binaries_over_the_invoke_api() {
+async fn a_design_goes_through_all_four_lambda_binaries_with_openqq_up_as_their_trigger() {
     let Some(endpoint) = aws::endpoint("the openqq up --invoke test") else { return };
     let Some(cargo_lambda) = cargo_lambda("the openqq up --invoke test") else { return };
     let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
@@ -183,9 +184,21 @@ async fn openqq_up_invokes_the_consumer_lambda_binaries_over_the_invoke_api() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}.", aws::unique_name("invoke"));
     let env = shared_env(&brokers, &endpoint, &prefix);
-    let functions_dir = ("OPENQQ_DATA_DIR".to_owned(), dir.path().join("functions").display().to_string());
-    let lambda = Watch::start(&cargo_lambda, &env.iter().cloned().chain([functions_dir]).collect::<Vec<_>>());
-    // openqq up with the same settings as flags, and the functions behind the Invoke API.
+    // The four functions under cargo lambda watch; the API function as behind API Gateway, with
+    // the limiter on Redis.
+    let function_env: Vec<(String, String)> = env
+        .iter()
+        .cloned()
+        .chain([
+            ("OPENQQ_DATA_DIR".to_owned(), dir.path().join("functions").display().to_string()),
+            ("OPENQQ_AUTH".to_owned(), "api-gateway".to_owned()),
+            ("OPENQQ_REDIS_URL".to_owned(), redis.clone()),
+            ("OPENQQ_JWT_SECRET".to_owned(), "a-secret-for-upload-tokens-in-e2e-tests".to_owned()),
+        ])
+        .collect();
+    let lambda = Watch::start(&cargo_lambda, &function_env);
+    // openqq up with the same settings as flags: here only the triggers' part, invoking the three
+    // consumer functions behind the Invoke API.
     let mut args: Vec<String> = Vec::new();
     for (var, value) in env.iter().filter(|(k, _)| k.starts_with("OPENQQ_")) {
         args.push(format!("--{}", var.trim_start_matches("OPENQQ_").to_lowercase().replace('_', "-")));
@@ -195,11 +208,24 @@ async fn openqq_up_invokes_the_consumer_lambda_binaries_over_the_invoke_api() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let aws_env = [("AWS_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test")];
     let server = openqq_e2e::Server::start_with_env(&dir.path().join("up"), "127.0.0.1:0", &args, &aws_env).unwrap();
-    let acme = openqq_e2e::Client::new(&server.url, &server.token("acme"));
-    let id = acme.submit_correlated(&blink_design("invoked"), "e2e-invoke-1").await.unwrap();
-    let design = acme.wait_for(&id, Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
+
+    // Submitted to the API function, carried by the triggers through the three consumer
+    // functions, read back from the API function.
+    let submit = http_event("POST", "/v1/designs", Some(&blink_design("invoked")), Some("acme"));
+    let (status, accepted) = call(&lambda, submit).await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["design_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let design = loop {
+        let (_, design) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, Some("acme"))).await;
+        if design["status"] == "ready" {
+            break design;
+        }
+        assert!(std::time::Instant::now() < deadline, "not ready within 60 s: {design}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(design["verdict"], "pass", "{design}");
-    let events = acme.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(10)).await.unwrap();
+    let (_, events) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}/events"), None, Some("acme"))).await;
     let kinds: Vec<&str> = events["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["design.submitted", "validation.started", "validation.finished", "results.ready"]);
     let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
