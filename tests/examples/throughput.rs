@@ -27,7 +27,10 @@ async fn main() {
         "{designs} designs ({events} events) from {tenants} tenants, {concurrency} requests in flight, {} cores",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     );
-    println!("{:<24} {:>10} {:>12} {:>12} {:>12}", "run", "total", "designs/s", "events/s", "submit/s");
+    println!(
+        "{:<24} {:>10} {:>12} {:>12} {:>12} {:>14}",
+        "run", "total", "designs/s", "events/s", "submit/s", "peak RSS MiB"
+    );
     let full = blink_design("bench");
     let small = compact(full.clone());
     println!(
@@ -50,12 +53,13 @@ async fn main() {
         let r = run(designs, tenants, concurrency, design, &extra).await;
         let secs = r.total.as_secs_f64();
         println!(
-            "{:<24} {:>9.2}s {:>12.0} {:>12.0} {:>12.0}",
+            "{:<24} {:>9.2}s {:>12.0} {:>12.0} {:>12.0} {:>14.0}",
             label,
             secs,
             designs as f64 / secs,
             events as f64 / secs,
-            designs as f64 / r.submit.as_secs_f64()
+            designs as f64 / r.submit.as_secs_f64(),
+            r.peak_rss_mib
         );
         totals.push(secs);
     }

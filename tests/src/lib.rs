@@ -188,6 +188,16 @@ impl Server {
         }
     }
 
+    /// The server process's memory from `/proc`: (resident now, peak resident), in MiB.
+    pub fn rss_mib(&self) -> (f64, f64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let kib = |field: &str| {
+            let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_default();
+            line.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN)
+        };
+        (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+    }
+
     /// A token for `tenant` from `openqq token` on the same data dir.
     pub fn token(&self, tenant: &str) -> String {
         let out = Command::new(openqq_bin())

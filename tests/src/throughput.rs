@@ -25,6 +25,8 @@ pub struct Run {
     pub total: Duration,
     /// The server's `/metrics` as scraped when the last design was ready.
     pub metrics: String,
+    /// The server's peak resident memory (MiB) when the last design was ready.
+    pub peak_rss_mib: f64,
 }
 
 /// The design without the blackbox library modules yosys writes beside the user's modules.
@@ -103,5 +105,5 @@ pub async fn run(
         assert!(started.elapsed() < Duration::from_secs(600), "the pipeline did not drain in 10 minutes");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    Run { submit, total: started.elapsed(), metrics }
+    Run { submit, total: started.elapsed(), metrics, peak_rss_mib: server.rss_mib().1 }
 }
