@@ -219,8 +219,9 @@ pub fn log_groups(stack: &str) -> Vec<String> {
     SERVICES.iter().map(|s| format!("/aws/lambda/{stack}-{s}")).collect()
 }
 
-/// The CloudWatch Logs Insights query that finds the same lines in the functions' JSON logs
-/// (each line is our JSON object as the function wrote it; a span's fields are under `span.`).
+/// The CloudWatch Logs Insights query that finds the same lines in the functions' JSON logs. Lambda
+/// keeps each line as the function wrote it; the functions put span fields beside the event's
+/// (`openqq_telemetry::lambda_logs`), the general JSON format under `span.`: the query takes both.
 pub fn insights_query(correlation_id: &str) -> String {
     let id = correlation_id.replace('\\', "\\\\").replace('"', "\\\"");
     format!(
