@@ -14,9 +14,9 @@
 //! The build script embeds the git revision and build time; [`metrics`] exports them with the
 //! process's start time as the deploy markers (`openqq_build_info`, `openqq_start_time_seconds`).
 
-pub mod log_file;
 pub mod emf;
 pub mod lambda_logs;
+pub mod log_file;
 pub mod tenants;
 
 pub use tenants::{tenant_label, NO_TENANT, OTHER_TENANTS, TENANT_LABEL_CAP};
