@@ -37,6 +37,15 @@ if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
 fi
 
 export PATH=$venv/bin:$PATH
+# librdkafka 2.12's CMake build includes <curl/curl.h> even when built without curl; zig searches
+# only its own libc headers, so an empty stub stands in (functions/lambda/cross-include). It is
+# copied to a fixed place first: a path inside the checkout would differ between clones, and the
+# C crates would be rebuilt whenever it did.
+stub=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/cross-include
+mkdir -p "$stub/curl"
+cmp -s functions/lambda/cross-include/curl/curl.h "$stub/curl/curl.h" ||
+  cp functions/lambda/cross-include/curl/curl.h "$stub/curl/curl.h"
+export C_INCLUDE_PATH=$stub
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--arm64)
 log "cargo lambda build --release ${args[*]} --package openqq-lambda"

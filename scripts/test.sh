@@ -26,7 +26,11 @@ command -v redis-server >/dev/null || need_debs+=(redis-server)
 command -v promtool >/dev/null || need_debs+=(prometheus)
 # librdkafka (the Kafka adapter) builds with cmake, and the OpenSSL it links statically from
 # source with perl and make. Nothing links the system's OpenSSL: the rest of TLS is rustls.
+# librdkafka's CMake config includes curl.h even when built without curl, so the headers must be
+# present (the Lambda cross build uses a stub instead; scripts/lambda-build.sh).
 command -v cmake >/dev/null || need_debs+=(cmake)
+compgen -G '/usr/include/curl/curl.h' >/dev/null || compgen -G '/usr/include/*/curl/curl.h' >/dev/null ||
+  need_debs+=(libcurl4-openssl-dev)
 command -v perl >/dev/null || need_debs+=(perl)
 command -v make >/dev/null || need_debs+=(make)
 if [ ${#need_debs[@]} -gt 0 ]; then

@@ -2,6 +2,7 @@
  * Intentionally empty. librdkafka 2.12's CMake build writes `#define WITH_OAUTHBEARER_OIDC 0`
  * (`#cmakedefine01`) and `rdkafka_conf.c` tests it with `#ifdef`, so it includes <curl/curl.h>
  * even when built without curl, as `openqq-adapters` builds it. Native builds find the system's
- * header; the Lambda cross build (cargo-lambda's zig toolchain) searches only zig's own libc
- * headers, so it finds this one. Nothing from curl is used or linked.
+ * header (libcurl4-openssl-dev); the Lambda cross build (cargo-lambda's zig toolchain) searches
+ * only zig's own libc headers, so scripts/lambda-build.sh puts this one on C_INCLUDE_PATH.
+ * Nothing from curl is used or linked.
  */
