@@ -27,7 +27,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${OPENQQ_CACHE_DIR:-$HOME/.cache/ope
 log() { echo "lambda-build.sh: $*" >&2; }
 
 if ! [ "$("$venv/bin/cargo-lambda" lambda --version 2>/dev/null | cut -d' ' -f2)" = "$cargo_lambda_version" ] ||
-  ! "$venv/bin/pip" show ziglang 2>/dev/null | grep -qx "Version: $ziglang_version"; then
+  ! "$venv/bin/pip" show ziglang 2>/dev/null | grep -x "Version: $ziglang_version" >/dev/null; then
   log "installing cargo-lambda $cargo_lambda_version and ziglang $ziglang_version into $venv"
   fresh_venv "$venv" "cargo-lambda==$cargo_lambda_version" "ziglang==$ziglang_version"
 fi
@@ -38,14 +38,15 @@ fi
 
 export PATH=$venv/bin:$PATH
 # librdkafka 2.12's CMake build includes <curl/curl.h> even when built without curl; zig searches
-# only its own libc headers, so an empty stub stands in (functions/lambda/cross-include). It is
-# copied to a fixed place first: a path inside the checkout would differ between clones, and the
-# C crates would be rebuilt whenever it did.
+# only its own libc headers, so an empty stub stands in (functions/lambda/cross-include), passed
+# in the target's CFLAGS (C_INCLUDE_PATH would do for the compiler, but cargo-lambda 1.9.2 panics
+# when it is set). It is copied to a fixed place first: a path inside the checkout would differ
+# between clones, and the C crates would be rebuilt whenever it did.
 stub=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/cross-include
 mkdir -p "$stub/curl"
 cmp -s functions/lambda/cross-include/curl/curl.h "$stub/curl/curl.h" ||
   cp functions/lambda/cross-include/curl/curl.h "$stub/curl/curl.h"
-export C_INCLUDE_PATH=$stub
+export CFLAGS_aarch64_unknown_linux_gnu="-isystem $stub" CFLAGS_x86_64_unknown_linux_gnu="-isystem $stub"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--arm64)
 log "cargo lambda build --release ${args[*]} --package openqq-lambda"
