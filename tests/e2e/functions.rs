@@ -117,6 +117,36 @@ async fn runtime_api_with_one_invocation(
     (addr, answered)
 }
 
+/// Runs the Lambda binary `bin` for one invocation of `event` under a stand-in Runtime API, with
+/// `env` and none of this process's `OPENQQ_*` and `AWS_*` variables: the function's answer and
+/// what it printed (stdout, stderr).
+async fn invoke_once(bin: &str, env: &[(&str, &str)], event: serde_json::Value) -> (String, String, String) {
+    let (addr, mut answered) = runtime_api_with_one_invocation(event).await;
+    let mut cmd = std::process::Command::new(openqq_e2e::function_bin(bin));
+    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_") || k.starts_with("AWS_")) {
+        cmd.env_remove(name);
+    }
+    let child = cmd
+        .envs(env.iter().copied())
+        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", bin)
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let killer = child.id();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), answered.recv()).await;
+    // The function waits for its next invocation forever: end it, then read what it wrote.
+    let _ = std::process::Command::new("kill").arg(killer.to_string()).status();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let answer = answer.unwrap_or_else(|_| panic!("no answer from {bin}; stderr: {stderr}")).unwrap();
+    (answer, stdout, stderr)
+}
+
 #[tokio::test]
 async fn a_consumer_invocation_prints_its_metrics_as_embedded_metric_lines_and_logs_lambdas_fields() {
     let dir = tempfile::tempdir().unwrap();
@@ -130,29 +160,9 @@ async fn a_consumer_invocation_prints_its_metrics_as_embedded_metric_lines_and_l
         headers: vec![],
     };
     let event = serde_json::to_value(openqq_runtime::kafka::to_event(&[record])).unwrap();
-    let (addr, mut answered) = runtime_api_with_one_invocation(event).await;
-    let mut cmd = std::process::Command::new(openqq_e2e::function_bin("design-job"));
-    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_") || k.starts_with("AWS_")) {
-        cmd.env_remove(name);
-    }
-    let child = cmd
-        .env("OPENQQ_DATA_DIR", dir.path())
-        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "design-job")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let killer = child.id();
-    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), answered.recv()).await;
-    // The function waits for its next invocation forever: end it, then read what it wrote.
-    let _ = std::process::Command::new("kill").arg(killer.to_string()).status();
-    let out = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let answer = answer.unwrap_or_else(|_| panic!("no answer from the function; stderr: {stderr}")).unwrap();
+    let data_dir = dir.path().display().to_string();
+    let (answer, stdout, stderr) =
+        invoke_once("design-job", &[("OPENQQ_DATA_DIR", &data_dir), ("RUST_LOG", "info")], event).await;
     assert_eq!(answer, r#"response {"batchItemFailures":[]}"#, "{stderr}");
 
     let lines: Vec<serde_json::Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
@@ -192,28 +202,9 @@ async fn an_api_request_prints_its_request_count_and_latency_as_embedded_metric_
         },
         "isBase64Encoded": false
     });
-    let (addr, mut answered) = runtime_api_with_one_invocation(event).await;
-    let mut cmd = std::process::Command::new(openqq_e2e::function_bin("api"));
-    for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_") || k.starts_with("AWS_")) {
-        cmd.env_remove(name);
-    }
-    let child = cmd
-        .env("OPENQQ_DATA_DIR", dir.path())
-        .env("OPENQQ_JWT_SECRET", SECRET)
-        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "api")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let killer = child.id();
-    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), answered.recv()).await;
-    let _ = std::process::Command::new("kill").arg(killer.to_string()).status();
-    let out = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let answer = answer.unwrap_or_else(|_| panic!("no answer from the API; stderr: {stderr}")).unwrap();
+    let data_dir = dir.path().display().to_string();
+    let (answer, stdout, stderr) =
+        invoke_once("api", &[("OPENQQ_DATA_DIR", &data_dir), ("OPENQQ_JWT_SECRET", SECRET)], event).await;
     assert!(answer.starts_with(r#"response {"statusCode":200"#), "{answer}");
 
     let lines: Vec<serde_json::Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
