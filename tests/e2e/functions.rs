@@ -203,7 +203,7 @@ async fn an_api_request_prints_its_request_count_and_latency_as_embedded_metric_
         "isBase64Encoded": false
     });
     let data_dir = dir.path().display().to_string();
-    let (answer, stdout, stderr) =
+    let (answer, stdout, _) =
         invoke_once("api", &[("OPENQQ_DATA_DIR", &data_dir), ("OPENQQ_JWT_SECRET", SECRET)], event).await;
     assert!(answer.starts_with(r#"response {"statusCode":200"#), "{answer}");
 
