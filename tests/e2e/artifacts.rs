@@ -79,16 +79,12 @@ fn problems(needs: &Needs, architecture: &str) -> Vec<String> {
 /// Where `cargo lambda build` put the artifacts: `OPENQQ_LAMBDA_ARTIFACTS` (the test script sets
 /// it after building them). Without it the test is skipped, except under CI.
 fn artifacts() -> Option<PathBuf> {
-    match std::env::var_os("OPENQQ_LAMBDA_ARTIFACTS") {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("set OPENQQ_LAMBDA_ARTIFACTS to cargo lambda build's output (scripts/lambda-build.sh does)")
-        }
-        None => {
-            eprintln!("skipping the Lambda artifact check: build them with scripts/lambda-build.sh");
-            None
-        }
-    }
+    let found = std::env::var_os("OPENQQ_LAMBDA_ARTIFACTS").map(PathBuf::from);
+    openqq_e2e::needed(
+        found,
+        "the Lambda artifacts",
+        "set OPENQQ_LAMBDA_ARTIFACTS; scripts/lambda-build.sh builds them",
+    )
 }
 
 #[test]

@@ -11,7 +11,7 @@ use openqq_core::{
     CorrelationId, DesignId, DesignSpec, Envelope, EventKind, EventLog, LogSource, ObjectStore, Record, TenantId,
     Topics,
 };
-use openqq_e2e::{blink_design, openqq_bin, Client, Server};
+use openqq_e2e::{blink_design, openqq_bin, stdout_of, Client, Server};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Output;
@@ -61,23 +61,13 @@ async fn submission_of_a_missing_netlist(tenant: &TenantId, design_id: &DesignId
 async fn listed_id(data_dir: &Path, platform: &[&str], design: &DesignId) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let listed = stdout(&dead_letters_on(data_dir, platform, &["list"]));
+        let listed = stdout_of(&dead_letters_on(data_dir, platform, &["list"]));
         if let Some(line) = listed.lines().find(|l| l.contains(design.as_str())) {
             return line.split_whitespace().next().unwrap().to_owned();
         }
         assert!(Instant::now() < deadline, "the dead letter never showed in the list: {listed}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 /// The design's timeline as (kind, revision) pairs.
@@ -108,7 +98,7 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     let dir = tempfile::tempdir().unwrap();
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &["--partitions", PARTITIONS]).unwrap();
     server.terminate().unwrap();
-    assert!(stdout(&dead_letters(dir.path(), &["list"])).contains("is empty"), "no dead letters yet");
+    assert!(stdout_of(&dead_letters(dir.path(), &["list"])).contains("is empty"), "no dead letters yet");
     let replay_nothing = dead_letters(dir.path(), &["replay", "--all"]);
     assert!(!replay_nothing.status.success());
     assert!(String::from_utf8_lossy(&replay_nothing.stderr).contains("nothing to replay"));
@@ -133,20 +123,20 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     assert!(String::from_utf8_lossy(&busy.stderr).contains("is open in another process"), "{busy:?}");
     server.terminate().unwrap();
 
-    let listed = stdout(&dead_letters(dir.path(), &["list", "--tenant", "acme", "--function", "validation"]));
+    let listed = stdout_of(&dead_letters(dir.path(), &["list", "--tenant", "acme", "--function", "validation"]));
     let line = listed.lines().find(|l| l.contains(design_id.as_str())).unwrap_or_else(|| panic!("{listed}"));
     for part in ["validation.requested/", " validation ", "acme", " 1 validation.requested ", "the netlist object"] {
         assert!(line.contains(part), "{part:?} in {line}");
     }
     assert_eq!(line.split_whitespace().next(), Some(id.as_str()));
-    let others = stdout(&dead_letters(dir.path(), &["list", "--function", "results"]));
+    let others = stdout_of(&dead_letters(dir.path(), &["list", "--function", "results"]));
     assert!(others.contains("No dead letter matches"), "{others}");
     let bad = dead_letters(dir.path(), &["list", "--function", "api"]);
     assert!(
         !bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("--function"),
         "a bad filter is refused"
     );
-    let shown = stdout(&dead_letters(dir.path(), &["show", &id]));
+    let shown = stdout_of(&dead_letters(dir.path(), &["show", &id]));
     for part in ["function:      validation", "correlation-id: corr-replay", "revision:       1", reason] {
         assert!(shown.contains(part), "{part:?} in {shown}");
     }
@@ -158,7 +148,7 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
 
     // The cause goes away; the replay brings the revision to ready.
     EmbeddedObjectStore::open(dir.path()).unwrap().put(&tenant, netlist).await.unwrap();
-    let replayed = stdout(&dead_letters(dir.path(), &["replay", &id]));
+    let replayed = stdout_of(&dead_letters(dir.path(), &["replay", &id]));
     assert!(replayed.contains(&format!("[1/1] replayed {id} to validation.requested")), "{replayed}");
     server.restart().unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
@@ -174,7 +164,7 @@ async fn a_dead_letter_replayed_after_its_cause_is_fixed_brings_its_design_to_re
     server.terminate().unwrap();
 
     // A second replay: handled again, changes nothing.
-    stdout(&dead_letters(dir.path(), &["replay", "--all", "--tenant", "acme"]));
+    stdout_of(&dead_letters(dir.path(), &["replay", "--all", "--tenant", "acme"]));
     server.restart().unwrap();
     until_results_handled(&server, Duration::from_secs(60)).await;
     let acme = Client::new(&server.url, &server.token("acme"));
@@ -196,7 +186,7 @@ async fn on_kafka_a_dead_letter_is_listed_and_replayed_while_the_platform_runs()
     let mut args = vec!["--partitions", PARTITIONS];
     args.extend(kafka);
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    assert!(stdout(&dead_letters_on(dir.path(), &kafka, &["list"])).contains("is empty"));
+    assert!(stdout_of(&dead_letters_on(dir.path(), &kafka, &["list"])).contains("is empty"));
 
     let tenant = TenantId::parse("acme").unwrap();
     let design_id = DesignId::generate();
@@ -209,12 +199,12 @@ async fn on_kafka_a_dead_letter_is_listed_and_replayed_while_the_platform_runs()
     let acme = Client::new(&server.url, &server.token("acme"));
     acme.wait_for(design_id.as_str(), Duration::from_secs(30), |d| d["status"] == "failed").await.unwrap();
     let id = listed_id(dir.path(), &kafka, &design_id).await;
-    let shown = stdout(&dead_letters_on(dir.path(), &kafka, &["show", &id]));
+    let shown = stdout_of(&dead_letters_on(dir.path(), &kafka, &["show", &id]));
     assert!(shown.contains("is not in the object store") && shown.contains("design_id:      "), "{shown}");
 
     // On Kafka the platform keeps running while the replay is published.
     EmbeddedObjectStore::open(dir.path()).unwrap().put(&tenant, netlist).await.unwrap();
-    let replayed = stdout(&dead_letters_on(dir.path(), &kafka, &["replay", &id]));
+    let replayed = stdout_of(&dead_letters_on(dir.path(), &kafka, &["replay", &id]));
     assert!(replayed.contains("replayed") && replayed.contains("validation.requested"), "{replayed}");
     let ready = acme.wait_for(design_id.as_str(), Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
     assert_eq!((ready["revision"].as_u64(), ready["verdict"].as_str()), (Some(1), Some("pass")), "{ready}");
@@ -228,7 +218,7 @@ async fn on_kafka_a_dead_letter_is_listed_and_replayed_while_the_platform_runs()
 
     // Replayed again: handled to the end once more (results.ready is published again), and
     // nothing changes.
-    stdout(&dead_letters_on(dir.path(), &kafka, &["replay", &id]));
+    stdout_of(&dead_letters_on(dir.path(), &kafka, &["replay", &id]));
     let deadline = Instant::now() + Duration::from_secs(30);
     while results().await < 2 {
         assert!(Instant::now() < deadline, "the second replay was never handled to the end");

@@ -92,7 +92,7 @@ fn as_msk_sends_it(event: &mut Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() {
     let Some(endpoint) = aws::endpoint("the Lambda functions test") else { return };
-    let Some(cargo_lambda) = cargo_lambda("the Lambda functions test") else { return };
+    let Some(cargo_lambda) = cargo_lambda() else { return };
     let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
         return eprintln!("skipping the Lambda functions test: set OPENQQ_TEST_REDIS_URL");
     };
@@ -176,7 +176,7 @@ async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_design_goes_through_all_four_lambda_binaries_with_openqq_up_as_their_trigger() {
     let Some(endpoint) = aws::endpoint("the openqq up --invoke test") else { return };
-    let Some(cargo_lambda) = cargo_lambda("the openqq up --invoke test") else { return };
+    let Some(cargo_lambda) = cargo_lambda() else { return };
     let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
         return eprintln!("skipping the openqq up --invoke test: set OPENQQ_TEST_REDIS_URL");
     };

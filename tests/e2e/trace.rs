@@ -8,7 +8,7 @@ use openqq_core::event::{Cause, DesignSubmitted};
 use openqq_core::{
     CorrelationId, DesignId, DesignSpec, Envelope, EventKind, EventLog, ObjectStore, Record, TenantId, Topics,
 };
-use openqq_e2e::{blink_design, openqq_bin, Client, Server};
+use openqq_e2e::{blink_design, openqq_bin, stdout_of, Client, Server};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Output;
@@ -27,22 +27,12 @@ fn trace(data_dir: &Path, args: &[&str]) -> Output {
         .expect("openqq trace runs")
 }
 
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "openqq trace failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
 /// The JSON trace of `id` once `done` holds for it (lines are written as the hops finish, a
 /// little after the design's status changes), or the last one read when `within` ran out.
 async fn trace_until(data_dir: &Path, id: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + within;
     loop {
-        let got: Value = serde_json::from_str(&stdout(&trace(data_dir, &[id, "--json"]))).unwrap();
+        let got: Value = serde_json::from_str(&stdout_of(&trace(data_dir, &[id, "--json"]))).unwrap();
         if done(&got) || Instant::now() > deadline {
             return got;
         }
@@ -92,7 +82,7 @@ async fn a_correlated_design_is_traced_through_the_four_services_in_order_with_t
     assert_eq!((&request["function"], &request["route"]), (&json!("api"), &json!("POST /v1/designs")), "{got:#}");
     assert_eq!(request["outcome"], "HTTP 202", "{got:#}");
 
-    let table = stdout(&trace(dir.path(), &[id]));
+    let table = stdout_of(&trace(dir.path(), &[id]));
     assert!(table.contains("api → design-job → validation → results"), "{table}");
     assert!(table.contains(&format!("Design {design} of tenant acme")), "{table}");
 
@@ -109,7 +99,7 @@ async fn a_correlated_design_is_traced_through_the_four_services_in_order_with_t
     assert!(outcomes[0].starts_with(&format!("HTTP {status} ")), "the status and the problem type: {got:#}");
     assert_eq!(got["services"], json!(["api"]), "{got:#}");
 
-    let nothing = stdout(&trace(dir.path(), &["trace-e2e-never-sent"]));
+    let nothing = stdout_of(&trace(dir.path(), &["trace-e2e-never-sent"]));
     assert!(nothing.starts_with("No log line names correlation id trace-e2e-never-sent."), "{nothing}");
     // Another request's trace does not take this one's lines.
     let other = acme.submit_correlated(&blink_design("other"), "trace-e2e-ready-10").await.unwrap();
@@ -168,7 +158,7 @@ async fn a_dead_lettered_record_shows_in_its_trace_with_the_function_and_the_rea
         ],
         "{got:#}"
     );
-    let table = stdout(&trace(dir.path(), &[id]));
+    let table = stdout_of(&trace(dir.path(), &[id]));
     let section = table.split("Dead letters:\n").nth(1).unwrap_or_else(|| panic!("no dead letters in {table}"));
     assert!(section.contains("validation gave up on validation.requested at partition"), "{table}");
 }
@@ -201,7 +191,7 @@ fn the_aws_trace_is_a_logs_insights_query_over_the_four_functions_log_groups() {
         .args(["trace", "--aws", "--stack", "prod", "trace-e2e-aws"])
         .output()
         .expect("openqq trace runs");
-    let text = stdout(&out);
+    let text = stdout_of(&out);
     for group in [
         "/aws/lambda/prod-api",
         "/aws/lambda/prod-design-job",

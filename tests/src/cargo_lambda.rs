@@ -24,26 +24,11 @@ pub struct Watch {
     http: reqwest::Client,
 }
 
-/// The `cargo-lambda` executable, or why there is none. Under CI its absence is a failure.
-pub fn cargo_lambda(what: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("OPENQQ_TEST_CARGO_LAMBDA").map(PathBuf::from).or_else(|| {
-        std::env::var_os("PATH")
-            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("cargo-lambda")).find(|p| p.is_file()))
-    });
-    match found {
-        Some(path) => Some(path),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("{what} needs cargo-lambda: set OPENQQ_TEST_CARGO_LAMBDA (the test script installs it)")
-        }
-        None => {
-            eprintln!("skipping {what}: cargo-lambda not found (set OPENQQ_TEST_CARGO_LAMBDA)");
-            None
-        }
-    }
-}
-
-fn workspace_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the tests crate sits in the workspace")
+/// The `cargo-lambda` executable; `None` when absent outside CI.
+pub fn cargo_lambda() -> Option<PathBuf> {
+    let found =
+        std::env::var_os("OPENQQ_TEST_CARGO_LAMBDA").map(PathBuf::from).or_else(|| crate::on_path("cargo-lambda"));
+    crate::needed(found, "cargo-lambda", "set OPENQQ_TEST_CARGO_LAMBDA; scripts/test.sh installs it")
 }
 
 impl Watch {
@@ -54,7 +39,7 @@ impl Watch {
         let mut cmd = Command::new(cargo_lambda);
         cmd.args(["lambda", "watch", "--package", "openqq-lambda", "--ignore-changes", "--quiet"])
             .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port.to_string()])
-            .current_dir(workspace_root())
+            .current_dir(crate::repo_root())
             .process_group(0);
         for (var, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_")) {
             cmd.env_remove(var);

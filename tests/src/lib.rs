@@ -223,6 +223,33 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
 }
 
+/// `name` on the `PATH`, if it is there.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file()))
+}
+
+/// What a suite needs from the test script (a tool, a build), or `None` to skip: its absence
+/// fails the test under CI (`CI` set) and skips it elsewhere, saying `what` is missing and `how`
+/// to get it.
+pub fn needed<T>(found: Option<T>, what: &str, how: &str) -> Option<T> {
+    if found.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "missing: {what} ({how})");
+        eprintln!("SKIPPED, missing: {what} ({how})");
+    }
+    found
+}
+
+/// The standard output of a command that must have succeeded (its output is shown if it did not).
+pub fn stdout_of(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "the command failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
 /// A small real design: the `blink` netlist synthesised by yosys for hx8k/ct256, with its PCF.
 pub fn blink_design(name: &str) -> Value {
     let root = repo_root().join("shared/fpga/fixtures/bad");

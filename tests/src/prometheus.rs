@@ -24,21 +24,8 @@ impl Drop for Prometheus {
 
 /// Debian's `prometheus` (or `OPENQQ_PROMETHEUS_BIN`); `None` when absent outside CI.
 pub fn bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("OPENQQ_PROMETHEUS_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let found = std::env::var_os("PATH")
-        .and_then(|path| std::env::split_paths(&path).map(|d| d.join("prometheus")).find(|p| p.is_file()));
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "prometheus is not installed (Debian package `prometheus`; scripts/test.sh installs it)"
-        );
-        eprintln!(
-            "SKIPPED: prometheus is not installed (apt-get install prometheus); the live dashboard test did not run"
-        );
-    }
-    found
+    let found = std::env::var_os("OPENQQ_PROMETHEUS_BIN").map(PathBuf::from).or_else(|| crate::on_path("prometheus"));
+    crate::needed(found, "prometheus", "apt-get install prometheus; scripts/test.sh installs it")
 }
 
 impl Prometheus {
