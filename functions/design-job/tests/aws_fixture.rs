@@ -103,6 +103,77 @@ async fn a_multi_partition_aws_event_is_applied_and_an_undecodable_record_is_dea
 struct DownStore;
 
 #[async_trait]
+impl openqq_core::EventFeed for DownStore {
+    async fn append_feed(&self, _: &TenantId, _: &openqq_core::NewFeedEntry<'_>) -> PortResult<u64> {
+        Err(PortError::Unavailable("connection refused".into()))
+    }
+    async fn read_feed(&self, _: &TenantId, _: u64, _: usize) -> PortResult<Vec<openqq_core::FeedEntry>> {
+        unreachable!()
+    }
+}
+
+#[async_trait]
+impl openqq_core::WebhookStore for DownStore {
+    async fn create_webhook(&self, _: &TenantId, _: &openqq_core::Webhook) -> PortResult<()> {
+        unreachable!()
+    }
+    async fn list_webhooks(&self, _: &TenantId) -> PortResult<Vec<openqq_core::Webhook>> {
+        unreachable!()
+    }
+    async fn get_webhook(&self, _: &TenantId, _: &openqq_core::WebhookId) -> PortResult<Option<openqq_core::Webhook>> {
+        unreachable!()
+    }
+    async fn delete_webhook(&self, _: &TenantId, _: &openqq_core::WebhookId) -> PortResult<bool> {
+        unreachable!()
+    }
+    async fn rotate_webhook_secret(
+        &self,
+        _: &TenantId,
+        _: &openqq_core::WebhookId,
+        _: &openqq_core::WebhookSecret,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> PortResult<Option<openqq_core::Webhook>> {
+        unreachable!()
+    }
+    async fn queue_delivery(
+        &self,
+        _: &TenantId,
+        _: &openqq_core::WebhookId,
+        _: &openqq_core::FeedEntry,
+    ) -> PortResult<()> {
+        unreachable!()
+    }
+    async fn claim_due_deliveries(
+        &self,
+        _: chrono::DateTime<chrono::Utc>,
+        _: std::time::Duration,
+        _: usize,
+        _: usize,
+    ) -> PortResult<Vec<openqq_core::webhook::Delivery>> {
+        unreachable!()
+    }
+    async fn finish_attempt(
+        &self,
+        _: &TenantId,
+        _: &openqq_core::WebhookId,
+        _: u64,
+        _: &openqq_core::webhook::AttemptOutcome,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> PortResult<()> {
+        unreachable!()
+    }
+    async fn list_deliveries(
+        &self,
+        _: &TenantId,
+        _: &openqq_core::WebhookId,
+        _: Option<&str>,
+        _: usize,
+    ) -> PortResult<Page<openqq_core::webhook::Delivery>> {
+        unreachable!()
+    }
+}
+
+#[async_trait]
 impl DesignStore for DownStore {
     async fn apply(&self, _: &TenantId, _: &DesignId, _: &TimelineEntry, _: &Change) -> PortResult<Applied> {
         Err(PortError::Unavailable("connection refused".into()))

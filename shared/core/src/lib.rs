@@ -14,6 +14,8 @@
 //!   and a Kafka cluster agree).
 //! - [`revision`]: the revision rules (duplicate, stale, status moves, which report is kept) as
 //!   one pure function from what a store holds to the writes it must make atomically.
+//! - [`feed`]: a tenant's events in the order applied, numbered without gaps, to resume from.
+//! - [`webhook`]: webhooks a tenant registers, and their durable deliveries.
 //! - [`ports`]: the traits adapters implement ([`EventLog`], [`LogSource`], [`DesignStore`],
 //!   [`RateLimiter`], [`Notifier`], [`ObjectStore`]) and the one [`PortError`] they return, each
 //!   variant classified retriable or permanent.
@@ -21,13 +23,17 @@
 pub mod accepted;
 pub mod design;
 pub mod event;
+pub mod feed;
 pub mod ids;
 pub mod partition;
 pub mod ports;
 pub mod revision;
+pub mod webhook;
 
 pub use accepted::AcceptedRevision;
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
+pub use feed::{EventFeed, FeedEntry, NewFeedEntry};
+pub use webhook::{Webhook, WebhookId, WebhookSecret, WebhookStore};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{

@@ -303,7 +303,7 @@ pub const USAGE_ROW_BYTES: u64 = 256;
 /// [`DesignStore::apply_replay`] when that record replays a dead letter (its envelope's
 /// `replay_of`), else with [`DesignStore::apply`]. Handlers make every write a record causes
 /// through this, so a replayed record may revive its revision at whichever of its writes is
-/// still new.
+/// still new. Every write that is not stale then enters the tenant's feed ([`crate::feed`]).
 pub async fn apply_for(
     store: &dyn DesignStore,
     replayed: bool,
@@ -312,14 +312,27 @@ pub async fn apply_for(
     entry: &TimelineEntry,
     change: &Change,
 ) -> PortResult<Applied> {
-    match replayed {
-        true => store.apply_replay(tenant, design, entry, change).await,
-        false => store.apply(tenant, design, entry, change).await,
+    let applied = match replayed {
+        true => store.apply_replay(tenant, design, entry, change).await?,
+        false => store.apply(tenant, design, entry, change).await?,
+    };
+    // A duplicate appends too: the first attempt may have stopped between the write and the
+    // append. The feed keeps one entry per design, kind and revision.
+    if applied != Applied::Stale {
+        let verdict = match change {
+            Change::ValidationFinished { verdict, .. } | Change::ResultsReady { verdict } => Some(*verdict),
+            _ => None,
+        };
+        store.append_feed(tenant, &crate::feed::NewFeedEntry { design_id: design, entry, verdict }).await?;
     }
+    Ok(applied)
 }
 
+/// The store of designs, their timelines and reports, the tenant's feed and its webhooks: one
+/// backend holds them all, so an applied event, its feed entry and its deliveries are written
+/// together.
 #[async_trait]
-pub trait DesignStore: Send + Sync {
+pub trait DesignStore: crate::feed::EventFeed + crate::webhook::WebhookStore + Send + Sync {
     /// Atomically records `entry` in the design's timeline and applies `change`, on condition
     /// that no entry of the same kind has a revision ≥ `entry.revision` (`Duplicate` when one
     /// has exactly this revision, `Stale` when only higher ones exist). Status changes apply only

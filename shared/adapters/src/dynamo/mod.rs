@@ -45,6 +45,8 @@ pub struct DynamoSettings {
     pub endpoint: Option<String>,
 }
 
+crate::feed_todo::feed_and_webhooks_not_yet!(DynamoDesignStore);
+
 pub struct DynamoDesignStore {
     client: Client,
     table: String,

@@ -48,6 +48,8 @@ pub const MAX_PAGE: usize = 100;
 /// such a row is refused rather than read into memory whole.
 pub const MAX_REPORT_READ_BYTES: i64 = 4 * 1024 * 1024;
 
+crate::feed_todo::feed_and_webhooks_not_yet!(EmbeddedDesignStore);
+
 pub struct EmbeddedDesignStore {
     /// One connection: writes are serialised anyway (SQLite has one writer).
     writer: Db,

@@ -1,0 +1,62 @@
+//! A tenant's event feed: every event applied to the tenant's designs, numbered 1, 2, 3… per
+//! tenant in the order the store committed them, without gaps. A reader that saw number `n`
+//! resumes with the entries after `n` and misses nothing and sees nothing twice; the live stream
+//! (`GET /v1/events/stream`, its `Last-Event-ID`), the polling fallback (`GET /v1/events?after=`)
+//! and webhook deliveries all read it.
+//!
+//! Entries are appended by [`crate::ports::apply_for`] after each write a consumer makes (both
+//! when it was new and when it was a duplicate, so a record re-read after a crash between the
+//! write and the append appends then). The feed holds one entry per design, kind and revision:
+//! appending the same triple again returns the entry already there.
+
+use crate::event::{EventKind, TimelineEntry};
+use crate::ids::{CorrelationId, DesignId, TenantId};
+use crate::ports::PortResult;
+use crate::Verdict;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Most entries one [`EventFeed::read_feed`] returns.
+pub const MAX_FEED_PAGE: usize = 500;
+
+/// One applied event as the tenant sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedEntry {
+    /// The entry's number in its tenant's feed: 1 for the first, then one more each time.
+    pub seq: u64,
+    pub design_id: DesignId,
+    pub kind: EventKind,
+    pub revision: u64,
+    /// The id of the event first applied for this design, kind and revision (kept across
+    /// re-reads of the record, which carry new event ids).
+    pub event_id: Uuid,
+    pub correlation_id: CorrelationId,
+    pub occurred_at: DateTime<Utc>,
+    /// The validator's verdict, on `validation.finished` and `results.ready`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub verdict: Option<Verdict>,
+}
+
+/// What a consumer appends: the timeline entry it applied and, where the event has one, its
+/// verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewFeedEntry<'a> {
+    pub design_id: &'a DesignId,
+    pub entry: &'a TimelineEntry,
+    pub verdict: Option<Verdict>,
+}
+
+#[async_trait]
+pub trait EventFeed: Send + Sync {
+    /// Appends `new` to the tenant's feed unless the feed holds an entry of the same design, kind
+    /// and revision already, and returns the entry's number either way. In the same atomic write
+    /// it queues one webhook delivery ([`crate::webhook::Delivery`]) for each of the tenant's
+    /// webhooks whose kinds include `new.entry.kind`; an entry already there queues nothing new.
+    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64>;
+
+    /// The tenant's entries numbered after `after`, oldest first, at most `limit` (capped at
+    /// [`MAX_FEED_PAGE`]). Only the tenant's own entries, ever.
+    async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>>;
+}
