@@ -1,6 +1,7 @@
 //! Design-store conformance: revision-conditional writes, forward-only status, reports by
-//! revision, timelines in applied order, pagination, tenant isolation, and the replay of dead
-//! letters (a revision failed by a dead letter revived once by its replay, and no other).
+//! revision, timelines in applied order, pagination, tenant isolation, the replay of dead
+//! letters (a revision failed by a dead letter revived once by its replay, and no other), the
+//! tenant's event feed ([`feed`]) and its webhooks and deliveries ([`webhooks`]).
 
 use super::unique;
 use chrono::Utc;
@@ -11,7 +12,9 @@ use openqq_core::{
 use serde_json::value::RawValue;
 use std::time::Duration;
 
+pub mod feed;
 pub mod replay;
+pub mod webhooks;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
     TimelineEntry {
@@ -59,6 +62,21 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     an_idempotency_key_replays_its_response_and_refuses_another_request(store).await;
     a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again(store).await;
     racing_writers_on_one_design_each_land_once(store).await;
+    feed::the_feed_numbers_a_tenants_entries_one_by_one_across_designs(store).await;
+    feed::appending_the_same_design_kind_and_revision_again_returns_its_number(store).await;
+    feed::concurrent_appends_take_every_number_once(store).await;
+    feed::reading_the_feed_pages_after_a_number_and_only_through_the_tenants_own(store).await;
+    webhooks::webhooks_are_listed_oldest_first_and_read_back_as_registered(store).await;
+    webhooks::a_tenant_holds_at_most_the_webhook_limit(store).await;
+    webhooks::rotating_a_secret_keeps_the_old_one_signing_until_the_given_time(store).await;
+    webhooks::deliveries_are_queued_for_the_webhooks_that_want_the_kind_when_it_is_appended(store).await;
+    webhooks::a_test_delivery_is_queued_once_and_only_to_the_tenants_own_webhook(store).await;
+    webhooks::deleting_a_webhook_deletes_its_deliveries(store).await;
+    webhooks::a_claim_takes_at_most_its_share_of_each_tenant_so_a_backlog_starves_nobody(store).await;
+    webhooks::a_claimed_delivery_is_claimed_again_only_after_its_lease(store).await;
+    webhooks::an_attempt_moves_its_delivery_as_the_outcome_says(store).await;
+    webhooks::deliveries_are_listed_newest_first_a_page_at_a_time(store).await;
+    webhooks::a_tenant_never_sees_or_touches_another_tenants_webhooks_or_deliveries(store).await;
 }
 
 /// Writers racing on one design (a replayed record handled six times at once, and two stages of

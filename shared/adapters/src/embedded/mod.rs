@@ -2,6 +2,7 @@
 
 mod accepted;
 mod db;
+mod feed;
 mod idempotency;
 mod limiter;
 mod log;

@@ -11,17 +11,20 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
 use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
+use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::{
     Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId,
     TimelineEntry, Verdict,
 };
-use openqq_core::{CorrelationId, EventKind};
+use openqq_core::{
+    CorrelationId, EventFeed, EventKind, FeedEntry, NewFeedEntry, Webhook, WebhookId, WebhookSecret, WebhookStore,
+};
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{accepted, idempotency};
+use super::{accepted, feed, idempotency};
 use openqq_core::{AcceptedRevision, IdempotencyClaim, IdempotencyKey, KeptResponse};
 
 const SCHEMA: &str = "
@@ -48,8 +51,6 @@ pub const MAX_PAGE: usize = 100;
 /// such a row is refused rather than read into memory whole.
 pub const MAX_REPORT_READ_BYTES: i64 = 4 * 1024 * 1024;
 
-crate::feed_todo::feed_and_webhooks_not_yet!(EmbeddedDesignStore);
-
 pub struct EmbeddedDesignStore {
     /// One connection: writes are serialised anyway (SQLite has one writer).
     writer: Db,
@@ -69,9 +70,10 @@ impl EmbeddedDesignStore {
         let path = dir.join("store.db");
         let writer = open(&path, durability, SCHEMA)?;
         migrate(&writer)?;
-        // The API's own tables: accepted-revision markers and idempotency keys.
+        // The API's own tables (accepted-revision markers and idempotency keys), and the feed,
+        // webhooks and deliveries.
         writer
-            .execute_batch(&format!("{}{}", accepted::SCHEMA, idempotency::SCHEMA))
+            .execute_batch(&format!("{}{}{}", accepted::SCHEMA, idempotency::SCHEMA, feed::SCHEMA))
             .map_err(|e| sqlite_error("initialise schema", e))?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
@@ -454,6 +456,105 @@ impl DesignStore for EmbeddedDesignStore {
         count("release_idempotency_key");
         let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
         self.writer.call(move |conn| idempotency::release(conn, &tenant, &key, &fingerprint)).await
+    }
+}
+
+#[async_trait]
+impl EventFeed for EmbeddedDesignStore {
+    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+        count("append_feed");
+        let tenant = tenant.to_string();
+        let (design, entry, verdict) = (new.design_id.clone(), new.entry.clone(), new.verdict);
+        self.writer
+            .call(move |conn| feed::append(conn, &tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict }))
+            .await
+    }
+
+    async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>> {
+        count("read_feed");
+        let tenant = tenant.to_string();
+        self.reader.call(move |conn| feed::read(conn, &tenant, after, limit)).await
+    }
+}
+
+#[async_trait]
+impl WebhookStore for EmbeddedDesignStore {
+    async fn create_webhook(&self, tenant: &TenantId, hook: &Webhook) -> PortResult<()> {
+        count("create_webhook");
+        let (tenant, hook) = (tenant.to_string(), hook.clone());
+        self.writer.call(move |conn| feed::create_webhook(conn, &tenant, &hook)).await
+    }
+
+    async fn list_webhooks(&self, tenant: &TenantId) -> PortResult<Vec<Webhook>> {
+        count("list_webhooks");
+        let tenant = tenant.to_string();
+        self.reader.call(move |conn| feed::list_webhooks(conn, &tenant)).await
+    }
+
+    async fn get_webhook(&self, tenant: &TenantId, id: &WebhookId) -> PortResult<Option<Webhook>> {
+        count("get_webhook");
+        let (tenant, id) = (tenant.to_string(), *id);
+        self.reader.call(move |conn| feed::get_webhook(conn, &tenant, &id)).await
+    }
+
+    async fn delete_webhook(&self, tenant: &TenantId, id: &WebhookId) -> PortResult<bool> {
+        count("delete_webhook");
+        let (tenant, id) = (tenant.to_string(), *id);
+        self.writer.call(move |conn| feed::delete_webhook(conn, &tenant, &id)).await
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &TenantId,
+        id: &WebhookId,
+        secret: &WebhookSecret,
+        previous_until: DateTime<Utc>,
+    ) -> PortResult<Option<Webhook>> {
+        count("rotate_webhook_secret");
+        let (tenant, id, secret) = (tenant.to_string(), *id, secret.clone());
+        self.writer.call(move |conn| feed::rotate_secret(conn, &tenant, &id, &secret, previous_until)).await
+    }
+
+    async fn queue_delivery(&self, tenant: &TenantId, id: &WebhookId, entry: &FeedEntry) -> PortResult<()> {
+        count("queue_delivery");
+        let (tenant, id, entry) = (tenant.to_string(), *id, entry.clone());
+        self.writer.call(move |conn| feed::queue(conn, &tenant, &id, &entry)).await
+    }
+
+    async fn claim_due_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease: Duration,
+        per_tenant: usize,
+        limit: usize,
+    ) -> PortResult<Vec<Delivery>> {
+        count("claim_due_deliveries");
+        self.writer.call(move |conn| feed::claim(conn, now, lease, per_tenant, limit)).await
+    }
+
+    async fn finish_attempt(
+        &self,
+        tenant: &TenantId,
+        id: &WebhookId,
+        seq: u64,
+        outcome: &AttemptOutcome,
+        now: DateTime<Utc>,
+    ) -> PortResult<()> {
+        count("finish_attempt");
+        let (tenant, id, outcome) = (tenant.to_string(), *id, outcome.clone());
+        self.writer.call(move |conn| feed::finish(conn, &tenant, &id, seq, &outcome, now)).await
+    }
+
+    async fn list_deliveries(
+        &self,
+        tenant: &TenantId,
+        id: &WebhookId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> PortResult<Page<Delivery>> {
+        count("list_deliveries");
+        let (tenant, id, cursor) = (tenant.to_string(), *id, cursor.map(str::to_owned));
+        self.reader.call(move |conn| feed::list_deliveries(conn, &tenant, &id, cursor.as_deref(), limit)).await
     }
 }
 
