@@ -212,7 +212,7 @@ fn a_delivery_signed_with_another_tenants_key_is_reported() {
     let (owner, other) = (tenant("owner"), tenant("other"));
     let body = br#"{"type":"results.ready","data":{}}"#;
     let ts = chrono::Utc::now().timestamp();
-    let signature = openqq_adapters::webhook::sign(&secret_for(&other).1, "id", ts, body);
+    let signature = openqq_adapters::webhook::sign(&secret_for(&other).1 .0, "id", ts, body);
     let headers: HashMap<String, String> = [
         ("webhook-id".to_owned(), "id".to_owned()),
         ("webhook-timestamp".to_owned(), ts.to_string()),

@@ -1,25 +1,16 @@
-//! Signed webhooks: the notifier that tells a tenant's own endpoint when a revision's results
-//! are ready.
-//!
-//! Requests follow the Standard Webhooks scheme: `POST` with a JSON body
-//! `{type: "results.ready", timestamp, data: <notification>}` and the headers `webhook-id` (the
-//! event id, stable across retries, so receivers de-duplicate on it), `webhook-timestamp` (Unix
-//! seconds) and `webhook-signature: v1,<base64 HMAC-SHA256(secret, "{id}.{timestamp}.{body}")>`.
-//! Secrets are `whsec_<base64>` strings, one per tenant; they never appear in logs.
+//! The notifier that posted a tenant's results to one endpoint per tenant configured at start
+//! (`--webhooks FILE`), kept until its last users move to the tenant-registered webhooks and the
+//! [`DeliveryWorker`](super::DeliveryWorker). Queued deliveries live in memory only and are lost
+//! if the process stops.
 //!
 //! `notify` only queues: delivery runs in the background (at most `PARALLEL` at once, up to
 //! `attempts` tries with exponential backoff, a timeout per try), so a slow endpoint never holds
-//! back the results function. Queued deliveries are lost if the process stops; the results stay
-//! readable through the API.
+//! back the results function.
 
 use crate::SettingsError;
 use async_trait::async_trait;
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
-use hmac::{Hmac, Mac};
 use openqq_core::ports::PortResult;
 use openqq_core::{Notification, Notifier, PortError, TenantId};
-use sha2::Sha256;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,19 +26,15 @@ const PER_TENANT: usize = 4;
 /// Notifications of one tenant waiting or in flight before new ones are refused (and counted).
 const BACKLOG: usize = 1024;
 
-/// A tenant's signing secret. `Debug` never prints it.
+/// A tenant's signing secret as the `--webhooks` file gives it: the core's secret, read from its
+/// `whsec_` form. `Debug` never prints it.
 #[derive(Clone)]
-pub struct WebhookSecret(Vec<u8>);
+pub struct WebhookSecret(pub openqq_core::WebhookSecret);
 
 impl WebhookSecret {
-    /// Parses `whsec_<base64>`; the key must be at least 24 bytes.
+    /// Parses `whsec_<base64>` ([`parse_secret`](super::parse_secret)).
     pub fn parse(s: &str) -> Result<Self, String> {
-        let key = s.strip_prefix("whsec_").ok_or("a webhook secret starts with whsec_")?;
-        let key = B64.decode(key).map_err(|_| "a webhook secret is whsec_ followed by base64")?;
-        if key.len() < 24 {
-            return Err("a webhook secret must hold at least 24 bytes".into());
-        }
-        Ok(Self(key))
+        super::parse_secret(s).map(Self)
     }
 }
 
@@ -62,14 +49,6 @@ impl fmt::Debug for WebhookSecret {
 pub struct Endpoint {
     pub url: String,
     pub secret: WebhookSecret,
-}
-
-/// The `webhook-signature` value for one delivery.
-pub fn sign(secret: &WebhookSecret, id: &str, timestamp: i64, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(&secret.0).expect("HMAC takes keys of any length");
-    mac.update(format!("{id}.{timestamp}.").as_bytes());
-    mac.update(body);
-    format!("v1,{}", B64.encode(mac.finalize().into_bytes()))
 }
 
 struct Job {
@@ -135,7 +114,7 @@ async fn deliver(client: &reqwest::Client, job: &Job, attempts: u32) {
             .header("content-type", "application/json")
             .header("webhook-id", &id)
             .header("webhook-timestamp", ts.to_string())
-            .header("webhook-signature", sign(&job.endpoint.secret, &id, ts, &body))
+            .header("webhook-signature", super::sign(&job.endpoint.secret.0, &id, ts, &body))
             .body(body.clone())
             .send()
             .await;
@@ -198,29 +177,5 @@ impl Notifier for FanoutNotifier {
             }
         }
         first_error.map_or(Ok(()), Err)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signatures_match_the_standard_webhooks_reference() {
-        // Example from the Standard Webhooks specification's reference implementation tests.
-        let secret = WebhookSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
-        let body = br#"{"test": 2432232314}"#;
-        assert_eq!(
-            sign(&secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body),
-            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-        );
-    }
-
-    #[test]
-    fn secrets_are_checked_and_never_printed() {
-        assert!(WebhookSecret::parse("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").is_err());
-        assert!(WebhookSecret::parse("whsec_c2hvcnQ=").is_err());
-        let s = WebhookSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
-        assert!(!format!("{s:?}").contains("MfKQ"));
     }
 }
