@@ -84,6 +84,7 @@ def parse(path):
                     cur["locked"] = words[1:]
                 elif words[0] in ("PLLOUT_A", "PLLOUT_B"):
                     cur["pads"].append((int(words[1]), int(words[2]), int(words[3])))
+                    cur[words[0]] = (int(words[1]), int(words[2]), int(words[3]))
     return die
 
 
@@ -117,7 +118,7 @@ def main():
     w("// (Copyright 2012-2018 Clifford Wolf, Marcus Comstedt, Mathias Lasser, Roland Lutz,")
     w("// Piotr Esden-Tempski). See shared/fpga/DEVICES.md.")
     w("")
-    w("use super::{Device, Package, Pin};")
+    w("use super::{Device, Package, Pin, PllSite};")
     w("")
     # One pin table per (die, chipdb package): devices sharing a die share the statics.
     for die_name, die in dies.items():
@@ -169,6 +170,18 @@ def main():
             counts[EXTRA_NAMES[cell]] = counts.get(EXTRA_NAMES[cell], 0) + 1
         extras = ", ".join(f'("{k}", {v})' for k, v in sorted(counts.items()))
         w(f"        extra_cells: &[{extras}],")
+        w("        plls: &[")
+        for pll in die["plls"]:
+            locked = []
+            for pkg in pll["locked"]:
+                if suffix and pkg.endswith(suffix):
+                    locked.append(pkg[: -len(suffix)])
+                elif not suffix and ":" not in pkg:
+                    locked.append(pkg)
+            a, b = pll["PLLOUT_A"], pll["PLLOUT_B"]
+            shown = ", ".join(f'"{l}"' for l in sorted(locked))
+            w(f"            PllSite {{ out_a: ({a[0]}, {a[1]}, {a[2]}), out_b: ({b[0]}, {b[1]}, {b[2]}), locked_in: &[{shown}] }},")
+        w("        ],")
         w("    },")
     w("];")
     print("\n".join(out))

@@ -14,6 +14,7 @@ use crate::device::{Device, Package, Pin};
 use crate::pcf::{self, SetIo};
 use crate::pll::{self, Pll};
 use crate::report::{Finding, Location};
+use crate::sites::{self, Sites};
 
 /// What the constraint checks need to know about a design.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,6 +25,8 @@ pub(crate) struct Design<'a> {
     pub io_bits: Vec<BitName>,
     /// Every `SB_PLL40_*` cell.
     pub plls: Vec<Pll>,
+    /// IO cells, PLLs and fixed-site hard IP, for the site checks.
+    pub sites: Sites,
 }
 
 /// The parts whose IO has programmable pull-up strengths (nextpnr: "UP5K/UP3K").
@@ -42,11 +45,13 @@ pub(crate) fn check_constraints(
     deadline: &Deadline,
 ) -> Vec<Finding> {
     let Some(text) = pcf_text else {
-        return vec![Finding::warning(
+        let mut findings = vec![Finding::warning(
             "PORT_UNCONSTRAINED",
             "no PCF was given, so nextpnr will place every IO automatically",
             Location::default(),
         )];
+        findings.extend(sites::check(device, package, &design.sites, &design.names, &HashMap::new(), file));
+        return findings;
     };
     let (parsed, mut findings) = pcf::parse(text, file);
     let mut placement = Placement::new(device, package, design, file);
@@ -63,7 +68,7 @@ pub(crate) fn check_constraints(
         }
         findings.push(unconstrained(&design.names.display(*bit), allow_unconstrained, file));
     }
-    findings.extend(pll::check_pads(&design.plls, &placement.pins, file));
+    findings.extend(sites::check(device, package, &design.sites, &design.names, &placement.pins, file));
     findings.extend(pll::check_frequencies(&design.plls, &design.names, &parsed.frequencies, file));
     findings
 }

@@ -10,6 +10,9 @@ use crate::constraints::Design;
 use crate::netlist::{Bit, Module, Param};
 use crate::pll::{param_u32, Pll};
 use crate::report::short_name;
+use crate::sites::sites_view;
+#[cfg(test)]
+use crate::sites::Sites;
 
 /// A port or net bit named as nextpnr names it (`name` alone for one bit, else `name[index]`),
 /// without building that string: a bus of a long name would otherwise cost its name's length
@@ -79,12 +82,14 @@ pub(crate) fn design_view<'a>(module: &Module<'a>) -> Design<'a> {
     let mut names = Names::default();
     let mut io_bits = Vec::new();
     let mut port_bit_of_net: HashMap<Bit, BitName> = HashMap::new();
+    let mut port_bits = Vec::new();
     for p in &module.ports {
         // Interned (hashed) once per port, never per bit: names can be as long as the netlist.
         let id = names.intern(p.name.clone());
         for (i, bit) in p.bits.iter().enumerate() {
             let name = BitName::of(id, p.bits.len(), i, p.offset, p.upto);
             io_bits.push(name);
+            port_bits.push((*bit, name, p.direction));
             port_bit_of_net.entry(*bit).or_insert(name);
         }
     }
@@ -129,7 +134,8 @@ pub(crate) fn design_view<'a>(module: &Module<'a>) -> Design<'a> {
             }
         })
         .collect();
-    Design { names, io_bits, plls }
+    let sites = sites_view(module, &names, &port_bits, &port_bit_of_net);
+    Design { names, io_bits, plls, sites }
 }
 
 #[cfg(test)]
@@ -144,7 +150,7 @@ impl Design<'static> {
                 None => BitName { name: names.intern(Cow::Borrowed(*b)), index: None },
             })
             .collect();
-        Design { names, io_bits, plls: Vec::new() }
+        Design { names, io_bits, plls: Vec::new(), sites: Sites::default() }
     }
 }
 

@@ -34,6 +34,26 @@ pub struct Device {
     pub io_tiles: u32,
     /// Hard cells other than logic, RAM and IO, as (nextpnr resource name, count).
     pub extra_cells: &'static [(&'static str, u32)],
+    /// The die's PLL sites, in the chip database's order (which is nextpnr's bel order).
+    pub plls: &'static [PllSite],
+}
+
+/// A PLL site and the two IO pads its outputs take over (chipdb `PLLOUT_A`, `PLLOUT_B`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct PllSite {
+    /// IO tile x, y and pad z of output A; a PAD PLL reads its input from this pad.
+    pub out_a: (u8, u8, u8),
+    /// IO tile x, y and pad z of output B (used by the two-output PLLs).
+    pub out_b: (u8, u8, u8),
+    /// Packages in which this PLL is not bonded out (chipdb `LOCKED`); nextpnr cannot use it there.
+    pub locked_in: &'static [&'static str],
+}
+
+impl PllSite {
+    /// Whether nextpnr can use this PLL in a package.
+    pub fn usable_in(&self, package: &str) -> bool {
+        !self.locked_in.contains(&package)
+    }
 }
 
 /// A package: the pins bonded out to the outside world.

@@ -21,6 +21,7 @@ pub mod pcf;
 mod pll;
 mod report;
 pub mod resources;
+mod sites;
 
 pub use budget::BUDGET_EXCEEDED;
 pub use report::{

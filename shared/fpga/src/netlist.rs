@@ -55,6 +55,8 @@ pub struct Cell<'a> {
     pub cell_type: Cow<'a, str>,
     /// The `parameters` object as JSON text (checked while parsing), read on demand.
     parameters: &'a str,
+    /// The `attributes` object as JSON text (checked while parsing), read on demand.
+    attributes: &'a str,
     /// This cell's entries in [`Module::connections`], sorted by port name.
     connections: Range<u32>,
 }
@@ -138,9 +140,19 @@ impl<'a> Module<'a> {
 
     /// A cell parameter, read from the raw `parameters` text.
     pub fn parameter(&self, cell: &Cell<'a>, name: &str) -> Option<Param<'a>> {
+        Self::entry(cell.parameters, name)
+    }
+
+    /// A cell attribute (`ROUTE_THROUGH_FABRIC`, …), read from the raw `attributes` text.
+    pub fn attribute(&self, cell: &Cell<'a>, name: &str) -> Option<Param<'a>> {
+        Self::entry(cell.attributes, name)
+    }
+
+    /// One entry of a cell's `parameters` or `attributes` object text.
+    fn entry(text: &'a str, name: &str) -> Option<Param<'a>> {
         let mut found = None;
-        let mut s = Scanner::new(cell.parameters);
-        if cell.parameters.is_empty() || s.null() {
+        let mut s = Scanner::new(text);
+        if text.is_empty() || s.null() {
             return None;
         }
         let ok = s.object(|s, key| {

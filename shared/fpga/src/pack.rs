@@ -83,7 +83,7 @@ fn pad_port(t: &str) -> Option<&'static str> {
 fn hard_resource(t: &str) -> Option<&'static str> {
     Some(match t {
         "SB_RAM40_4K" | "SB_RAM40_4KNR" | "SB_RAM40_4KNW" | "SB_RAM40_4KNRNW" | "ICESTORM_RAM" => "ICESTORM_RAM",
-        "SB_IO" | "SB_GB_IO" | "SB_IO_OD" => "SB_IO",
+        "SB_IO" | "SB_GB_IO" => "SB_IO",
         "SB_GB" => "SB_GB",
         "SB_PLL40_CORE" | "SB_PLL40_PAD" | "SB_PLL40_2_PAD" | "SB_PLL40_2F_CORE" | "SB_PLL40_2F_PAD" => "ICESTORM_PLL",
         "SB_WARMBOOT" => "SB_WARMBOOT",
@@ -97,7 +97,6 @@ fn hard_resource(t: &str) -> Option<&'static str> {
         "SB_RGBA_DRV" => "SB_RGBA_DRV",
         "SB_RGB_DRV" => "SB_RGB_DRV",
         "SB_LED_DRV_CUR" => "SB_LED_DRV_CUR",
-        "SB_IO_I3C" => "IO_I3C",
         _ => return None,
     })
 }
@@ -209,28 +208,73 @@ fn uses_constant_zero(m: &Module<'_>) -> bool {
 }
 
 /// Counts the cells that are not LUTs, carries or flip-flops into `used` by resource. Returns
-/// the LCs they add (an `ICESTORM_LC` cell each, a LUT per used PLL LOCK output) and the
-/// indices of the cells nextpnr-ice40 would not recognise.
+/// the LCs they add (an `ICESTORM_LC` cell each, a pass-through LUT for a PLL `LOCK` output
+/// that does not reach only LUTs) and the indices of the cells nextpnr-ice40 would not
+/// recognise.
+///
+/// Some hard cells bring a global buffer (`SB_GB`) with them, as nextpnr's packer creates one
+/// beside them: every `SB_GB_IO`, every oscillator whose clock is not routed through the fabric
+/// (`ROUTE_THROUGH_FABRIC`), and every PLL global output (`PLLOUTGLOBAL*`) that something uses.
 fn count_hard_cells(g: &Graph, used: &mut BTreeMap<&'static str, u32>) -> (u32, Vec<usize>) {
     let (mut extra_lcs, mut unknown_cells) = (0, Vec::new());
-    for (ci, c) in g.module.cells.iter().enumerate() {
+    let m = g.module;
+    for (ci, c) in m.cells.iter().enumerate() {
         let t = c.cell_type.as_ref();
         if g.kinds[ci] != Kind::Other {
             continue;
         }
         if t == "ICESTORM_LC" {
             extra_lcs += 1;
-        } else if let Some(r) = hard_resource(t) {
-            *used.entry(r).or_default() += 1;
-            // A used PLL LOCK output cannot reach the fabric directly: nextpnr adds a LUT.
-            if r == "ICESTORM_PLL" && g.pin(ci, Role::Lock).is_some_and(|l| !g.users(l).is_empty()) {
-                extra_lcs += 1;
-            }
-        } else {
+            continue;
+        }
+        let Some(r) = hard_resource(t) else {
             unknown_cells.push(ci);
+            continue;
+        };
+        *used.entry(r).or_default() += 1;
+        let gbs = match t {
+            "SB_GB_IO" => 1,
+            "SB_HFOSC" | "SB_LFOSC" if !routes_through_fabric(m, c) => 1,
+            _ if r == "ICESTORM_PLL" => {
+                let global = |port: &str| match m.bit(c, port).and_then(|b| g.net_of(b)) {
+                    Some(net) => !g.users(net).is_empty(),
+                    None => false,
+                };
+                ["PLLOUTGLOBAL", "PLLOUTGLOBALA", "PLLOUTGLOBALB"].into_iter().filter(|p| global(p)).count() as u32
+            }
+            _ => 0,
+        };
+        if gbs > 0 {
+            *used.entry("SB_GB").or_default() += gbs;
+        }
+        if r == "ICESTORM_PLL" {
+            extra_lcs += u32::from(lock_needs_a_lut(g, ci));
         }
     }
     (extra_lcs, unknown_cells)
+}
+
+/// Whether an oscillator's clock goes through the fabric instead of a global buffer.
+pub(crate) fn routes_through_fabric(m: &Module<'_>, c: &crate::netlist::Cell<'_>) -> bool {
+    m.attribute(c, "ROUTE_THROUGH_FABRIC").as_ref().and_then(crate::pll::param_u32).is_some_and(|v| v != 0)
+}
+
+/// A PLL's `LOCK` output reaches only LUT inputs, so nextpnr-ice40 0.4 puts a pass-through LUT
+/// between it and its users unless every user is a logic cell without a carry and there are
+/// fewer than 8 of them (it then places those users next to the PLL instead).
+fn lock_needs_a_lut(g: &Graph, ci: usize) -> bool {
+    let Some(lock) = g.pin(ci, Role::Lock) else { return false };
+    let users = g.users(lock);
+    let mut luts = 0;
+    for u in users {
+        let Owner::Cell(user) = u.owner else { return true };
+        let Some(lc) = g.cell_lc[user] else { return true };
+        if g.lcs[lc].carry {
+            return true;
+        }
+        luts += 1;
+    }
+    !(1..8).contains(&luts)
 }
 
 /// How many `SB_IO`s the top-level ports need: one per port bit, unless an IO cell already
@@ -240,15 +284,15 @@ fn top_port_ios(m: &Module<'_>) -> u32 {
         .cells
         .iter()
         .flat_map(|c| {
-            let p = pad_port(&c.cell_type).or(match c.cell_type.as_ref() {
-                "SB_RGBA_DRV" | "SB_RGB_DRV" => Some("RGB"),
-                t if t.starts_with("SB_PLL40") && t.ends_with("PAD") => Some("PACKAGEPIN"),
-                _ => None,
-            });
-            m.connections(c)
-                .iter()
-                .filter(move |conn| p.is_some_and(|p| conn.port.starts_with(p)))
-                .flat_map(|conn| m.bits(conn))
+            // An LED driver's RGB outputs drive their pads directly. A PAD PLL's PACKAGEPIN
+            // does not: nextpnr gives its port an input SB_IO like any other.
+            let pads: &[&str] = match (pad_port(&c.cell_type), c.cell_type.as_ref()) {
+                (Some("PACKAGE_PIN"), _) => &["PACKAGE_PIN"],
+                (Some(_), _) => &["PACKAGEPIN"],
+                (None, "SB_RGBA_DRV" | "SB_RGB_DRV") => &["RGB0", "RGB1", "RGB2"],
+                (None, _) => &[],
+            };
+            m.connections(c).iter().filter(move |conn| pads.contains(&conn.port.as_ref())).flat_map(|conn| m.bits(conn))
         })
         .filter_map(|b| if let Bit::Net(x) = b { Some(*x) } else { None })
         .collect();

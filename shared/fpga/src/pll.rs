@@ -1,7 +1,5 @@
-//! iCE40 PLL checks: the pad a `SB_PLL40_*_PAD` reads from, and its frequencies.
-//!
-//! A PAD PLL takes its input straight from one IO pad, the PLL's `PLLOUT_A` pad (z = 1 in the
-//! chip database for every die), and nextpnr fails to pack it anywhere else.
+//! iCE40 PLL frequency checks. Where a PLL can sit (its input pad, its output pads, the
+//! packages that bond it out) is checked in [`crate::sites`].
 //!
 //! Frequencies follow the iCE40 sysCLOCK PLL datasheet ranges, which icepll also uses: input
 //! and phase detector 10–133 MHz, VCO 533–1066 MHz, output 16–275 MHz. nextpnr checks none of
@@ -11,10 +9,9 @@
 use std::collections::HashMap;
 
 use crate::design_view::{BitName, Names};
-use crate::device::Pin;
 use crate::netlist::Param;
 use crate::pcf::SetFrequency;
-use crate::report::{short_name, Finding, Location};
+use crate::report::{Finding, Location};
 
 const F_IN_MHZ: (f64, f64) = (10.0, 133.0);
 const F_PFD_MHZ: (f64, f64) = (10.0, 133.0);
@@ -42,10 +39,6 @@ pub(crate) struct Pll {
 }
 
 impl Pll {
-    fn is_pad(&self) -> bool {
-        self.cell_type.ends_with("_PAD")
-    }
-
     fn input_net(&self) -> Option<BitName> {
         self.pad_port.or(self.reference_net)
     }
@@ -62,40 +55,6 @@ pub(crate) fn param_u32(value: &Param<'_>) -> Option<u32> {
         }
         _ => None,
     }
-}
-
-/// A PAD PLL whose `PACKAGEPIN` port is constrained to a pin other than a PLL's input pad.
-/// `pins` maps each placed port bit to its `set_io` port text and pin.
-pub(crate) fn check_pads(
-    plls: &[Pll],
-    pins: &HashMap<BitName, (&str, &'static Pin)>,
-    file: Option<&str>,
-) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for pll in plls.iter().filter(|p| p.is_pad()) {
-        let Some((port, pin)) = pll.pad_port.and_then(|bit| pins.get(&bit).copied()) else {
-            continue;
-        };
-        // Many PLLs can read one port: quote its name short, whatever its length.
-        let port = short_name(port);
-        if !(pin.pll_pad && pin.z == 1) {
-            findings.push(Finding::error(
-                "PLL_PAD_PIN_INVALID",
-                format!(
-                    "{} '{}' reads its input from port '{port}' on pin {}, which is not a PLL input pad",
-                    pll.cell_type, pll.cell, pin.name
-                ),
-                Location {
-                    file: file.map(str::to_owned),
-                    port: Some(port.into_owned()),
-                    pin: Some(pin.name.to_owned()),
-                    cell: Some(pll.cell.clone()),
-                    ..Location::default()
-                },
-            ));
-        }
-    }
-    findings
 }
 
 /// Checks `set_frequency` values and, where a PLL's input frequency is known, its VCO, phase

@@ -1,13 +1,14 @@
 //! Resource checks: packs the design as nextpnr-ice40 would and compares every resource with
 //! the device's capacity and the package's pins.
 //!
-//! Codes: `RESOURCE_OVER_CAPACITY`, `RESOURCE_ABSENT`, `IO_EXCEEDS_PACKAGE`, `CELL_TYPE_UNKNOWN`.
+//! Codes: `RESOURCE_OVER_CAPACITY`, `RESOURCE_ABSENT`, `IO_EXCEEDS_PACKAGE`, `CELL_TYPE_UNSUPPORTED` (an
+//! iCE40 library cell nextpnr-ice40 0.4 rejects), `CELL_TYPE_UNKNOWN`.
 
 use crate::budget::Deadline;
 use crate::device::{Device, Package};
 use crate::netlist::Module;
 use crate::pack::pack_within;
-use crate::report::{Finding, Location, Utilization};
+use crate::report::{short_name, Finding, Location, Utilization};
 
 /// The extra utilisation row for bonded pins; nextpnr's own `SB_IO` row counts die pads.
 pub const PACKAGE_PINS: &str = "PACKAGE_PIN";
@@ -75,11 +76,30 @@ pub(crate) fn check_within(
     }
     for &ci in &packed.unknown_cells {
         let cell = &module.cells[ci];
-        findings.push(Finding::warning(
-            "CELL_TYPE_UNKNOWN",
-            format!("cell type {} is not an iCE40 primitive nextpnr-ice40 knows; it is not counted", cell.cell_type),
-            Location { cell: Some(cell.name.clone().into_owned()), ..at() },
-        ));
+        let location = Location { cell: Some(cell.name.clone().into_owned()), ..at() };
+        if cell.cell_type.starts_with("SB_") || cell.cell_type.starts_with("ICESTORM_") {
+            // nextpnr-ice40 0.4 stops on these ("cell type … is unsupported"), even with
+            // --pack-only: SB_IO_OD, SB_IO_I3C and SB_FILTER_50NS are in yosys's iCE40 library
+            // but nextpnr has no bel or timing model for them.
+            findings.push(Finding::error(
+                "CELL_TYPE_UNSUPPORTED",
+                format!(
+                    "cell '{}' is a {}, which nextpnr-ice40 0.4 does not support (it has no site for it on any iCE40 device)",
+                    short_name(&cell.name),
+                    cell.cell_type
+                ),
+                location,
+            ));
+        } else {
+            findings.push(Finding::warning(
+                "CELL_TYPE_UNKNOWN",
+                format!(
+                    "cell type {} is not an iCE40 primitive nextpnr-ice40 knows; it is not counted",
+                    cell.cell_type
+                ),
+                location,
+            ));
+        }
     }
     Some((rows, findings))
 }

@@ -120,19 +120,12 @@ fn no_pcf_at_all_is_a_warning_like_nextpnr() {
 
 #[test]
 fn a_pad_pll_on_an_ordinary_pin_is_an_error() {
-    let mut design = Design::with_ports(&["clk", "led"]);
-    let pll = Pll {
-        cell: "pll".to_owned(),
-        cell_type: "SB_PLL40_PAD".to_owned(),
-        pad_port: design.names.lookup("clk").next(),
-        reference_net: None,
-        divr: 0,
-        divf: 63,
-        divq: 4,
-        filter_range: 1,
-        feedback_path: "SIMPLE".to_owned(),
-    };
-    design.plls.push(pll);
+    let netlist = r#"{"modules": {"top": {"ports": {
+        "clk": {"direction": "input", "bits": [2]}, "led": {"direction": "output", "bits": [3]}}, "cells": {
+        "pll": {"type": "SB_PLL40_PAD", "parameters": {"DIVF": "0111111", "DIVQ": "100", "FILTER_RANGE": "001"},
+                "connections": {"PACKAGEPIN": [2], "PLLOUTCORE": [3]}}}}}}"#;
+    let module = crate::netlist::parse(netlist, None).unwrap();
+    let design = crate::design_view::design_view(&module);
     assert_eq!(
         run_on("hx8k", "ct256", &design, "set_io clk J3\nset_io led B5\n", false),
         one(Severity::Error, "PLL_PAD_PIN_INVALID")

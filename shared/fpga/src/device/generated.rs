@@ -4,7 +4,7 @@
 // (Copyright 2012-2018 Clifford Wolf, Marcus Comstedt, Mathias Lasser, Roland Lutz,
 // Piotr Esden-Tempski). See shared/fpga/DEVICES.md.
 
-use super::{Device, Package, Pin};
+use super::{Device, Package, Pin, PllSite};
 
 static PINS_384_CM36: &[Pin] = &[
     Pin { name: "A1", x: 0, y: 7, z: 0, global_buffer: false, global_network: None, pll_pad: false },
@@ -2412,6 +2412,7 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 0,
         io_tiles: 28,
         extra_cells: &[("SB_WARMBOOT", 1)],
+        plls: &[],
     },
     Device {
         name: "lp1k",
@@ -2437,6 +2438,11 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 16,
         io_tiles: 56,
         extra_cells: &[("ICESTORM_PLL", 1), ("SB_WARMBOOT", 1)],
+        plls: &[PllSite {
+            out_a: (6, 0, 1),
+            out_b: (7, 0, 0),
+            locked_in: &["cb81", "cm36", "cm49", "qn48", "swg16tr", "vq100"],
+        }],
     },
     Device {
         name: "hx1k",
@@ -2462,6 +2468,11 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 16,
         io_tiles: 56,
         extra_cells: &[("ICESTORM_PLL", 1), ("SB_WARMBOOT", 1)],
+        plls: &[PllSite {
+            out_a: (6, 0, 1),
+            out_b: (7, 0, 0),
+            locked_in: &["cb81", "cm36", "cm49", "qn48", "swg16tr", "vq100"],
+        }],
     },
     Device {
         name: "lp4k",
@@ -2482,6 +2493,10 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        plls: &[
+            PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
+            PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
+        ],
     },
     Device {
         name: "hx4k",
@@ -2502,6 +2517,10 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        plls: &[
+            PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
+            PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
+        ],
     },
     Device {
         name: "lp8k",
@@ -2522,6 +2541,10 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        plls: &[
+            PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
+            PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
+        ],
     },
     Device {
         name: "hx8k",
@@ -2542,6 +2565,10 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        plls: &[
+            PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
+            PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
+        ],
     },
     Device {
         name: "up3k",
@@ -2567,6 +2594,7 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_SPI", 2),
             ("SB_WARMBOOT", 1),
         ],
+        plls: &[PllSite { out_a: (12, 31, 1), out_b: (13, 31, 0), locked_in: &[] }],
     },
     Device {
         name: "up5k",
@@ -2592,6 +2620,7 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_SPI", 2),
             ("SB_WARMBOOT", 1),
         ],
+        plls: &[PllSite { out_a: (12, 31, 1), out_b: (13, 31, 0), locked_in: &[] }],
     },
     Device {
         name: "u1k",
@@ -2616,6 +2645,7 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_WARMBOOT", 1),
             ("SMCCLK", 1),
         ],
+        plls: &[PllSite { out_a: (12, 21, 1), out_b: (13, 21, 0), locked_in: &[] }],
     },
     Device {
         name: "u2k",
@@ -2640,6 +2670,7 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_WARMBOOT", 1),
             ("SMCCLK", 1),
         ],
+        plls: &[PllSite { out_a: (12, 21, 1), out_b: (13, 21, 0), locked_in: &[] }],
     },
     Device {
         name: "u4k",
@@ -2664,6 +2695,7 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_WARMBOOT", 1),
             ("SMCCLK", 1),
         ],
+        plls: &[PllSite { out_a: (12, 21, 1), out_b: (13, 21, 0), locked_in: &[] }],
     },
     Device {
         name: "lm4k",
@@ -2681,5 +2713,6 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 20,
         io_tiles: 88,
         extra_cells: &[("ICESTORM_PLL", 1), ("SB_WARMBOOT", 1)],
+        plls: &[PllSite { out_a: (12, 0, 1), out_b: (13, 0, 0), locked_in: &[] }],
     },
 ];

@@ -202,7 +202,7 @@ fn bit_array(s: &mut Scanner<'_>, out: &mut Vec<Bit>) -> Scan<()> {
 /// One cell; `outputs` is scratch space for its output port names.
 fn cell<'a>(s: &mut Scanner<'a>, name: Cow<'a, str>, m: &mut Module<'a>, outputs: &mut Vec<Cow<'a, str>>) -> Scan<()> {
     let first = m.connections.len();
-    let (mut cell_type, mut parameters) = (None, "");
+    let (mut cell_type, mut parameters, mut attributes) = (None, "", "");
     outputs.clear();
     s.object(|s, key| match key.as_ref() {
         "type" => s.string().map(|t| cell_type = Some(t)),
@@ -212,6 +212,15 @@ fn cell<'a>(s: &mut Scanner<'a>, name: Cow<'a, str>, m: &mut Module<'a>, outputs
                     return s.error("`parameters` must be an object");
                 }
                 parameters = s.skip()?;
+            }
+            Ok(())
+        }
+        "attributes" => {
+            if !s.null() {
+                if s.peek() != Some(b'{') {
+                    return s.error("`attributes` must be an object");
+                }
+                attributes = s.skip()?;
             }
             Ok(())
         }
@@ -240,6 +249,6 @@ fn cell<'a>(s: &mut Scanner<'a>, name: Cow<'a, str>, m: &mut Module<'a>, outputs
         c.output = outputs.binary_search(&c.port).is_ok();
     }
     let connections = first as u32..m.connections.len() as u32;
-    m.cells.push(Cell { name, cell_type, parameters, connections });
+    m.cells.push(Cell { name, cell_type, parameters, attributes, connections });
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Global promotion as nextpnr-ice40 0.4 does it while packing: the busiest clock, reset and
 //! enable nets get an `SB_GB` each until the 8 global buffers run out.
 
-use super::{Graph, LcPort, Net, Owner};
+use super::{Graph, Kind, LcPort, Net, Owner};
+use crate::netlist::Bit;
 
 /// Resets and enables promote only above this fanout; clocks promote at any fanout.
 const FANOUT_THRESHOLD: u32 = 15;
@@ -20,10 +21,56 @@ enum Use {
 fn hard_use(cell_type: &str, port: &str) -> Option<Use> {
     match (cell_type, port) {
         (t, "RCLK" | "WCLK" | "RCLKN" | "WCLKN") if t.starts_with("SB_RAM40") => Some(Use::Clock),
-        ("SB_MAC16", "CLK") | ("SB_SPRAM256KA", "CLOCK") | ("SB_I2C" | "SB_SPI", "SBCLKI") => Some(Use::Clock),
+        // Not SB_I2C/SB_SPI's SBCLKI: nextpnr 0.4 does not count it as a clock user.
+        ("SB_MAC16", "CLK") | ("SB_SPRAM256KA", "CLOCK") => Some(Use::Clock),
         ("SB_MAC16", "IRSTTOP" | "IRSTBOT" | "ORSTTOP" | "ORSTBOT") => Some(Use::Reset),
+        // nextpnr turns an SB_GB_IO into an SB_IO before promoting globals.
+        ("SB_IO" | "SB_GB_IO", "INPUT_CLK" | "OUTPUT_CLK") => Some(Use::Clock),
         _ => None,
     }
+}
+
+/// What kind of global user a flip-flop's port is.
+fn ff_use(port: &str) -> Option<Use> {
+    match port {
+        "C" => Some(Use::Clock),
+        "R" | "S" => Some(Use::Reset),
+        "E" => Some(Use::Enable),
+        _ => None,
+    }
+}
+
+/// Whether a net already is global, as nextpnr sees it when it promotes: driven by a global
+/// buffer, which by then also drives a PLL's used global outputs and an oscillator's clock
+/// unless that is routed through the fabric.
+fn is_global(g: &Graph, net: Net) -> bool {
+    match g.driver[net] {
+        Some((Owner::Cell(ci), port)) => {
+            let c = &g.module.cells[ci];
+            match (c.cell_type.as_ref(), port) {
+                (_, "GLOBAL_BUFFER_OUTPUT" | "PLLOUTGLOBAL" | "PLLOUTGLOBALA" | "PLLOUTGLOBALB") => true,
+                ("SB_HFOSC", "CLKHF") | ("SB_LFOSC", "CLKLF") => !super::routes_through_fabric(g.module, c),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Fanout by use of nextpnr's constant-zero net: the flip-flop and hard-cell clock, reset and
+/// enable ports tied to 0 (nextpnr cuts zero LUT and carry inputs, which are none of these).
+fn gnd_fanout(g: &Graph) -> [u32; 3] {
+    let m = g.module;
+    let mut fanout = [0u32; 3];
+    for (ci, c) in m.cells.iter().enumerate() {
+        for conn in m.connections(c).iter().filter(|conn| !conn.output) {
+            let usage = if g.kinds[ci] == Kind::Ff { ff_use(&conn.port) } else { hard_use(&c.cell_type, &conn.port) };
+            if let Some(kind) = usage {
+                fanout[kind as usize] += m.bits(conn).iter().filter(|b| **b == Bit::Zero).count() as u32;
+            }
+        }
+    }
+    fanout
 }
 
 /// Returns the promoted nets, in promotion order.
@@ -34,9 +81,9 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32) -> Vec<Net> {
     for c in counts.iter_mut() {
         *c = vec![None; g.nets];
     }
-    for net in 0..g.vcc {
-        let Some((_, port)) = g.driver[net] else { continue };
-        if port == "GLOBAL_BUFFER_OUTPUT" {
+    // Every driven net, and nextpnr's constant nets (VCC, then GND), which its packer drives.
+    for net in 0..=g.vcc {
+        if net < g.vcc && (g.driver[net].is_none() || is_global(g, net)) {
             continue;
         }
         let mut fanout = [0u32; 3];
@@ -57,6 +104,12 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32) -> Vec<Net> {
         }
         for (c, f) in counts.iter_mut().zip(fanout) {
             c[net] = Some(f);
+        }
+    }
+    let gnd = gnd_fanout(g);
+    if gnd.iter().any(|f| *f > 0) {
+        for (c, f) in counts.iter_mut().zip(gnd) {
+            c[g.vcc + 1] = Some(f);
         }
     }
     // The busiest net; ties go to the lowest net index.

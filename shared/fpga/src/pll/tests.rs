@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::constraints::Design;
-use crate::device::device;
 
 /// The names of a design with one port, `clk`.
 fn names() -> Names<'static> {
@@ -97,15 +96,4 @@ fn a_non_positive_set_frequency_is_a_warning() {
 fn huge_divider_parameters_do_not_overflow() {
     let findings = check_frequencies(&[pll(u32::MAX, u32::MAX, 3, 0)], &names(), &at_12_mhz(), None);
     assert!(findings.iter().all(|f| f.code == "PLL_FREQ_OUT_OF_RANGE"));
-}
-
-#[test]
-fn only_the_pll_a_pad_accepts_a_pad_pll_input() {
-    let ct256 = device("hx8k").unwrap().package("ct256").unwrap();
-    let pin = |name: &str| ct256.pins.iter().find(|p| p.name == name).unwrap();
-    for (name, ok) in [("R9", true), ("F7", true), ("K9", false), ("J3", false)] {
-        let pins = HashMap::from([(clk(), ("clk", pin(name)))]);
-        let findings = check_pads(&[pll(0, 63, 4, 1)], &pins, None);
-        assert_eq!(findings.is_empty(), ok, "pin {name}");
-    }
 }
