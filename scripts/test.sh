@@ -40,6 +40,25 @@ if [ ${#need_debs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_debs[@]}" >/dev/null
 fi
 
+# The web UI's browser tests (the e2e suite's `ui` module): Debian's Chromium, driven by
+# playwright-core and checked by axe-core, both pinned in tests/ui/package-lock.json and installed
+# into tests/ui/node_modules (ignored by git) with npm's cache under the tools cache.
+install_ui_test_tools() {
+  local debs=()
+  command -v chromium >/dev/null || debs+=(chromium)
+  command -v node >/dev/null || debs+=(nodejs)
+  command -v npm >/dev/null || debs+=(npm)
+  if [ ${#debs[@]} -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
+  fi
+  npm ci --prefix tests/ui --no-audit --no-fund --loglevel=error \
+    --cache "${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/npm"
+}
+step "Installing the browser tests' tools: chromium, and playwright-core and axe-core from npm"
+install_ui_test_tools
+
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/target}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 

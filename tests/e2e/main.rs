@@ -21,4 +21,5 @@ mod records;
 mod tansu;
 mod template;
 mod trace;
+mod ui;
 mod webhooks;

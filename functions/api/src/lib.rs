@@ -22,6 +22,10 @@
 //! signed token stands for the bearer token, and it applies the tenant's request quota, its
 //! in-progress cap and its own body bounds itself (see [`uploads`]).
 //!
+//! `POST /v1/dev/tokens` ([`dev_tokens`], `openqq up --dev-tokens` only), `GET /v1/targets`
+//! ([`targets`]) and the web UI ([`ui`], at `/` and `/ui/{file}`) pass through steps 1 and 2
+//! only: they need no token.
+//!
 //! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
 //! TCP listener with a header read timeout and a connection ceiling.
 //!
@@ -38,6 +42,7 @@ pub mod auth;
 pub mod body;
 pub mod correlation;
 pub mod designs;
+pub mod dev_tokens;
 pub mod downstream;
 pub mod limit;
 pub mod observe;
@@ -48,7 +53,9 @@ pub mod report_body;
 pub mod report_full;
 pub mod serve;
 pub mod stream;
+pub mod targets;
 pub mod tenant_guard;
+pub mod ui;
 pub mod uploads;
 
 use axum::routing::{get, post, put};
@@ -88,6 +95,9 @@ pub struct AppState {
     pub tenants: Arc<TenantGuard>,
     /// What each tenant may keep in the store; submissions over it are refused with 403.
     pub quota: Arc<quota::StorageQuota>,
+    /// Whether `POST /v1/dev/tokens` mints tokens ([`dev_tokens`]): only `openqq up
+    /// --dev-tokens`, never on Lambda.
+    pub dev_tokens: bool,
 }
 
 /// Default request-body limit, 4.5 MiB: a netlist of 4 MiB inline fits with the rest of its
@@ -122,6 +132,10 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
     Router::new()
         .merge(v1)
         .route("/v1/uploads/{digest}", put(uploads::receive))
+        .route("/v1/dev/tokens", post(dev_tokens::mint).get(dev_tokens::offered))
+        .route("/v1/targets", get(targets::list))
+        .route("/", get(ui::index))
+        .route("/ui/{file}", get(ui::asset))
         .route("/healthz", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
         .route("/metrics", get(observe::scrape))
         .fallback(problem::not_found)

@@ -44,6 +44,7 @@ fn app_with(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize, ident
         live: Some(backends.notifier.clone()),
         tenants: TenantGuard::new(limits),
         quota: Arc::new(openqq_api::quota::StorageQuota::new(Default::default())),
+        dev_tokens: false,
     };
     App { router: router(state, pool), keys, _dir: dir }
 }

@@ -80,6 +80,7 @@ impl Platform {
             live: live.then(|| self.backends.notifier.clone()),
             tenants: TenantGuard::new(s.tenant_limits()),
             quota: Arc::new(openqq_api::quota::StorageQuota::new(s.storage_limits())),
+            dev_tokens: false,
         }
     }
 

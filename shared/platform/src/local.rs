@@ -61,6 +61,10 @@ pub struct UpArgs {
     /// real Lambda binaries, driven by this trigger's batches, retries and partial-batch answers.
     #[arg(long, env = "OPENQQ_INVOKE")]
     pub invoke: Option<String>,
+    /// Development only: `POST /v1/dev/tokens` mints a bearer token for any tenant (the web UI
+    /// offers it), so anyone who reaches the API can act as any tenant. Loopback `--listen` only.
+    #[arg(long, env = "OPENQQ_DEV_TOKENS")]
+    pub dev_tokens: bool,
     /// Dev only: every API request also waits this long on a simulated slow dependency, so
     /// overload experiments have something to bound (see `openqq_api::downstream`).
     #[arg(long, env = "OPENQQ_SIMULATED_DOWNSTREAM_LATENCY", hide = true, value_parser = humantime::parse_duration)]
@@ -104,6 +108,13 @@ impl UpArgs {
             anyhow::bail!(
                 "--auth api-gateway (OPENQQ_AUTH) is for the API function behind API Gateway's JWT authorizer; \
                  openqq up serves requests itself, so it verifies each token (--auth token)"
+            );
+        }
+        if self.dev_tokens && !self.listen.ip().is_loopback() {
+            anyhow::bail!(
+                "--dev-tokens (OPENQQ_DEV_TOKENS) lets anyone who reaches the API mint tokens for any tenant: \
+                 it needs a loopback --listen address (127.0.0.1 or ::1), not {}",
+                self.listen
             );
         }
         if let Some(url) = &self.invoke {
@@ -183,7 +194,8 @@ pub async fn start(args: UpArgs) -> Result<Running> {
             EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind)).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
-    let state = platform.api_state(keys, Some(metrics), true);
+    let mut state = platform.api_state(keys, Some(metrics), true);
+    state.dev_tokens = args.dev_tokens;
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;

@@ -1,0 +1,259 @@
+//! The web UI in a real browser: `openqq up --dev-tokens --webhooks-allow-private` and Debian's
+//! Chromium driven by playwright-core (tests/ui/drive.mjs), as a person would use it: mint a
+//! token, submit a design from files, watch its timeline reach `results.ready` without a reload,
+//! read its report (a known finding with its location, utilisation bars), register a webhook to a
+//! receiver on 127.0.0.1 and see its test delivery. axe-core checks the page at each stage (no
+//! serious or critical violation); one run is at a phone-sized viewport. Screenshots go to
+//! `<target dir>/ui-screenshots` (or `OPENQQ_UI_SCREENSHOTS`).
+//!
+//! Needs `chromium` (Debian's package) and `npm ci` in tests/ui: the test script installs both;
+//! elsewhere the browser tests skip when either is missing ([`openqq_e2e::needed`]).
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use openqq_e2e::{needed, on_path, openqq_bin, repo_root, Client, Server};
+use serde_json::Value;
+use sha2::Sha256;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// The Chromium binary: `OPENQQ_UI_CHROMIUM`, else Debian's (the browser itself, not its
+/// wrapper script), else `chromium` on the PATH.
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OPENQQ_UI_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let debian = PathBuf::from("/usr/lib/chromium/chromium");
+    if debian.is_file() {
+        return Some(debian);
+    }
+    on_path("chromium")
+}
+
+/// What the browser tests need, or `None` to skip: Chromium, node and the driver's packages.
+fn browser() -> Option<(PathBuf, PathBuf)> {
+    let chromium = needed(chromium(), "chromium", "apt-get install chromium; scripts/test.sh installs it")?;
+    let node = needed(on_path("node"), "node", "apt-get install nodejs npm; scripts/test.sh installs it")?;
+    let driver = repo_root().join("tests/ui");
+    needed(
+        driver.join("node_modules/playwright-core/package.json").is_file().then_some(()),
+        "the UI driver's packages",
+        "npm ci in tests/ui; scripts/test.sh runs it",
+    )?;
+    Some((chromium, node))
+}
+
+/// Where screenshots go; the viewport's old ones are removed first.
+fn screenshots(viewport: &str) -> PathBuf {
+    let dir = std::env::var_os("OPENQQ_UI_SCREENSHOTS").map(PathBuf::from).unwrap_or_else(|| {
+        let bin = openqq_bin();
+        let target = bin.parent().and_then(|p| p.parent()).expect("openqq lives in <target>/<profile>");
+        target.join("ui-screenshots")
+    });
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&format!("{viewport}-")) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    dir
+}
+
+/// Runs the driver against `server` and answers its summary; the run's failure fails the test,
+/// with what the driver said.
+async fn drive(server: &Server, viewport: &str, tenant: &str, hook_url: Option<&str>) -> Value {
+    let (chromium, node) = browser().expect("checked by the caller");
+    let fixtures = repo_root().join("shared/fpga/fixtures/bad");
+    let out = screenshots(viewport);
+    let mut cmd = Command::new(node);
+    cmd.arg("drive.mjs")
+        .current_dir(repo_root().join("tests/ui"))
+        .env("OPENQQ_UI_URL", &server.url)
+        .env("OPENQQ_UI_CHROMIUM", chromium)
+        .env("OPENQQ_UI_OUT", &out)
+        .env("OPENQQ_UI_NETLIST", fixtures.join("netlists/blink.json"))
+        // The pin constraints name a pin the package lacks: the report has a known finding.
+        .env("OPENQQ_UI_PCF", fixtures.join("cases/pin_not_in_package.pcf"))
+        .env("OPENQQ_UI_FINDING", "PIN_NOT_IN_PACKAGE")
+        .env("OPENQQ_UI_TENANT", tenant)
+        .env("OPENQQ_UI_VIEWPORT", viewport)
+        .env("OPENQQ_UI_HOOK_URL", hook_url.unwrap_or(""));
+    let output = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let summary: Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("the driver printed no summary.\nstdout: {stdout}\nstderr: {stderr}"));
+    assert!(
+        output.status.success() && summary["ok"] == true,
+        "the UI did not do what a person expects ({viewport}): {}\nsteps done: {}\nscreenshots in {}\n{stderr}",
+        summary["error"].as_str().unwrap_or("(no error reported)"),
+        summary["steps"],
+        out.display()
+    );
+    summary
+}
+
+/// One request a receiver got: lower-cased headers and the body.
+type Received = (HashMap<String, String>, Vec<u8>);
+
+/// An HTTP/1.1 receiver on 127.0.0.1 that answers every request 204 and hands it on.
+async fn receiver() -> (String, mpsc::UnboundedReceiver<Received>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                loop {
+                    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+                    if let Some(end) = head_end {
+                        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                        let headers: HashMap<String, String> = head
+                            .lines()
+                            .skip(1)
+                            .filter_map(|l| l.split_once(':'))
+                            .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
+                            .collect();
+                        let length: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+                        if buf.len() >= end + length {
+                            let _ = sock.write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n").await;
+                            let _ = tx.send((headers, buf[end..end + length].to_vec()));
+                            return;
+                        }
+                    }
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (url, rx)
+}
+
+/// Whether `headers` carry a Standard Webhooks signature of `body` by `secret` (`whsec_<base64>`).
+fn signed_by(secret: &str, headers: &HashMap<String, String>, body: &[u8]) -> bool {
+    let key = B64.decode(secret.trim_start_matches("whsec_")).expect("the secret is base64");
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{}.{}.", headers["webhook-id"], headers["webhook-timestamp"]).as_bytes());
+    mac.update(body);
+    let expected = format!("v1,{}", B64.encode(mac.finalize().into_bytes()));
+    headers["webhook-signature"].split(' ').any(|s| s == expected)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_mints_a_token_submits_a_design_follows_it_live_to_its_report_and_sees_a_webhook_test_delivered() {
+    if browser().is_none() {
+        return;
+    }
+    let (hook_url, mut hooks) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens", "--webhooks-allow-private"]).unwrap();
+    let summary = drive(&server, "desktop", "ui-desktop", Some(&hook_url)).await;
+    eprintln!("{summary}");
+    assert_eq!(summary["finding"][1], "PIN_NOT_IN_PACKAGE");
+    assert!(
+        summary["finding"][3].as_str().unwrap().contains("line 1"),
+        "the finding's location: {}",
+        summary["finding"]
+    );
+    // The receiver got the test delivery, signed with the secret the page showed once.
+    let secret = summary["webhook_secret"].as_str().unwrap();
+    let (headers, body) = tokio::time::timeout(std::time::Duration::from_secs(10), hooks.recv())
+        .await
+        .expect("the receiver got a delivery")
+        .unwrap();
+    assert!(signed_by(secret, &headers, &body), "the delivery is signed with the secret the page showed");
+    // What the page submitted is the tenant's design, as the API tells it.
+    let api = Client::new(&server.url, &server.token("ui-desktop"));
+    let (_, list) = api.get("/v1/designs").await.unwrap();
+    assert_eq!(list["designs"][0]["name"], "ui-desktop");
+    assert_eq!(list["designs"][0]["verdict"], "fail");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ui_works_in_a_phone_sized_window() {
+    if browser().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens"]).unwrap();
+    let summary = drive(&server, "phone", "ui-phone", None).await;
+    assert_eq!(summary["timeline"].as_array().unwrap().last().unwrap(), "results.ready");
+}
+
+async fn fetch(url: &str) -> reqwest::Response {
+    reqwest::get(url).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_and_its_files_are_served_with_a_strict_policy_and_the_device_list_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let page = fetch(&format!("{}/", server.url)).await;
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"), "{csp}");
+    assert!(page.text().await.unwrap().contains("/ui/app.js"));
+    let script = fetch(&format!("{}/ui/app.js", server.url)).await;
+    assert_eq!(
+        (script.status().as_u16(), script.headers()["content-type"].to_str().unwrap()),
+        (200, "text/javascript; charset=utf-8")
+    );
+    assert_eq!(fetch(&format!("{}/ui/secret.txt", server.url)).await.status(), 404);
+    let targets: Value = fetch(&format!("{}/v1/targets", server.url)).await.json().await.unwrap();
+    let hx8k = targets["devices"].as_array().unwrap().iter().find(|d| d["device"] == "hx8k").expect("hx8k is offered");
+    assert!(hx8k["packages"].as_array().unwrap().iter().any(|p| p == "ct256"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn development_tokens_are_minted_only_under_dev_tokens_and_speak_for_their_tenant() {
+    let http = reqwest::Client::new();
+    let mint = |url: String, body: Value| {
+        let http = http.clone();
+        async move { http.post(format!("{url}/v1/dev/tokens")).json(&body).send().await.unwrap() }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plain = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    assert_eq!(mint(plain.url.clone(), serde_json::json!({"tenant_id": "acme"})).await.status(), 404);
+    assert_eq!(http.get(format!("{}/v1/dev/tokens", plain.url)).send().await.unwrap().status(), 404);
+    drop(plain);
+
+    let dir = tempfile::tempdir().unwrap();
+    let dev = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens"]).unwrap();
+    let offered: Value = http.get(format!("{}/v1/dev/tokens", dev.url)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(offered["enabled"], true);
+    let resp = mint(dev.url.clone(), serde_json::json!({"tenant_id": "acme"})).await;
+    assert_eq!(resp.status(), 200);
+    let token = resp.json::<Value>().await.unwrap()["token"].as_str().unwrap().to_owned();
+    let acme = Client::new(&dev.url, &token);
+    let id = acme.submit_correlated(&openqq_e2e::blink_design("minted"), "ui-minted").await.unwrap();
+    let (status, _) = acme.get(&format!("/v1/designs/{id}")).await.unwrap();
+    assert_eq!(status, 200, "the minted token reads its tenant's design");
+    let other = Client::new(&dev.url, &dev.token("globex"));
+    assert_eq!(other.get(&format!("/v1/designs/{id}")).await.unwrap().0, 404, "and only its tenant's");
+    let bad = mint(dev.url.clone(), serde_json::json!({"tenant_id": "no spaces allowed"})).await;
+    assert_eq!(bad.status(), 422);
+    let extra = mint(dev.url.clone(), serde_json::json!({"tenant_id": "acme", "admin": true})).await;
+    assert_eq!(extra.status(), 422);
+}
+
+#[test]
+fn openqq_up_refuses_dev_tokens_on_an_address_other_than_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Server::start(dir.path(), "0.0.0.0:0", &["--dev-tokens"]);
+    assert!(started.is_err(), "openqq up started with --dev-tokens on 0.0.0.0");
+}
