@@ -36,7 +36,11 @@ else
   aws dynamodb create-table --table-name "$table" \
     --billing-mode PAY_PER_REQUEST \
     --attribute-definitions AttributeName=pk,AttributeType=S AttributeName=sk,AttributeType=S \
-    --key-schema AttributeName=pk,KeyType=HASH AttributeName=sk,KeyType=RANGE >/dev/null
+      AttributeName=due_pk,AttributeType=S AttributeName=due_sk,AttributeType=S \
+    --key-schema AttributeName=pk,KeyType=HASH AttributeName=sk,KeyType=RANGE \
+    --global-secondary-indexes \
+      'IndexName=due,KeySchema=[{AttributeName=due_pk,KeyType=HASH},{AttributeName=due_sk,KeyType=RANGE}],Projection={ProjectionType=KEYS_ONLY}' \
+    >/dev/null
   aws dynamodb wait table-exists --table-name "$table"
   aws dynamodb update-time-to-live --table-name "$table" \
     --time-to-live-specification Enabled=true,AttributeName=expires_at >/dev/null

@@ -45,7 +45,6 @@ pub mod dynamo;
 #[cfg(feature = "elasticache")]
 pub mod elasticache;
 pub mod embedded;
-mod feed_todo;
 pub mod fallback_limiter;
 #[cfg(feature = "kafka")]
 pub mod kafka;

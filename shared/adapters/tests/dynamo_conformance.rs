@@ -168,3 +168,52 @@ async fn connecting_to_an_endpoint_creates_the_table_and_serves_from_it() {
     let again = DynamoDesignStore::connect(&settings).await.unwrap();
     assert_eq!(again.get(&t, &d).await.unwrap().unwrap().revision, 1, "a second start finds the same table");
 }
+
+/// A table an earlier version created (keys only, no `due` index) gets the index when the store
+/// starts on it, and due deliveries are claimed from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_made_before_the_due_index_gets_it_and_serves_claims() {
+    use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType};
+    use openqq_core::{EventFeed, NewFeedEntry, WebhookStore};
+    let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else { return };
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url(endpoint)
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let table = conformance::unique("older");
+    let mut create = client.create_table().table_name(&table).billing_mode(BillingMode::PayPerRequest);
+    for (name, key_type) in [("pk", KeyType::Hash), ("sk", KeyType::Range)] {
+        let attribute = AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S);
+        create = create
+            .attribute_definitions(attribute.build().unwrap())
+            .key_schema(KeySchemaElement::builder().attribute_name(name).key_type(key_type).build().unwrap());
+    }
+    create.send().await.unwrap();
+
+    let store = DynamoDesignStore::new(client.clone(), table.clone()).unwrap();
+    assert!(!store.create_table_if_missing().await.unwrap(), "the table was there");
+    let described = client.describe_table().table_name(&table).send().await.unwrap();
+    let indexes: Vec<_> =
+        described.table().unwrap().global_secondary_indexes().iter().filter_map(|i| i.index_name()).collect();
+    assert_eq!(indexes, [openqq_adapters::dynamo::table::DUE_INDEX]);
+
+    let t = TenantId::parse(conformance::unique("older")).unwrap();
+    let hook = openqq_core::Webhook {
+        id: openqq_core::WebhookId::generate(),
+        url: "https://receiver.example/older".into(),
+        kinds: vec![EventKind::DesignSubmitted],
+        description: None,
+        created_at: chrono::Utc::now(),
+        secret: openqq_core::WebhookSecret::from_bytes(vec![5; 32]).unwrap(),
+        previous_secret: None,
+    };
+    store.create_webhook(&t, &hook).await.unwrap();
+    let (d, e) = (DesignId::generate(), entry(EventKind::DesignSubmitted, 1));
+    store.append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None }).await.unwrap();
+    let claimed = store.claim_due_deliveries(chrono::Utc::now(), std::time::Duration::from_secs(60), 5, 10).await;
+    let claimed = claimed.unwrap();
+    assert_eq!(claimed.iter().map(|c| (c.webhook_id, c.entry.seq)).collect::<Vec<_>>(), [(hook.id, 1)]);
+}

@@ -133,33 +133,33 @@ async fn read(
 /// Builds the expression pieces of one write, naming every attribute through `#` placeholders
 /// (`name`, `status` and others are reserved words).
 #[derive(Default)]
-struct Expr {
-    set: Vec<String>,
-    remove: Vec<String>,
-    add: Vec<String>,
-    names: HashMap<String, String>,
-    values: HashMap<String, AttributeValue>,
+pub(crate) struct Expr {
+    pub(crate) set: Vec<String>,
+    pub(crate) remove: Vec<String>,
+    pub(crate) add: Vec<String>,
+    pub(crate) names: HashMap<String, String>,
+    pub(crate) values: HashMap<String, AttributeValue>,
 }
 
 impl Expr {
-    fn name(&mut self, attr: &str) -> String {
+    pub(crate) fn name(&mut self, attr: &str) -> String {
         let placeholder = format!("#{}", attr.replace('.', "_"));
         self.names.insert(placeholder.clone(), attr.to_owned());
         placeholder
     }
 
-    fn value(&mut self, v: AttributeValue) -> String {
+    pub(crate) fn value(&mut self, v: AttributeValue) -> String {
         let placeholder = format!(":v{}", self.values.len());
         self.values.insert(placeholder.clone(), v);
         placeholder
     }
 
-    fn set(&mut self, attr: &str, v: AttributeValue) {
+    pub(crate) fn set(&mut self, attr: &str, v: AttributeValue) {
         let (name, value) = (self.name(attr), self.value(v));
         self.set.push(format!("{name} = {value}"));
     }
 
-    fn set_or_remove(&mut self, attr: &str, v: Option<AttributeValue>) {
+    pub(crate) fn set_or_remove(&mut self, attr: &str, v: Option<AttributeValue>) {
         match v {
             Some(v) => self.set(attr, v),
             None => {
@@ -169,7 +169,7 @@ impl Expr {
         }
     }
 
-    fn update_expression(&self) -> String {
+    pub(crate) fn update_expression(&self) -> String {
         let mut parts = Vec::new();
         for (verb, clauses) in [("SET", &self.set), ("REMOVE", &self.remove), ("ADD", &self.add)] {
             if !clauses.is_empty() {

@@ -92,9 +92,14 @@ pub(crate) enum TransactFailure {
 /// Sorts a transaction error into a lost race (every reason a condition or a conflict) or a
 /// classified failure (the worst reason wins: invalid, then throttled, then unavailable).
 pub(crate) fn transact_failure(e: SdkError<TransactWriteItemsError, HttpResponse>) -> TransactFailure {
-    let SdkError::ServiceError(service) = &e else { return TransactFailure::Failed(classify("apply", e)) };
+    transact_failure_of("apply", e)
+}
+
+/// [`transact_failure`] of the transaction of operation `op` ("apply", "append to the feed" …).
+pub(crate) fn transact_failure_of(op: &str, e: SdkError<TransactWriteItemsError, HttpResponse>) -> TransactFailure {
+    let SdkError::ServiceError(service) = &e else { return TransactFailure::Failed(classify(op, e)) };
     let TransactWriteItemsError::TransactionCanceledException(cancelled) = service.err() else {
-        return TransactFailure::Failed(classify("apply", e));
+        return TransactFailure::Failed(classify(op, e));
     };
     let reasons: Vec<(Class, &CancellationReason)> = cancelled
         .cancellation_reasons()
@@ -109,7 +114,7 @@ pub(crate) fn transact_failure(e: SdkError<TransactWriteItemsError, HttpResponse
             .enumerate()
             .map(|(i, r)| format!("item {i}: {} {}", r.code().unwrap_or("?"), r.message().unwrap_or_default()))
             .collect();
-        format!("DynamoDB apply was cancelled: {} ({})", error_chain(&e), parts.join("; "))
+        format!("DynamoDB {op} was cancelled: {} ({})", error_chain(&e), parts.join("; "))
     };
     let has = |class: Class| reasons.iter().any(|(c, _)| *c == class);
     if has(Class::Invalid) || has(Class::Other) {
@@ -129,6 +134,22 @@ pub(crate) fn transact_failure(e: SdkError<TransactWriteItemsError, HttpResponse
     }
     // Only conditions and conflicts (or a cancellation that gave no reasons).
     TransactFailure::LostRace
+}
+
+/// Each item's cancellation reason of a cancelled transaction: `None` for an item that was fine
+/// (or when DynamoDB gave no reasons), else the class of its code.
+pub(crate) fn cancellation_reasons(e: &SdkError<TransactWriteItemsError, HttpResponse>) -> Vec<Option<Class>> {
+    match e {
+        SdkError::ServiceError(service) => match service.err() {
+            TransactWriteItemsError::TransactionCanceledException(cancelled) => cancelled
+                .cancellation_reasons()
+                .iter()
+                .map(|r| r.code().filter(|c| *c != "None").map(class_of))
+                .collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }
 
 /// Whether `e` is a failed condition of a single-item write (`ConditionalCheckFailedException`).

@@ -9,18 +9,24 @@
 //! - `reads`: strongly consistent reads, listing per tenant with a cursor, usage, accepted
 //!   markers.
 //! - `idempotency`: claims, completions and releases of idempotency keys.
+//! - `feed`: the tenant's event feed, numbered per tenant without gaps, and the deliveries an
+//!   append queues in the same transaction.
+//! - `webhooks`: webhooks, and their deliveries' claims, attempts and listing.
 //! - `error`: every SDK error classified (throttled, unavailable, invalid, permanent), never
 //!   flattened into one kind of failure.
 
 mod apply;
 mod error;
+mod feed;
 mod idempotency;
 mod reads;
 mod requests;
 pub mod table;
+mod webhooks;
 
 pub use apply::MAX_REPORT_ITEM_BYTES;
 pub use reads::MAX_PAGE;
+pub use webhooks::MAX_CLAIM_QUERIES;
 
 use crate::aws_common::{credentials_in_environment, LOCAL_REGION};
 use crate::SettingsError;
@@ -28,11 +34,15 @@ use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
 use openqq_core::ports::{PortResult, Usage};
+use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::{
     AcceptedRevision, Applied, Change, DesignId, DesignStore, DesignView, IdempotencyClaim, IdempotencyKey,
     KeptResponse, Page, StoredReport, TenantId, TimelineEntry,
 };
+use openqq_core::{EventFeed, FeedEntry, NewFeedEntry, Webhook, WebhookId, WebhookSecret, WebhookStore};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Where the store is: the table and, for a local stand-in, an endpoint.
@@ -45,11 +55,11 @@ pub struct DynamoSettings {
     pub endpoint: Option<String>,
 }
 
-crate::feed_todo::feed_and_webhooks_not_yet!(DynamoDesignStore);
-
 pub struct DynamoDesignStore {
     client: Client,
     table: String,
+    /// Where the last claim of due deliveries stopped at its query budget, for the next.
+    claim_cursor: Mutex<Option<String>>,
 }
 
 impl DynamoDesignStore {
@@ -64,7 +74,7 @@ impl DynamoDesignStore {
             )));
         }
         let client = Client::from_conf(client.config().to_builder().interceptor(requests::CountRequests).build());
-        Ok(Self { client, table })
+        Ok(Self { client, table, claim_cursor: Mutex::new(None) })
     }
 
     /// A store with the AWS settings and credentials of the environment. With an endpoint
@@ -192,6 +202,81 @@ impl DesignStore for DynamoDesignStore {
         fingerprint: &[u8; 32],
     ) -> PortResult<()> {
         idempotency::release(&self.client, &self.table, tenant, key, fingerprint).await
+    }
+}
+
+#[async_trait]
+impl EventFeed for DynamoDesignStore {
+    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+        feed::append(&self.client, &self.table, tenant, new).await
+    }
+
+    async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>> {
+        feed::read(&self.client, &self.table, tenant, after, limit).await
+    }
+}
+
+#[async_trait]
+impl WebhookStore for DynamoDesignStore {
+    async fn create_webhook(&self, tenant: &TenantId, hook: &Webhook) -> PortResult<()> {
+        webhooks::create(&self.client, &self.table, tenant, hook).await
+    }
+
+    async fn list_webhooks(&self, tenant: &TenantId) -> PortResult<Vec<Webhook>> {
+        webhooks::list(&self.client, &self.table, tenant).await
+    }
+
+    async fn get_webhook(&self, tenant: &TenantId, id: &WebhookId) -> PortResult<Option<Webhook>> {
+        webhooks::get(&self.client, &self.table, tenant, id).await
+    }
+
+    async fn delete_webhook(&self, tenant: &TenantId, id: &WebhookId) -> PortResult<bool> {
+        webhooks::delete(&self.client, &self.table, tenant, id).await
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &TenantId,
+        id: &WebhookId,
+        secret: &WebhookSecret,
+        previous_until: DateTime<Utc>,
+    ) -> PortResult<Option<Webhook>> {
+        webhooks::rotate(&self.client, &self.table, tenant, id, secret, previous_until).await
+    }
+
+    async fn queue_delivery(&self, tenant: &TenantId, id: &WebhookId, entry: &FeedEntry) -> PortResult<()> {
+        webhooks::queue(&self.client, &self.table, tenant, id, entry).await
+    }
+
+    async fn claim_due_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease: Duration,
+        per_tenant: usize,
+        limit: usize,
+    ) -> PortResult<Vec<Delivery>> {
+        webhooks::claim(&self.client, &self.table, &self.claim_cursor, now, lease, per_tenant, limit).await
+    }
+
+    async fn finish_attempt(
+        &self,
+        tenant: &TenantId,
+        id: &WebhookId,
+        seq: u64,
+        outcome: &AttemptOutcome,
+        now: DateTime<Utc>,
+    ) -> PortResult<()> {
+        webhooks::finish(&self.client, &self.table, tenant, id, seq, outcome, now).await
+    }
+
+    async fn list_deliveries(
+        &self,
+        tenant: &TenantId,
+        id: &WebhookId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> PortResult<Page<Delivery>> {
+        webhooks::list_deliveries(&self.client, &self.table, tenant, id, cursor, limit).await
     }
 }
 

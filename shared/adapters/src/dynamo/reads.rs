@@ -61,7 +61,7 @@ fn timeline_entry(item: &Item) -> PortResult<TimelineEntry> {
     })
 }
 
-async fn get_item(client: &Client, table: &str, pk: String, sk: String) -> PortResult<Option<Item>> {
+pub(crate) async fn get_item(client: &Client, table: &str, pk: String, sk: String) -> PortResult<Option<Item>> {
     let out = client
         .get_item()
         .table_name(table)
@@ -75,7 +75,7 @@ async fn get_item(client: &Client, table: &str, pk: String, sk: String) -> PortR
 
 /// The items of partition `pk` whose sort keys run from `low` to `high` (inclusive), in sort-key
 /// order (descending when `newest_first`), at most `limit`; pages through DynamoDB's 1 MB pages.
-async fn query(
+pub(crate) async fn query(
     client: &Client,
     table: &str,
     pk: String,
@@ -114,7 +114,7 @@ async fn query(
 
 /// Every sort key starting with `prefix`: from the prefix to the prefix followed by the highest
 /// character any key uses.
-fn prefix_range(prefix: &str) -> (String, String) {
+pub(crate) fn prefix_range(prefix: &str) -> (String, String) {
     (prefix.to_owned(), format!("{prefix}\u{10FFFF}"))
 }
 

@@ -2,27 +2,35 @@
 //! [`create_table_if_missing`] creates against a local endpoint and the deployment template
 //! declares the same way (docs/DYNAMODB.md).
 //!
-//! Two partitions per tenant and design:
+//! A partition per tenant, per design, per tenant's feed and per webhook:
 //!
-//! | item        | `pk`               | `sk`                       |
-//! |-------------|--------------------|----------------------------|
-//! | design      | `T#{tenant}`       | `D#{design}`               |
-//! | accepted    | `T#{tenant}`       | `A#{design}`               |
-//! | idempotency | `T#{tenant}`       | `I#{key}`                  |
-//! | entry       | `T#{tenant}#D#{d}` | `E#{seq:016}` (applied order) |
-//! | applied     | `T#{tenant}#D#{d}` | `K#{kind}#{revision:020}`  |
-//! | report      | `T#{tenant}#D#{d}` | `R#{revision:020}`         |
+//! | item         | `pk`                | `sk`                       |
+//! |--------------|---------------------|----------------------------|
+//! | design       | `T#{tenant}`        | `D#{design}`               |
+//! | accepted     | `T#{tenant}`        | `A#{design}`               |
+//! | idempotency  | `T#{tenant}`        | `I#{key}`                  |
+//! | webhook      | `T#{tenant}`        | `W#{webhook}`              |
+//! | webhook count| `T#{tenant}`        | `WH`                       |
+//! | entry        | `T#{tenant}#D#{d}`  | `E#{seq:016}` (applied order) |
+//! | applied      | `T#{tenant}#D#{d}`  | `K#{kind}#{revision:020}`  |
+//! | report       | `T#{tenant}#D#{d}`  | `R#{revision:020}`         |
+//! | feed head    | `T#{tenant}#F`      | `H`                        |
+//! | feed entry   | `T#{tenant}#F`      | `F#{seq:020}`              |
+//! | feed once    | `T#{tenant}#F`      | `U#{design}#{kind}#{revision:020}` |
+//! | delivery     | `T#{tenant}#W#{wh}` | `S#{seq:020}`              |
 //!
-//! Tenant and design ids never contain `#` (see `openqq_core::ids`), so keys cannot collide.
+//! Tenant, design and webhook ids never contain `#` (see `openqq_core::ids`), so keys cannot
+//! collide. Pending deliveries are also in the sparse index [`DUE_INDEX`].
 
 use super::error::classify;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
-    TimeToLiveSpecification,
+    AttributeDefinition, AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType,
+    TableStatus, TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 use openqq_core::ports::PortResult;
-use openqq_core::{DesignId, EventKind, PortError, TenantId};
+use openqq_core::{DesignId, EventKind, PortError, TenantId, WebhookId};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -69,6 +77,65 @@ pub(crate) fn applied_sk(kind: EventKind, revision: u64) -> String {
 
 pub(crate) fn report_sk(revision: u64) -> String {
     format!("{REPORT_PREFIX}{revision:020}")
+}
+
+pub(crate) fn feed_pk(tenant: &TenantId) -> String {
+    format!("T#{tenant}#F")
+}
+
+pub(crate) const FEED_HEAD_SK: &str = "H";
+
+pub(crate) fn feed_head_key(tenant: &TenantId) -> Item {
+    key(feed_pk(tenant), FEED_HEAD_SK.to_owned())
+}
+pub(crate) const FEED_PREFIX: &str = "F#";
+
+pub(crate) fn feed_sk(seq: u64) -> String {
+    format!("{FEED_PREFIX}{seq:020}")
+}
+
+pub(crate) fn feed_once_sk(design: &DesignId, kind: EventKind, revision: u64) -> String {
+    format!("U#{design}#{}#{revision:020}", kind.as_str())
+}
+
+pub(crate) const WEBHOOK_PREFIX: &str = "W#";
+pub(crate) const WEBHOOK_COUNT_SK: &str = "WH";
+
+pub(crate) fn webhook_sk(id: &WebhookId) -> String {
+    format!("{WEBHOOK_PREFIX}{id}")
+}
+
+pub(crate) fn deliveries_pk(tenant: &TenantId, id: &WebhookId) -> String {
+    format!("T#{tenant}#W#{id}")
+}
+
+pub(crate) const DELIVERY_PREFIX: &str = "S#";
+
+pub(crate) fn delivery_sk(seq: u64) -> String {
+    format!("{DELIVERY_PREFIX}{seq:020}")
+}
+
+/// The sparse global secondary index of pending deliveries: one partition ([`DUE_PARTITION`]),
+/// sorted by tenant, then due time, so a claim reads each tenant's oldest due deliveries with one
+/// short query. Keys only: the due time is in the sort key.
+pub const DUE_INDEX: &str = "due";
+pub(crate) const DUE_PK: &str = "due_pk";
+pub(crate) const DUE_SK: &str = "due_sk";
+pub(crate) const DUE_PARTITION: &str = "due";
+
+/// The index sort key of a pending delivery due at `due_ns` (nanoseconds since the epoch).
+pub(crate) fn due_sk(tenant: &TenantId, due_ns: u64, id: &WebhookId, seq: u64) -> String {
+    format!("{tenant}#{due_ns:020}#{id}#{seq:020}")
+}
+
+/// The parts of a [`due_sk`]: tenant, due time, webhook, seq.
+pub(crate) fn parse_due_sk(sk: &str) -> Option<(TenantId, u64, WebhookId, u64)> {
+    let mut parts = sk.split('#');
+    let tenant = TenantId::parse(parts.next()?).ok()?;
+    let due = parts.next()?.parse().ok()?;
+    let id = WebhookId::parse(parts.next()?)?;
+    let seq = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((tenant, due, id, seq))
 }
 
 pub(crate) fn key(pk: String, sk: String) -> Item {
@@ -125,7 +192,8 @@ pub struct Definition {
     pub key_schema: &'static [(&'static str, &'static str)],
     /// `(attribute, "S" | "N" | "B")` of every attribute a key or index uses.
     pub attributes: &'static [(&'static str, &'static str)],
-    /// Names of the global secondary indexes: none, every read names its partition key.
+    /// Names of the global secondary indexes: [`DUE_INDEX`] only (the claims of due deliveries
+    /// across tenants); every other read names its partition key.
     pub global_secondary_indexes: &'static [&'static str],
     /// The TTL attribute ([`TTL`]).
     pub ttl_attribute: &'static str,
@@ -136,8 +204,8 @@ pub struct Definition {
 /// The one table's definition.
 pub const DEFINITION: Definition = Definition {
     key_schema: &[(PK, "HASH"), (SK, "RANGE")],
-    attributes: &[(PK, "S"), (SK, "S")],
-    global_secondary_indexes: &[],
+    attributes: &[(PK, "S"), (SK, "S"), (DUE_PK, "S"), (DUE_SK, "S")],
+    global_secondary_indexes: &[DUE_INDEX],
     ttl_attribute: TTL,
     billing_mode: "PAY_PER_REQUEST",
 };
@@ -148,12 +216,20 @@ pub fn valid_table_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-/// Creates `table` (on-demand, keys `pk`/`sk` as strings, TTL on [`TTL`]) unless it exists, and
-/// waits until it is active. Returns whether it created it. For local endpoints only: against
-/// AWS the deployment template owns the table.
+/// Creates `table` (on-demand, keys `pk`/`sk` as strings, the [`DUE_INDEX`], TTL on [`TTL`])
+/// unless it exists, and waits until it is active; a table an earlier version created gets the
+/// index added. Returns whether it created the table. For local endpoints only: against AWS the
+/// deployment template owns the table.
 pub(crate) async fn create_table_if_missing(client: &Client, table: &str) -> PortResult<bool> {
     match client.describe_table().table_name(table).send().await {
-        Ok(_) => {
+        Ok(out) => {
+            let has_index = out
+                .table()
+                .map(|t| t.global_secondary_indexes().iter().any(|i| i.index_name() == Some(DUE_INDEX)))
+                .unwrap_or(false);
+            if !has_index {
+                add_due_index(client, table).await?;
+            }
             wait_active(client, table).await?;
             return Ok(false);
         }
@@ -170,6 +246,7 @@ pub(crate) async fn create_table_if_missing(client: &Client, table: &str) -> Por
         let part = KeySchemaElement::builder().attribute_name(*name).key_type(KeyType::from(*kind));
         request = request.key_schema(part.build().expect("name and key type are set"));
     }
+    request = request.global_secondary_indexes(due_index());
     let created = request.send().await;
     let created = match created {
         Ok(_) => true,
@@ -193,6 +270,56 @@ pub(crate) async fn create_table_if_missing(client: &Client, table: &str) -> Por
             .map_err(|e| classify("enable TTL", e))?;
     }
     Ok(created)
+}
+
+/// The [`DUE_INDEX`]: `due_pk` (hash) and `due_sk` (range), keys only.
+fn due_index() -> GlobalSecondaryIndex {
+    let part = |name: &str, kind: KeyType| {
+        KeySchemaElement::builder().attribute_name(name).key_type(kind).build().expect("name and key type are set")
+    };
+    GlobalSecondaryIndex::builder()
+        .index_name(DUE_INDEX)
+        .key_schema(part(DUE_PK, KeyType::Hash))
+        .key_schema(part(DUE_SK, KeyType::Range))
+        .projection(Projection::builder().projection_type(ProjectionType::KeysOnly).build())
+        .build()
+        .expect("name, keys and projection are set")
+}
+
+/// Adds the [`DUE_INDEX`] to a table created before it existed, and waits until it is active.
+async fn add_due_index(client: &Client, table: &str) -> PortResult<()> {
+    let mut request = client.update_table().table_name(table);
+    for (name, kind) in DEFINITION.attributes {
+        let attribute =
+            AttributeDefinition::builder().attribute_name(*name).attribute_type(ScalarAttributeType::from(*kind));
+        request = request.attribute_definitions(attribute.build().expect("name and type are set"));
+    }
+    let index = due_index();
+    let create = CreateGlobalSecondaryIndexAction::builder()
+        .index_name(DUE_INDEX)
+        .set_key_schema(Some(index.key_schema().to_vec()))
+        .set_projection(index.projection().cloned())
+        .build()
+        .expect("name and keys are set");
+    request
+        .global_secondary_index_updates(GlobalSecondaryIndexUpdate::builder().create(create).build())
+        .send()
+        .await
+        .map_err(|e| classify("add the due index", e))?;
+    for _ in 0..600 {
+        let out = client.describe_table().table_name(table).send().await.map_err(|e| classify("describe table", e))?;
+        let active = out.table().map(|t| t.global_secondary_indexes()).unwrap_or_default().iter().any(|i| {
+            i.index_name() == Some(DUE_INDEX)
+                && i.index_status().is_none_or(|s| *s == aws_sdk_dynamodb::types::IndexStatus::Active)
+        });
+        if active {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(PortError::Unavailable(
+        format!("the index {DUE_INDEX} of {table} did not become active within a minute").into(),
+    ))
 }
 
 /// Checks that `table` exists, for AWS, where nothing is ever created: a missing table is a

@@ -2,7 +2,7 @@
 
 mod accepted;
 mod db;
-mod feed;
+pub(crate) mod feed;
 mod idempotency;
 mod limiter;
 mod log;

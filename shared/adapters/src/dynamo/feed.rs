@@ -1,0 +1,285 @@
+//! The tenant's event feed on DynamoDB (docs/DYNAMODB.md, "The feed").
+//!
+//! The feed partition `T#{tenant}#F` holds a head item (`H`, the last number used), one item per
+//! entry (`F#{seq}`) and one per design, kind and revision (`U#…`, the entry's number). An append
+//! reads the three items it depends on in one `TransactGetItems` (the `U#` item, the head and the
+//! tenant's webhook count), then writes in one `TransactWriteItems`: the head moved from `n` to
+//! `n + 1` on condition it still says `n`, the entry and the `U#` item on condition they are new,
+//! a check that the tenant's webhooks did not change since they were read, and one delivery per
+//! webhook that wants the kind. A lost race (another append took `n + 1`, or a webhook came or
+//! went) reads and tries again; a repeat finds its `U#` item and answers its number.
+
+use super::error::{cancellation_reasons, classify, transact_failure_of, Class, TransactFailure};
+use super::reads::{get_item, prefix_range, query};
+use super::table::{
+    deliveries_pk, delivery_sk, due_sk, feed_head_key, feed_once_sk, feed_pk, feed_sk, key, n, s, tenant_pk, Attrs,
+    Item, DUE_PARTITION, DUE_PK, DUE_SK, FEED_HEAD_SK, FEED_PREFIX, PK, WEBHOOK_COUNT_SK, WEBHOOK_PREFIX,
+};
+use crate::embedded::feed::{nanos, parse_kinds};
+use aws_sdk_dynamodb::types::{ConditionCheck, Get, Put, TransactGetItem, TransactWriteItem, Update};
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+use openqq_core::feed::MAX_FEED_PAGE;
+use openqq_core::ports::PortResult;
+use openqq_core::{
+    CorrelationId, DesignId, EventKind, FeedEntry, NewFeedEntry, PortError, TenantId, Verdict, WebhookId,
+};
+use std::time::Duration;
+
+/// Reads and writes at most this many times when other appends keep taking the next number.
+const MAX_APPEND_ATTEMPTS: u32 = 32;
+
+/// A time as stored in a number attribute: nanoseconds since the epoch, never negative.
+pub(crate) fn stored_nanos(t: DateTime<Utc>) -> u64 {
+    nanos(t).max(0) as u64
+}
+
+/// Sends `items` as one transaction: `Ok(Ok(()))` when it committed, `Ok(Err(reasons))` when it
+/// was cancelled only for failed conditions or conflicts (each item's reason), `Err` otherwise.
+pub(crate) async fn transact(
+    client: &Client,
+    op: &str,
+    items: Vec<TransactWriteItem>,
+) -> PortResult<Result<(), Vec<Option<Class>>>> {
+    match client.transact_write_items().set_transact_items(Some(items)).send().await {
+        Ok(_) => Ok(Ok(())),
+        Err(e) => {
+            let reasons = cancellation_reasons(&e);
+            match transact_failure_of(op, e) {
+                TransactFailure::LostRace => Ok(Err(reasons)),
+                TransactFailure::Failed(e) => Err(e),
+            }
+        }
+    }
+}
+
+/// A short pause before trying a lost race again, longer each time.
+pub(crate) async fn back_off(attempt: u32) {
+    let jitter = u64::from(Utc::now().timestamp_subsec_nanos() % 8);
+    tokio::time::sleep(Duration::from_millis(u64::from(attempt.min(20)) * 3 + jitter)).await;
+}
+
+pub(crate) fn put_new(table: &str, item: Item) -> TransactWriteItem {
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .condition_expression("attribute_not_exists(#pk)")
+        .expression_attribute_names("#pk", PK)
+        .build()
+        .expect("table and item are set");
+    TransactWriteItem::builder().put(put).build()
+}
+
+/// The item of a pending delivery of `entry` (as JSON) to webhook `id`, due at `due_ns`.
+pub(crate) fn delivery_item(tenant: &TenantId, id: &WebhookId, seq: u64, entry_json: &str, due_ns: u64) -> Item {
+    let mut item = key(deliveries_pk(tenant, id), delivery_sk(seq));
+    item.extend([
+        ("item_type".to_owned(), s("delivery")),
+        ("tenant".to_owned(), s(tenant.as_str())),
+        ("webhook_id".to_owned(), s(id.to_string())),
+        ("seq".to_owned(), n(seq)),
+        ("entry".to_owned(), s(entry_json)),
+        ("status".to_owned(), s("pending")),
+        ("attempts".to_owned(), n(0)),
+        ("next_ns".to_owned(), n(due_ns)),
+        ("created_ns".to_owned(), n(due_ns)),
+        ("updated_ns".to_owned(), n(due_ns)),
+        (DUE_PK.to_owned(), s(DUE_PARTITION)),
+        (DUE_SK.to_owned(), s(due_sk(tenant, due_ns, id, seq))),
+    ]);
+    item
+}
+
+fn feed_entry(item: &Item) -> PortResult<FeedEntry> {
+    let corrupt = super::table::corrupt;
+    Ok(FeedEntry {
+        seq: item.num("seq")?,
+        design_id: DesignId::parse(item.str_attr("design_id")?).map_err(|_| corrupt("design_id"))?,
+        kind: EventKind::parse(item.str_attr("kind")?).ok_or_else(|| corrupt("kind"))?,
+        revision: item.num("revision")?,
+        event_id: item.str_attr("event_id")?.parse().map_err(|_| corrupt("event_id"))?,
+        correlation_id: CorrelationId::parse(item.str_attr("correlation_id")?)
+            .map_err(|_| corrupt("correlation_id"))?,
+        occurred_at: DateTime::parse_from_rfc3339(item.str_attr("occurred_at")?)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|_| corrupt("occurred_at"))?,
+        verdict: match item.opt_str("verdict") {
+            Some(v) => Some(Verdict::parse(v).ok_or_else(|| corrupt("verdict"))?),
+            None => None,
+        },
+    })
+}
+
+/// What an append depends on, read in one `TransactGetItems`.
+struct Held {
+    /// The number of the entry of this design, kind and revision, if there is one.
+    existing: Option<u64>,
+    /// The last number used (0 before the first entry).
+    head: u64,
+    /// The tenant's webhook count and its version (changed by every registration and deletion);
+    /// `None` before the tenant's first registration.
+    hooks: Option<(u64, u64)>,
+}
+
+async fn read_held(client: &Client, table: &str, tenant: &TenantId, once: &str) -> PortResult<Held> {
+    let get = |pk: String, sk: String| {
+        let get = Get::builder().table_name(table).set_key(Some(key(pk, sk))).build().expect("table and key are set");
+        TransactGetItem::builder().get(get).build()
+    };
+    let out = client
+        .transact_get_items()
+        .transact_items(get(feed_pk(tenant), once.to_owned()))
+        .transact_items(get(feed_pk(tenant), FEED_HEAD_SK.to_owned()))
+        .transact_items(get(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned()))
+        .send()
+        .await
+        .map_err(|e| classify("read for a feed append", e))?;
+    let responses = out.responses();
+    let item = |i: usize| responses.get(i).and_then(|r| r.item()).filter(|i| !i.is_empty());
+    let existing = item(0).map(|i| i.num("seq")).transpose()?;
+    let head = item(1).map(|i| i.num("seq")).transpose()?.unwrap_or(0);
+    let hooks = item(2).map(|i| Ok::<_, PortError>((i.num("hooks")?, i.num("version")?))).transpose()?;
+    Ok(Held { existing, head, hooks })
+}
+
+/// The ids of the tenant's webhooks that want `kind`.
+async fn webhooks_wanting(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    kind: EventKind,
+) -> PortResult<Vec<WebhookId>> {
+    let hooks = query(client, table, tenant_pk(tenant), prefix_range(WEBHOOK_PREFIX), false, 100).await?;
+    let mut wanting = Vec::new();
+    for hook in &hooks {
+        let kinds = parse_kinds(hook.str_attr("kinds")?).ok_or_else(|| super::table::corrupt("kinds"))?;
+        if kinds.contains(&kind) {
+            wanting.push(WebhookId::parse(hook.str_attr("id")?).ok_or_else(|| super::table::corrupt("id"))?);
+        }
+    }
+    Ok(wanting)
+}
+
+pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+    let e = new.entry;
+    let once = feed_once_sk(new.design_id, e.kind, e.revision);
+    for attempt in 0..MAX_APPEND_ATTEMPTS {
+        let held = read_held(client, table, tenant, &once).await?;
+        if let Some(seq) = held.existing {
+            return Ok(seq);
+        }
+        let wanting = match held.hooks {
+            Some((count, _)) if count > 0 => webhooks_wanting(client, table, tenant, e.kind).await?,
+            _ => Vec::new(),
+        };
+        let seq = held.head + 1;
+        let entry = FeedEntry {
+            seq,
+            design_id: new.design_id.clone(),
+            kind: e.kind,
+            revision: e.revision,
+            event_id: e.event_id,
+            correlation_id: e.correlation_id.clone(),
+            occurred_at: e.occurred_at,
+            verdict: new.verdict,
+        };
+        let mut items = Vec::with_capacity(4 + wanting.len());
+        items.push(match held.head {
+            0 => {
+                let mut head = feed_head_key(tenant);
+                head.extend([("item_type".to_owned(), s("feed_head")), ("seq".to_owned(), n(seq))]);
+                put_new(table, head)
+            }
+            last => {
+                let update = Update::builder()
+                    .table_name(table)
+                    .set_key(Some(feed_head_key(tenant)))
+                    .update_expression("SET #seq = :next")
+                    .condition_expression("#seq = :last")
+                    .expression_attribute_names("#seq", "seq")
+                    .expression_attribute_values(":next", n(seq))
+                    .expression_attribute_values(":last", n(last))
+                    .build()
+                    .expect("table, key and expression are set");
+                TransactWriteItem::builder().update(update).build()
+            }
+        });
+        let mut item = key(feed_pk(tenant), feed_sk(seq));
+        item.extend([
+            ("item_type".to_owned(), s("feed_entry")),
+            ("seq".to_owned(), n(seq)),
+            ("design_id".to_owned(), s(entry.design_id.as_str())),
+            ("kind".to_owned(), s(entry.kind.as_str())),
+            ("revision".to_owned(), n(entry.revision)),
+            ("event_id".to_owned(), s(entry.event_id.to_string())),
+            ("correlation_id".to_owned(), s(entry.correlation_id.as_str())),
+            ("occurred_at".to_owned(), s(entry.occurred_at.to_rfc3339())),
+        ]);
+        if let Some(v) = entry.verdict {
+            item.insert("verdict".to_owned(), s(v.as_str()));
+        }
+        items.push(put_new(table, item));
+        let mut marker = key(feed_pk(tenant), once.clone());
+        marker.extend([("item_type".to_owned(), s("feed_once")), ("seq".to_owned(), n(seq))]);
+        items.push(put_new(table, marker));
+        // The webhooks read above are still the tenant's webhooks.
+        let check = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned())));
+        let check = match held.hooks {
+            Some((_, version)) => check
+                .condition_expression("#version = :version")
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_values(":version", n(version)),
+            None => check.condition_expression("attribute_not_exists(#pk)").expression_attribute_names("#pk", PK),
+        };
+        items.push(
+            TransactWriteItem::builder()
+                .condition_check(check.build().expect("table, key and condition are set"))
+                .build(),
+        );
+        if !wanting.is_empty() {
+            let json = serde_json::to_string(&entry).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
+            let now = stored_nanos(Utc::now());
+            for id in &wanting {
+                items.push(put_new(table, delivery_item(tenant, id, seq, &json, now)));
+            }
+        }
+        match transact(client, "append to the feed", items).await? {
+            Ok(()) => return Ok(seq),
+            Err(_) => {
+                tracing::debug!(%tenant, attempt, "A feed append lost a race; reading again.");
+                back_off(attempt).await;
+            }
+        }
+    }
+    Err(PortError::Unavailable(
+        format!(
+            "the append to the feed of {tenant} lost the race to other appends {MAX_APPEND_ATTEMPTS} times in a row"
+        )
+        .into(),
+    ))
+}
+
+pub(crate) async fn read(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    after: u64,
+    limit: usize,
+) -> PortResult<Vec<FeedEntry>> {
+    let limit = limit.min(MAX_FEED_PAGE);
+    if limit == 0 || after == u64::MAX {
+        return Ok(Vec::new());
+    }
+    let range = (feed_sk(after + 1), prefix_range(FEED_PREFIX).1);
+    let items = query(client, table, feed_pk(tenant), range, false, limit).await?;
+    items.iter().map(feed_entry).collect()
+}
+
+/// The number of the tenant's latest entry: its head item's.
+#[allow(dead_code)]
+pub(crate) async fn head(client: &Client, table: &str, tenant: &TenantId) -> PortResult<u64> {
+    let item = get_item(client, table, feed_pk(tenant), FEED_HEAD_SK.to_owned()).await?;
+    Ok(item.map(|i| i.num("seq")).transpose()?.unwrap_or(0))
+}
