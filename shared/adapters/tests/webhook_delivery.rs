@@ -288,3 +288,29 @@ async fn one_round_attempts_what_is_due_and_reports_what_became_of_it() {
     let again = deliver_due_once(f.webhooks(), &client, &s, deadline).await.unwrap();
     assert_eq!(again, RoundReport::default(), "nothing is due until the retry's time");
 }
+
+/// One tenant's backlog, many times its share, drains through the worker: what a claim brings
+/// beyond the tenant's free slots waits in the worker rather than being leased and left, so no
+/// delivery sits out a lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_larger_than_the_tenants_share_is_delivered_without_any_delivery_sitting_out_a_lease() {
+    let f = Fixture::new();
+    let acme = tenant("acme");
+    let mut hooks = receiver(|_| Answer::Status(204)).await;
+    f.register(&acme, &hooks.url, &secret(1)).await;
+    let s = DeliverySettings { timeout: Duration::from_secs(5), lease: Duration::from_secs(10), ..settings() };
+    let backlog = 20 * s.per_tenant;
+    for _ in 0..backlog {
+        f.append(&acme).await;
+    }
+    let lease = s.lease;
+    let started = Instant::now();
+    let worker = DeliveryWorker::start(f.webhooks(), s).unwrap();
+    let mut ids = std::collections::HashSet::new();
+    while ids.len() < backlog {
+        let got = hooks.next(2 * lease).await.expect("the backlog keeps arriving");
+        ids.insert(got.header("webhook-id").to_owned());
+    }
+    assert!(started.elapsed() < lease, "the backlog took {:?}, a lease is {lease:?}", started.elapsed());
+    worker.stop().await;
+}

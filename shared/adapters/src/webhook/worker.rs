@@ -4,12 +4,13 @@
 //! Fairness: at most [`DeliverySettings::per_tenant`] of one tenant's deliveries are in flight,
 //! and at most [`DeliverySettings::parallel`] in all, with `parallel` above `per_tenant`, so a
 //! tenant whose endpoint hangs holds its own share through the timeout and never the others'.
-//! The worker claims whenever a slot is free, `parallel` at a time (the store gives at most
-//! `per_tenant` of one tenant per claim, oldest due first, so one tenant's backlog never fills a
-//! claim). What a claim brings beyond the free slots, or for a tenant at its share, waits in the
-//! worker (at most `per_tenant` per tenant) and takes the next slot its tenant may use, tenants
-//! taking turns, while its lease leaves time for an attempt; the rest is left to its lease and
-//! claimed again after it.
+//! The worker claims `parallel` at a time (the store gives at most `per_tenant` of one tenant per
+//! claim, oldest due first, so one tenant's backlog never fills a claim) when a slot is free: on
+//! every poll and wake, and when an attempt ends whose tenant has nothing waiting. What a claim
+//! brings beyond the free slots, or for a tenant at its share, waits in the worker (at most two
+//! claims' worth, `2 * per_tenant`, per tenant) and takes the next slot its tenant may use,
+//! tenants taking turns, while its lease leaves time for an attempt; the rest is left to its
+//! lease and claimed again after it.
 //!
 //! Nothing is lost when the worker stops or dies: a delivery is recorded only after its attempt
 //! (`finish_attempt`), and one claimed and never recorded is claimed again after its lease, with
@@ -28,6 +29,10 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::task::{Id, JoinError, JoinHandle, JoinSet};
 use tokio::time::Instant;
+
+/// Most deliveries in flight at once that [`DeliverySettings::check`] accepts (each holds a
+/// connection and a task).
+pub const MAX_PARALLEL: usize = 1024;
 
 /// How the worker delivers.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,9 +84,10 @@ impl DeliverySettings {
                 self.lease, self.timeout
             )));
         }
-        if self.per_tenant == 0 || self.parallel <= self.per_tenant {
+        if self.per_tenant == 0 || self.parallel <= self.per_tenant || self.parallel > MAX_PARALLEL {
             return Err(SettingsError::new(format!(
-                "webhook deliveries in flight ({}) must be more than one tenant's share ({}, at least 1)",
+                "webhook deliveries in flight ({}) must be more than one tenant's share ({}, at least 1) and at most \
+                 {MAX_PARALLEL}",
                 self.parallel, self.per_tenant
             )));
         }
@@ -157,8 +163,8 @@ struct Worker {
     owners: HashMap<Id, TenantId>,
     /// Attempts in flight per tenant; tenants with none are absent.
     busy: HashMap<TenantId, usize>,
-    /// Claimed deliveries not started yet, at most `per_tenant` per tenant; tenants with none
-    /// are absent.
+    /// Claimed deliveries not started yet, at most `2 * per_tenant` per tenant (room for a poll's
+    /// claim beside the one an ended attempt made); tenants with none are absent.
     waiting: HashMap<TenantId, VecDeque<Waiting>>,
     /// The tenants in `waiting`, in the order they get the next free slot.
     turns: VecDeque<TenantId>,
@@ -180,43 +186,26 @@ impl Worker {
 
     async fn run(mut self, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
         let mut store_failing = false;
+        let mut poll = tokio::time::interval(self.settings.poll);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Whether to ask the store: on every poll and wake, and when an attempt ends whose tenant
+        // has nothing waiting (it may have more due). Not on every attempt that ends: a tenant
+        // with deliveries waiting gets them first, and claiming more of it would only lease
+        // deliveries it has no slot for.
+        let mut claim = true;
         loop {
             while let Some(done) = self.running.try_join_next_with_id() {
-                self.finished(done);
+                claim |= self.finished(done);
             }
-            self.fill();
             if *stop.borrow() {
                 break;
             }
-            let mut again = false;
-            if self.free() > 0 {
-                let s = &self.settings;
-                let lease_ends = Instant::now() + s.lease;
-                match self.store.claim_due_deliveries(Utc::now(), s.lease, s.per_tenant, s.parallel).await {
-                    Ok(claimed) => {
-                        if store_failing {
-                            tracing::info!("The store answers the webhook worker again.");
-                            store_failing = false;
-                        }
-                        let full = claimed.len() == self.settings.parallel;
-                        let mut started = 0;
-                        for delivery in claimed {
-                            started += usize::from(self.dispatch(delivery, lease_ends));
-                        }
-                        // More may be due at once; but a claim that started nothing (every
-                        // tenant in it at its share) waits for a slot or the next poll.
-                        again = full && started > 0 && self.free() > 0;
-                    }
-                    Err(e) => {
-                        if !store_failing {
-                            tracing::warn!(error = %e, "The webhook worker cannot claim deliveries; it keeps trying.");
-                            store_failing = true;
-                        }
-                    }
+            self.fill();
+            if claim && self.free() > 0 {
+                claim = self.claim(&mut store_failing).await;
+                if claim {
+                    continue;
                 }
-            }
-            if again {
-                continue;
             }
             tokio::select! {
                 changed = stop.changed() => {
@@ -224,9 +213,9 @@ impl Worker {
                         break;
                     }
                 }
-                Some(done) = self.running.join_next_with_id() => self.finished(done),
-                _ = wake.notified() => {}
-                _ = tokio::time::sleep(self.settings.poll) => {}
+                Some(done) = self.running.join_next_with_id() => claim |= self.finished(done),
+                _ = wake.notified() => claim = true,
+                _ = poll.tick() => claim = true,
             }
         }
         // Stopping: what waits is left to its lease; what is in flight finishes.
@@ -234,6 +223,33 @@ impl Worker {
         self.turns.clear();
         while let Some(done) = self.running.join_next_with_id().await {
             self.finished(done);
+        }
+    }
+
+    /// One claim; whether to claim again at once (a full claim that started something: more may
+    /// be due).
+    async fn claim(&mut self, store_failing: &mut bool) -> bool {
+        let s = &self.settings;
+        let lease_ends = Instant::now() + s.lease;
+        match self.store.claim_due_deliveries(Utc::now(), s.lease, s.per_tenant, s.parallel).await {
+            Ok(claimed) => {
+                if std::mem::take(store_failing) {
+                    tracing::info!("The store answers the webhook worker again.");
+                }
+                let full = claimed.len() == self.settings.parallel;
+                let mut started = 0;
+                for delivery in claimed {
+                    started += usize::from(self.dispatch(delivery, lease_ends));
+                }
+                full && started > 0 && self.free() > 0
+            }
+            Err(e) => {
+                if !*store_failing {
+                    tracing::warn!(error = %e, "The webhook worker cannot claim deliveries; it keeps trying.");
+                    *store_failing = true;
+                }
+                false
+            }
         }
     }
 
@@ -259,7 +275,7 @@ impl Worker {
             self.turns.push_back(tenant);
         }
         line.retain(|w| settings.time_left(w.lease_ends));
-        if line.len() < settings.per_tenant {
+        if line.len() < 2 * settings.per_tenant {
             line.push_back(Waiting { delivery, lease_ends });
         }
         false
@@ -304,8 +320,9 @@ impl Worker {
         *self.busy.entry(tenant).or_default() += 1;
     }
 
-    /// Frees the slot of an attempt that ended and hands it on.
-    fn finished(&mut self, done: Result<(Id, ()), JoinError>) {
+    /// Frees the slot of an attempt that ended (the loop's next [`Worker::fill`] hands it on);
+    /// whether its tenant has nothing waiting.
+    fn finished(&mut self, done: Result<(Id, ()), JoinError>) -> bool {
         let id = match done {
             Ok((id, ())) => id,
             Err(e) => {
@@ -315,15 +332,14 @@ impl Worker {
                 e.id()
             }
         };
-        if let Some(tenant) = self.owners.remove(&id) {
-            if let Some(n) = self.busy.get_mut(&tenant) {
-                *n -= 1;
-                if *n == 0 {
-                    self.busy.remove(&tenant);
-                }
+        let Some(tenant) = self.owners.remove(&id) else { return true };
+        if let Some(n) = self.busy.get_mut(&tenant) {
+            *n -= 1;
+            if *n == 0 {
+                self.busy.remove(&tenant);
             }
         }
-        self.fill();
+        !self.waiting.contains_key(&tenant)
     }
 }
 
@@ -350,6 +366,7 @@ pub async fn deliver_due_once(
     settings: &DeliverySettings,
     deadline: Instant,
 ) -> PortResult<RoundReport> {
+    settings.check()?;
     let mut report = RoundReport::default();
     let left = deadline.saturating_duration_since(Instant::now());
     if left < Duration::from_secs(1) {
@@ -373,4 +390,31 @@ pub async fn deliver_due_once(
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_settings_pass_their_check() {
+        DeliverySettings::default().check().unwrap();
+    }
+
+    #[test]
+    fn settings_that_break_a_promise_are_refused() {
+        let d = DeliverySettings::default();
+        let refused = [
+            DeliverySettings { lease: d.timeout * 2 - Duration::from_millis(1), ..d.clone() },
+            DeliverySettings { timeout: Duration::ZERO, ..d.clone() },
+            DeliverySettings { poll: Duration::ZERO, ..d.clone() },
+            DeliverySettings { per_tenant: 0, ..d.clone() },
+            DeliverySettings { per_tenant: 4, parallel: 4, ..d.clone() },
+            DeliverySettings { parallel: MAX_PARALLEL + 1, ..d.clone() },
+        ];
+        for s in refused {
+            assert!(s.check().is_err(), "{s:?}");
+        }
+        assert!(DeliverySettings { lease: d.timeout * 2, per_tenant: 1, parallel: 2, ..d }.check().is_ok());
+    }
 }
