@@ -183,7 +183,7 @@ async fn live_streams_past_the_tenant_cap_are_refused_with_429() {
     let server = Server::start(dir.path(), "127.0.0.1:0", &["--tenant-streams", "2", "--workers", "1"]).unwrap();
     let watcher = Client::new(&server.url, &server.token("watcher"));
     let other = Client::new(&server.url, &server.token("other"));
-    let open = |c: &Client| c.http.get(format!("{}/v1/stream", c.base)).bearer_auth(&c.token).send();
+    let open = |c: &Client| c.http.get(format!("{}/v1/events/stream", c.base)).bearer_auth(&c.token).send();
     let first = open(&watcher).await.unwrap();
     let second = open(&watcher).await.unwrap();
     assert_eq!((first.status().as_u16(), second.status().as_u16()), (200, 200));

@@ -149,7 +149,7 @@ fn routes() -> Vec<Route> {
         Route { method: "GET", path: "/v1/designs/{id}/report", body: None },
         Route { method: "GET", path: "/v1/designs/{id}/report/full", body: None },
         Route { method: "GET", path: "/v1/designs/{id}/events", body: None },
-        Route { method: "GET", path: "/v1/stream", body: None },
+        Route { method: "GET", path: "/v1/events/stream", body: None },
         Route { method: "GET", path: "/healthz", body: None },
         Route { method: "GET", path: "/metrics", body: None },
     ]

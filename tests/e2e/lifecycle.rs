@@ -146,13 +146,13 @@ async fn read_until(resp: &mut reqwest::Response, needle: &str, within: Duration
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_live_stream_carries_a_tenants_results_and_nobody_elses() {
+async fn the_event_stream_carries_each_of_a_tenants_events_and_nobody_elses() {
     let dir = tempfile::tempdir().unwrap();
     let server = App::start(dir.path(), &[]).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let globex = Client::new(&server.url, &server.token("globex"));
     let open = |c: &Client| {
-        c.http.get(format!("{}/v1/stream", c.base)).bearer_auth(&c.token).timeout(Duration::from_secs(60)).send()
+        c.http.get(format!("{}/v1/events/stream", c.base)).bearer_auth(&c.token).timeout(Duration::from_secs(60)).send()
     };
     let mut mine = open(&acme).await.unwrap();
     let mut theirs = open(&globex).await.unwrap();
@@ -160,8 +160,13 @@ async fn the_live_stream_carries_a_tenants_results_and_nobody_elses() {
 
     let (_, accepted) = acme.post("/v1/designs", &blink_design("live")).await.unwrap();
     let id = accepted["design_id"].as_str().unwrap().to_owned();
-    let events = read_until(&mut mine, &id, Duration::from_secs(20)).await.expect("acme's stream carries its result");
-    assert!(events.contains("event: results.ready"), "{events}");
+    let events = read_until(&mut mine, "event: results.ready", Duration::from_secs(20))
+        .await
+        .expect("acme's stream carries its result");
+    assert!(events.contains(&id), "{events}");
+    for kind in ["design.submitted", "validation.started", "validation.finished"] {
+        assert!(events.contains(&format!("event: {kind}")), "every kind comes before the result: {events}");
+    }
     assert!(events.contains("\"verdict\":\"pass\""), "{events}");
     let leaked = read_until(&mut theirs, &id, Duration::from_millis(800)).await;
     assert!(leaked.is_none(), "another tenant's stream never carries acme's design");

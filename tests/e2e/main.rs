@@ -6,6 +6,7 @@ mod contract;
 mod dead_letters;
 mod durability;
 mod dynamo;
+mod events;
 mod front_door;
 mod functions;
 mod isolation;

@@ -139,7 +139,7 @@ async fn opening_many_live_streams_slows_no_victim_and_is_refused_past_the_cap()
     let mut statuses = Vec::new();
     let mut open = Vec::new();
     for _ in 0..50 {
-        let resp = c.http.get(format!("{}/v1/stream", c.base)).bearer_auth(&c.token).send().await.unwrap();
+        let resp = c.http.get(format!("{}/v1/events/stream", c.base)).bearer_auth(&c.token).send().await.unwrap();
         statuses.push(resp.status().as_u16());
         open.push(resp);
     }
@@ -148,7 +148,7 @@ async fn opening_many_live_streams_slows_no_victim_and_is_refused_past_the_cap()
     victims_keep_their_latency(&arena, |_, _| async { Vec::new() }).await;
     // A victim's own stream still opens while the attacker holds its streams.
     let v = &arena.victims[0];
-    let resp = v.http.get(format!("{}/v1/stream", v.base)).bearer_auth(&v.token).send().await.unwrap();
+    let resp = v.http.get(format!("{}/v1/events/stream", v.base)).bearer_auth(&v.token).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     drop(open);
 }

@@ -162,9 +162,13 @@ fn lambda_bins() -> BTreeMap<String, String> {
     bins
 }
 
-/// The event kind a consumer bin's `main` hands to `openqq_platform::lambda::consumer`.
+/// The event kind a consumer bin's `main` hands to `openqq_platform::lambda::consumer` (the
+/// results function's `lambda::results` consumes `validation.finished`).
 fn consumed_by(bin_source: &str) -> Option<EventKind> {
     let text = std::fs::read_to_string(repo_root().join("functions/lambda").join(bin_source)).unwrap();
+    if text.contains("lambda::results()") {
+        return Some(EventKind::ValidationFinished);
+    }
     let call = text.split("lambda::consumer(").nth(1)?;
     let variant = call.split("EventKind::").nth(1)?.split(|c: char| !c.is_alphanumeric()).next()?;
     EventKind::ALL.into_iter().find(|k| format!("{k:?}") == variant)
@@ -630,4 +634,19 @@ fn alarms_watch_the_5xx_ratio_p99_latency_dead_letters_webhook_failures_and_each
         });
         assert!(lag, "an alarm watches {id}'s trigger offset lag");
     }
+}
+
+#[test]
+fn the_results_function_sends_webhooks_on_a_schedule_and_its_claims_outlast_its_timeout() {
+    let t = template();
+    let p = properties(&t, "ResultsFunction");
+    let schedules: Vec<_> = p["Events"].as_object().unwrap().values().filter(|e| e["Type"] == "Schedule").collect();
+    assert_eq!(schedules.len(), 1, "one schedule runs the delivery round without a batch");
+    assert_eq!(schedules[0]["Properties"]["Schedule"], "rate(1 minute)");
+    let timeout = std::time::Duration::from_secs(p["Timeout"].as_u64().unwrap());
+    assert!(
+        openqq_platform::lambda::LAMBDA_DELIVERY_LEASE > timeout,
+        "a delivery claimed by an invocation that times out is not claimed again while it runs"
+    );
+    assert!(openqq_platform::lambda::DELIVERY_ROUND < timeout, "the round fits in the invocation");
 }

@@ -295,7 +295,7 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
-fn query<T>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, Problem> {
+pub(crate) fn query<T>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, Problem> {
     q.map(|Query(v)| v).map_err(|e| {
         Problem::new(StatusCode::BAD_REQUEST, "invalid-query", "The query string is invalid", e.body_text())
     })

@@ -15,8 +15,9 @@
 //! 5. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
 //!    immediate 503 when the queue is full; handlers get the body already buffered.
 //! 6. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
-//! 7. The handler in [`designs`] or [`uploads`]. `GET /v1/stream` ([`stream`]) skips steps 4 to
-//!    6: it has no body and does no work, and caps its own streams per tenant.
+//! 7. The handler in [`designs`], [`uploads`], [`webhooks`] or [`stream`]. `GET
+//!    /v1/events/stream` ([`stream::live`]) skips steps 4 to 6: it has no body and does no work
+//!    but wait, and caps its own streams per tenant.
 //!
 //! `PUT /v1/uploads/{digest}` ([`uploads::receive`]) passes through steps 1 and 2 only: its
 //! signed token stands for the bearer token, and it applies the tenant's request quota, its
@@ -57,6 +58,7 @@ pub mod targets;
 pub mod tenant_guard;
 pub mod ui;
 pub mod uploads;
+pub mod webhooks;
 
 use axum::routing::{get, post, put};
 use axum::Router;
@@ -89,8 +91,10 @@ pub struct AppState {
     pub metrics: Option<PrometheusHandle>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
-    /// Results notifications for `GET /v1/stream`; absent where there is no live feed (Lambda).
-    pub live: Option<Arc<openqq_adapters::BroadcastNotifier>>,
+    /// How often an open event stream reads the store while it has nothing to send.
+    pub feed_poll: std::time::Duration,
+    /// Whether webhooks may target private, loopback and link-local addresses (development only).
+    pub webhooks_allow_private: bool,
     /// Per-tenant bounds: requests in progress, body deadline, bytes per window, open streams.
     pub tenants: Arc<TenantGuard>,
     /// What each tenant may keep in the store; submissions over it are refused with 403.
@@ -117,7 +121,13 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/designs/{id}/report", get(designs::report))
         .route("/v1/designs/{id}/report/full", get(report_full::full_report))
         .route("/v1/designs/{id}/events", get(designs::events))
-        .route("/v1/uploads", post(uploads::begin));
+        .route("/v1/uploads", post(uploads::begin))
+        .route("/v1/events", get(stream::page))
+        .route("/v1/webhooks", post(webhooks::create).get(webhooks::list))
+        .route("/v1/webhooks/{id}", get(webhooks::get_one).delete(webhooks::delete))
+        .route("/v1/webhooks/{id}/rotate", post(webhooks::rotate))
+        .route("/v1/webhooks/{id}/test", post(webhooks::test))
+        .route("/v1/webhooks/{id}/deliveries", get(webhooks::deliveries));
     let v1 = match pool.simulated_downstream {
         Some(d) => v1.layer(axum::middleware::from_fn_with_state(downstream::Downstream::new(d), downstream::layer)),
         None => v1,
@@ -127,7 +137,7 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
     let v1 = v1
         .layer(axum::middleware::from_fn_with_state(pool::Pool::new(pool), pool::layer))
         .layer(axum::middleware::from_fn_with_state(state.clone(), tenant_guard::layer))
-        .route("/v1/stream", get(stream::live))
+        .route("/v1/events/stream", get(stream::live))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard));
     Router::new()
         .merge(v1)

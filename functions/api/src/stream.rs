@@ -1,38 +1,86 @@
-//! `GET /v1/stream`: the tenant's live results as server-sent events, for the UI.
+//! The tenant's feed ([`openqq_core::feed`]) over HTTP: every event applied to its designs, in
+//! order, resumable without gap or duplicate.
 //!
-//! Each `results.ready` notification of the caller's tenant becomes one event (`event:
-//! results.ready`, `id:` the event id, `data:` the notification as JSON). Other tenants'
-//! notifications never leave the server. A client that falls too far behind gets one `lagged`
-//! event with the number it missed, then the stream goes on; it can catch up from
-//! `GET /v1/designs`. Only the local runner has a live feed; on Lambda the route answers 404.
-//!
-//! A tenant may hold [`TenantLimits::streams`](crate::tenant_guard::TenantLimits::streams) streams
-//! open at once (429 past that); the slot goes back when the client disconnects. The route sits
-//! outside the worker pool, so an open stream never holds a worker.
+//! - `GET /v1/events/stream`: server-sent events, one per feed entry (`id:` its number, `event:`
+//!   its kind, `data:` the entry as JSON). It starts after the `Last-Event-ID` header (what a
+//!   reconnecting `EventSource` sends), else after `?after=N`, else at the live end. It reads the
+//!   store, so it carries what any process applied, and it is served wherever the response may
+//!   stream (the local runner; API Gateway buffers responses, so on AWS use the polling route).
+//!   A tenant may hold [`TenantLimits::streams`](crate::tenant_guard::TenantLimits::streams)
+//!   streams open at once (429 past that); the slot goes back when the client disconnects. The
+//!   route sits outside the worker pool, so an open stream never holds a worker.
+//! - `GET /v1/events?after=N&limit=M`: the same entries as a page, `{items, next_after}`, for
+//!   clients that poll (every deployment). `next_after` is the resume token for the next call.
 
 use crate::problem::Problem;
 use crate::AppState;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::Extension;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures_util::stream::{self, Stream};
-use openqq_core::{Notification, TenantId};
+use openqq_core::feed::{FeedEntry, MAX_FEED_PAGE};
+use openqq_core::TenantId;
+use serde::Deserialize;
+use std::collections::VecDeque;
 use std::convert::Infallible;
-use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::broadcast::Receiver;
+use std::time::Duration;
 
-/// The next event for `tenant` from the feed, or `None` once the feed is closed.
-async fn next_for(tenant: &TenantId, rx: &mut Receiver<Notification>) -> Option<Event> {
-    loop {
-        match rx.recv().await {
-            Ok(n) if &n.tenant_id == tenant => {
-                let event = Event::default().event("results.ready").id(n.event_id.to_string());
-                return Some(event.json_data(&n).expect("notifications serialise"));
+/// Entries one store read of the stream takes.
+const STREAM_BATCH: usize = 100;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedQuery {
+    pub after: Option<u64>,
+    pub limit: Option<usize>,
+}
+
+fn entry_event(e: &FeedEntry) -> Event {
+    Event::default().id(e.seq.to_string()).event(e.kind.as_str()).json_data(e).expect("feed entries serialise")
+}
+
+/// Where a stream starts: after `Last-Event-ID`, else `?after=`, else the live end.
+async fn start(state: &AppState, tenant: &TenantId, headers: &HeaderMap, q: &FeedQuery) -> Result<u64, Problem> {
+    if let Some(v) = headers.get("last-event-id") {
+        return v
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| Problem::invalid_field("Last-Event-ID", "is not an event id this stream sent"));
+    }
+    match q.after {
+        Some(after) => Ok(after),
+        None => state.store.feed_head(tenant).await.map_err(|e| Problem::from_port(e, "reading the feed")),
+    }
+}
+
+struct Tail {
+    state: AppState,
+    tenant: TenantId,
+    after: u64,
+    ready: VecDeque<FeedEntry>,
+    poll: Duration,
+}
+
+impl Tail {
+    /// The next entry, waiting for one to be applied. A failing store read is retried after the
+    /// poll interval (logged); the position is never skipped.
+    async fn next(&mut self) -> FeedEntry {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                self.after = e.seq;
+                return e;
             }
-            Ok(_) => continue,
-            Err(RecvError::Lagged(missed)) => return Some(Event::default().event("lagged").data(missed.to_string())),
-            Err(RecvError::Closed) => return None,
+            match self.state.store.read_feed(&self.tenant, self.after, STREAM_BATCH).await {
+                Ok(batch) if !batch.is_empty() => self.ready.extend(batch),
+                Ok(_) => tokio::time::sleep(self.poll).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "Reading the feed for a stream failed; retrying.");
+                    tokio::time::sleep(self.poll * 4).await;
+                }
+            }
         }
     }
 }
@@ -40,20 +88,35 @@ async fn next_for(tenant: &TenantId, rx: &mut Receiver<Notification>) -> Option<
 pub async fn live(
     State(state): State<AppState>,
     Extension(tenant): Extension<TenantId>,
+    headers: HeaderMap,
+    q: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Problem> {
-    let feed = state.live.as_ref().ok_or_else(|| {
-        Problem::new(
-            StatusCode::NOT_FOUND,
-            "not-found",
-            "Not found",
-            "this deployment has no live stream; poll GET /v1/designs",
-        )
-    })?;
+    let q = crate::designs::query(q)?;
+    let after = start(&state, &tenant, &headers, &q).await?;
     let slot = state.tenants.open_stream(&tenant)?;
+    let poll = state.feed_poll;
+    let tail = Tail { state, tenant, after, ready: VecDeque::new(), poll };
     // The slot lives in the stream's state: dropped, and given back, when the stream is.
-    let events = stream::unfold((tenant, feed.subscribe(), slot), |(tenant, mut rx, slot)| async move {
-        let event = next_for(&tenant, &mut rx).await?;
-        Some((Ok(event), (tenant, rx, slot)))
+    let events = stream::unfold((tail, slot), |(mut tail, slot)| async move {
+        let entry = tail.next().await;
+        Some((Ok(entry_event(&entry)), (tail, slot)))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+pub async fn page(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    q: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    let q = crate::designs::query(q)?;
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=MAX_FEED_PAGE).contains(&limit) {
+        return Err(Problem::invalid_field("limit", format!("must be between 1 and {MAX_FEED_PAGE}")));
+    }
+    let after = q.after.unwrap_or(0);
+    let items =
+        state.store.read_feed(&tenant, after, limit).await.map_err(|e| Problem::from_port(e, "reading the feed"))?;
+    let next_after = items.last().map_or(after, |e| e.seq);
+    Ok((StatusCode::OK, Json(serde_json::json!({ "items": items, "next_after": next_after }))).into_response())
 }

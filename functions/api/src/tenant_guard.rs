@@ -36,7 +36,7 @@ pub const REJECTIONS_METRIC: &str = "openqq_front_door_rejections_total";
 pub struct TenantLimits {
     /// Requests of one tenant in progress at once: body being read, queued or running.
     pub concurrency: usize,
-    /// Live streams (`GET /v1/stream`) one tenant may hold open.
+    /// Event streams (`GET /v1/events/stream`) one tenant may hold open.
     pub streams: usize,
     /// How long a request body may take to arrive, from the end of its headers.
     pub body_timeout: Duration,

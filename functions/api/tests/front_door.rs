@@ -41,7 +41,8 @@ fn app_with(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize, ident
         topics: Topics::new(""),
         metrics: None,
         max_body_bytes,
-        live: Some(backends.notifier.clone()),
+        feed_poll: Duration::from_millis(100),
+        webhooks_allow_private: false,
         tenants: TenantGuard::new(limits),
         quota: Arc::new(openqq_api::quota::StorageQuota::new(Default::default())),
         dev_tokens: false,
@@ -179,17 +180,17 @@ async fn oversized_bodies_are_still_413_whether_declared_or_sent() {
 async fn streams_past_the_tenant_cap_are_refused_and_an_open_stream_holds_no_worker() {
     let limits = TenantLimits { streams: 2, ..TenantLimits::default() };
     let app = app(one_worker(), limits, 10_000);
-    let first = app.get("watcher", "/v1/stream").await;
-    let second = app.get("watcher", "/v1/stream").await;
+    let first = app.get("watcher", "/v1/events/stream").await;
+    let second = app.get("watcher", "/v1/events/stream").await;
     assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
-    let third = app.get("watcher", "/v1/stream").await;
+    let third = app.get("watcher", "/v1/events/stream").await;
     assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(problem(third).await["type"], "urn:openqq:problem:too-many-streams");
     // One worker, no queue, two streams open: requests still find the worker free.
     assert_eq!(app.get("watcher", "/v1/designs").await.status(), StatusCode::OK);
-    assert_eq!(app.get("other", "/v1/stream").await.status(), StatusCode::OK, "another tenant has its own");
+    assert_eq!(app.get("other", "/v1/events/stream").await.status(), StatusCode::OK, "another tenant has its own");
     drop(first);
-    assert_eq!(app.get("watcher", "/v1/stream").await.status(), StatusCode::OK, "a closed stream gives its slot back");
+    assert_eq!(app.get("watcher", "/v1/events/stream").await.status(), StatusCode::OK, "a closed stream gives its slot back");
 }
 
 #[tokio::test]

@@ -59,4 +59,18 @@ pub trait EventFeed: Send + Sync {
     /// The tenant's entries numbered after `after`, oldest first, at most `limit` (capped at
     /// [`MAX_FEED_PAGE`]). Only the tenant's own entries, ever.
     async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>>;
+
+    /// The number of the tenant's latest entry (0 while it has none): where a reader that wants
+    /// only what comes next starts. This default pages through the whole feed; adapters answer
+    /// from an index instead.
+    async fn feed_head(&self, tenant: &TenantId) -> PortResult<u64> {
+        let mut head = 0;
+        loop {
+            let page = self.read_feed(tenant, head, MAX_FEED_PAGE).await?;
+            match page.last() {
+                Some(last) => head = last.seq,
+                None => return Ok(head),
+            }
+        }
+    }
 }

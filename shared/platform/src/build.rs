@@ -1,13 +1,13 @@
 //! The one place the platform is assembled: [`Platform::build`] turns [`Settings`] into every
-//! backend (log, store, objects), the limiter, the per-tenant policies and the notifier; the API
-//! state and the three consumer handlers are then made from those. `openqq up`, the four Lambda
+//! backend (log, store, objects), the limiter and the per-tenant policies; the API state, the
+//! three consumer handlers and the webhook deliveries are then made from those. `openqq up`, the four Lambda
 //! functions and in-process tests all go through here, so what runs on AWS is what runs locally.
 
 use crate::settings::Settings;
 use anyhow::{Context, Result};
 use openqq_adapters::{Backends, Durability};
 use openqq_api::{AppState, JwtKeys, LimitPolicy, TenantGuard};
-use openqq_core::{EventKind, Notifier, RateLimiter, Topics};
+use openqq_core::{EventKind, RateLimiter, Topics};
 use openqq_runtime::{BatchHandler, Consumer, RecordHandler};
 use std::sync::Arc;
 
@@ -20,9 +20,10 @@ pub struct Platform {
     pub limiter: Arc<dyn RateLimiter>,
     /// The request quota per tenant, with overrides from `--rate-limits`.
     pub limits: Arc<LimitPolicy>,
-    /// What the results function tells: the live stream, and signed webhooks when configured.
-    pub notifier: Arc<dyn Notifier>,
 }
+
+/// How often an idle event stream reads the store for what was applied since.
+pub const FEED_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The topics the consumer functions read, in pipeline order.
 pub const CONSUMED: [EventKind; 3] =
@@ -53,18 +54,12 @@ impl Platform {
         if let Some(path) = &settings.rate_limits {
             crate::overrides::watch_overrides(limits.clone(), path.clone())?;
         }
-        let notifier = notifier(&settings, &backends)?;
-        Ok(Self { settings, topics, backends, limiter, limits, notifier })
+        Ok(Self { settings, topics, backends, limiter, limits })
     }
 
     /// The API's state. `keys` verify bearer tokens; `metrics` renders `/metrics` where metrics
     /// are scraped (absent on Lambda).
-    pub fn api_state(
-        &self,
-        keys: JwtKeys,
-        metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
-        live: bool,
-    ) -> AppState {
+    pub fn api_state(&self, keys: JwtKeys, metrics: Option<metrics_exporter_prometheus::PrometheusHandle>) -> AppState {
         let s = &self.settings;
         AppState {
             log: self.backends.log.clone(),
@@ -77,11 +72,32 @@ impl Platform {
             topics: self.topics.clone(),
             metrics,
             max_body_bytes: s.max_body_bytes,
-            live: live.then(|| self.backends.notifier.clone()),
+            feed_poll: FEED_POLL,
+            webhooks_allow_private: s.webhooks_allow_private,
             tenants: TenantGuard::new(s.tenant_limits()),
             quota: Arc::new(openqq_api::quota::StorageQuota::new(s.storage_limits())),
             dev_tokens: false,
         }
+    }
+
+    /// How webhook deliveries are sent: the settings' timeout, schedule and address rule. A
+    /// claim lasts twice the timeout and 5 s more, so a delivery cut off by a crash is tried
+    /// again soon after the restart.
+    pub fn delivery_settings(&self) -> openqq_adapters::DeliverySettings {
+        let s = &self.settings;
+        openqq_adapters::DeliverySettings {
+            timeout: s.webhook_timeout,
+            lease: s.webhook_timeout * 2 + std::time::Duration::from_secs(5),
+            schedule: s.webhook_schedule(),
+            allow_private: s.webhooks_allow_private,
+            ..Default::default()
+        }
+    }
+
+    /// Starts sending the webhook deliveries the store queues, on the current Tokio runtime.
+    pub fn start_deliveries(&self) -> Result<openqq_adapters::DeliveryWorker> {
+        let store: Arc<dyn openqq_core::WebhookStore> = self.backends.store.clone();
+        Ok(openqq_adapters::DeliveryWorker::start(store, self.delivery_settings())?)
     }
 
     /// The keys of `openqq up`: `OPENQQ_JWT_SECRET`, else the data dir's secret (created on
@@ -101,9 +117,7 @@ impl Platform {
                 objects: b.objects.clone(),
                 budget: self.settings.validation_budget,
             }),
-            EventKind::ValidationFinished => {
-                self.consumer(openqq_results::Results { store: b.store.clone(), notifier: self.notifier.clone() })
-            }
+            EventKind::ValidationFinished => self.consumer(openqq_results::Results { store: b.store.clone() }),
             other => anyhow::bail!("no function consumes {other}"),
         })
     }
@@ -127,13 +141,4 @@ fn embedded_options(s: &Settings) -> openqq_adapters::embedded::EmbeddedOptions 
 async fn limiter(s: &Settings, backends: &Backends) -> Result<Arc<dyn RateLimiter>> {
     let settings = crate::flags::limiter::settings(&s.limiter)?;
     crate::flags::limiter::build(&settings, backends.limiter.clone()).await
-}
-
-/// The results notifier: the live stream, plus signed webhooks when a file configures them.
-fn notifier(s: &Settings, backends: &Backends) -> Result<Arc<dyn Notifier>> {
-    let Some(path) = &s.webhooks else { return Ok(backends.notifier()) };
-    let endpoints = crate::webhooks::load(path).context("--webhooks (OPENQQ_WEBHOOKS)")?;
-    tracing::info!(tenants = endpoints.len(), "Signed webhooks are configured.");
-    let hooks = openqq_adapters::WebhookNotifier::start(endpoints, s.webhook_timeout, s.webhook_attempts)?;
-    Ok(Arc::new(openqq_adapters::FanoutNotifier(vec![backends.notifier(), hooks])))
 }

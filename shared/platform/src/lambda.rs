@@ -63,8 +63,8 @@ pub async fn api() -> Result<(), Error> {
     if platform.settings.limiter.redis_url.is_none() && platform.settings.limiter.elasticache_cache.is_none() {
         tracing::warn!("The request limiter is in process: each instance limits on its own. Set OPENQQ_ELASTICACHE_CACHE or OPENQQ_REDIS_URL to share it.");
     }
-    // No live stream on Lambda; reserved concurrency bounds the pool: one request per instance.
-    let state = platform.api_state(keys, None, false);
+    // Reserved concurrency bounds the pool: one request per instance.
+    let state = platform.api_state(keys, None);
     let app = router(state, PoolConfig { workers: 1, queue: 0, ..PoolConfig::default() })
         .layer(axum::middleware::map_request(pass_on_gateway_claims))
         .layer(axum::middleware::from_fn(flush_metrics));
@@ -101,6 +101,89 @@ async fn pass_on_gateway_claims(mut req: axum::extract::Request) -> axum::extrac
 pub async fn consumer(kind: EventKind) -> Result<(), Error> {
     let platform = Platform::build(settings()?).await.map_err(|e| format!("{e:#}"))?;
     serve(platform.handler(kind)?).await
+}
+
+/// How long a results invocation leaves itself after its deliveries, before Lambda's deadline.
+const DELIVERY_MARGIN: std::time::Duration = std::time::Duration::from_secs(3);
+/// The most a results invocation spends on deliveries after its batch.
+pub const DELIVERY_ROUND: std::time::Duration = std::time::Duration::from_secs(20);
+/// How long a delivery claimed on Lambda stays claimed: longer than the function's timeout
+/// (template.yaml), so an invocation cut off mid-round leaves its claims to a later one.
+pub const LAMBDA_DELIVERY_LEASE: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// The results function: each MSK batch of `validation.finished` goes through its handler, then
+/// one round of webhook deliveries (what the store queued, by this function or the others, and
+/// retries that came due). The template also invokes it on a schedule (an EventBridge event, not
+/// an MSK batch), which runs the round alone, so retries come due without new results.
+pub async fn results() -> Result<(), Error> {
+    let platform = Platform::build(settings()?).await.map_err(|e| format!("{e:#}"))?;
+    let handler = platform.handler(EventKind::ValidationFinished)?;
+    let deliveries = Arc::new(Deliveries::new(&platform)?);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        let (handler, deliveries) = (handler.clone(), deliveries.clone());
+        async move {
+            let deadline = invocation_deadline(event.context.deadline);
+            let answer = match is_scheduled(&event.payload) {
+                true => Ok(serde_json::json!({})),
+                false => invoke(&*handler, event.payload, || {})
+                    .await
+                    .map(|r| serde_json::to_value(r).expect("responses serialise")),
+            };
+            deliveries.round(deadline).await;
+            openqq_telemetry::emf::flush();
+            answer
+        }
+    }))
+    .await
+}
+
+/// Whether a payload is a scheduled EventBridge event rather than an MSK batch.
+fn is_scheduled(payload: &serde_json::Value) -> bool {
+    payload.get("source").and_then(|s| s.as_str()) == Some("aws.events")
+}
+
+/// When deliveries must be done by: Lambda's deadline (milliseconds since the epoch) less a
+/// margin, and at most [`DELIVERY_ROUND`] from now.
+fn invocation_deadline(deadline_ms: u64) -> tokio::time::Instant {
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+    let left =
+        std::time::Duration::from_millis(u64::try_from(u128::from(deadline_ms).saturating_sub(now_ms)).unwrap_or(0));
+    tokio::time::Instant::now() + left.saturating_sub(DELIVERY_MARGIN).min(DELIVERY_ROUND)
+}
+
+/// Webhook deliveries run from a function: one claim round per invocation.
+struct Deliveries {
+    store: Arc<dyn openqq_core::WebhookStore>,
+    client: openqq_adapters::WebhookClient,
+    settings: openqq_adapters::DeliverySettings,
+}
+
+impl Deliveries {
+    fn new(platform: &Platform) -> Result<Self, Error> {
+        let mut settings = platform.delivery_settings();
+        settings.lease = settings.lease.max(LAMBDA_DELIVERY_LEASE);
+        settings.check().map_err(|e| e.to_string())?;
+        let client = openqq_adapters::WebhookClient::new(settings.allow_private).map_err(|e| e.to_string())?;
+        Ok(Self { store: platform.backends.store.clone(), client, settings })
+    }
+
+    /// One round; a failure is logged (the deliveries stay queued for the next round).
+    async fn round(&self, deadline: tokio::time::Instant) {
+        match openqq_adapters::webhook::deliver_due_once(self.store.clone(), &self.client, &self.settings, deadline)
+            .await
+        {
+            Ok(r) if r.claimed > 0 => tracing::info!(
+                claimed = r.claimed,
+                delivered = r.delivered,
+                retried = r.retried,
+                dead = r.dead,
+                unrecorded = r.unrecorded,
+                "Webhook deliveries attempted."
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "Claiming webhook deliveries failed; they stay queued."),
+        }
+    }
 }
 
 /// Runs `handler` under the Lambda runtime until the sandbox is shut down: each MSK batch goes

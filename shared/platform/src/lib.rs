@@ -4,7 +4,7 @@
 //!   the environment (`OPENQQ_*`, same names) of the Lambda functions, checked before anything
 //!   is opened.
 //! - [`build`]: [`Platform::build`], the one function that turns settings into backends (log,
-//!   store, objects), the limiter, the per-tenant policies and the notifier, and from those the
+//!   store, objects), the limiter and the per-tenant policies, and from those the
 //!   API state and the consumer handlers.
 //! - [`local`]: `openqq up`'s extra settings and the whole platform serving in one process,
 //!   which in-process tests start too.
@@ -24,7 +24,6 @@ pub mod overrides;
 pub mod remote;
 pub mod secret;
 pub mod settings;
-pub mod webhooks;
 
 pub use build::{Platform, CONSUMED};
 pub use local::{start, Running, UpArgs};

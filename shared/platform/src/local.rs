@@ -162,10 +162,11 @@ pub struct Running {
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     mappings: Vec<JoinHandle<()>>,
+    deliveries: openqq_adapters::DeliveryWorker,
 }
 
 /// Builds the platform from `args` and starts serving: the API on `--listen`, one emulated
-/// event source mapping per consumer function.
+/// event source mapping per consumer function, and the webhook deliveries.
 pub async fn start(args: UpArgs) -> Result<Running> {
     args.check()?;
     // The recorder first: anything counted before it exists (a record dead-lettered as soon as
@@ -194,7 +195,8 @@ pub async fn start(args: UpArgs) -> Result<Running> {
             EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind)).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
-    let mut state = platform.api_state(keys, Some(metrics), true);
+    let deliveries = platform.start_deliveries()?;
+    let mut state = platform.api_state(keys, Some(metrics));
     state.dev_tokens = args.dev_tokens;
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
@@ -208,18 +210,20 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let server = tokio::spawn(openqq_api::serve::serve(listener, router(state, args.pool()), serve, async move {
         let _ = http_stop.wait_for(|s| *s).await;
     }));
-    Ok(Running { addr, platform, stop, server, mappings })
+    Ok(Running { addr, platform, stop, server, mappings, deliveries })
 }
 
 impl Running {
     /// Stops accepting requests; in-flight requests finish (live streams get the grace period),
-    /// then the consumers finish and commit their batches.
+    /// then the consumers finish and commit their batches, then the webhook attempts in flight.
     pub async fn stop(self) -> Result<()> {
         let _ = self.stop.send(true);
         self.server.await?.context("serving HTTP")?;
         for m in self.mappings {
             m.await?;
         }
+        // Attempts in flight finish (each within its timeout); the rest wait in the store.
+        self.deliveries.stop().await;
         Ok(())
     }
 }

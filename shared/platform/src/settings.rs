@@ -38,15 +38,17 @@ pub struct Settings {
     pub rate_limits: Option<PathBuf>,
     #[command(flatten)]
     pub limiter: LimiterArgs,
-    /// Signed webhooks per tenant: one `TENANT URL SECRET` per line (SECRET is `whsec_<base64>`).
-    #[arg(long, env = "OPENQQ_WEBHOOKS")]
-    pub webhooks: Option<PathBuf>,
-    /// How long one webhook delivery may take.
+    /// How long one webhook delivery attempt may take (connect, send, answer).
     #[arg(long, env = "OPENQQ_WEBHOOK_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub webhook_timeout: Duration,
-    /// Tries per webhook delivery (with exponential backoff from 0.5 s).
-    #[arg(long, env = "OPENQQ_WEBHOOK_ATTEMPTS", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
-    pub webhook_attempts: u32,
+    /// The waits between a webhook delivery's attempts, comma separated (one attempt more than
+    /// waits; each wait ±20 % jitter). After the last attempt the delivery is dead.
+    #[arg(long, env = "OPENQQ_WEBHOOK_RETRY_DELAYS", default_value = "5s,1m,5m,30m,1h,3h,8h", value_parser = parse_delays)]
+    pub webhook_retry_delays: Delays,
+    /// Lets webhooks target private, loopback and link-local addresses (local development
+    /// only: on a shared deployment it lets tenants reach internal services).
+    #[arg(long, env = "OPENQQ_WEBHOOKS_ALLOW_PRIVATE")]
+    pub webhooks_allow_private: bool,
     /// Largest request body, in bytes.
     #[arg(long, env = "OPENQQ_MAX_BODY_BYTES", default_value_t = openqq_api::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
@@ -56,7 +58,7 @@ pub struct Settings {
     /// Requests of one tenant in progress at once (body being read, queued or running); 429 above.
     #[arg(long, env = "OPENQQ_TENANT_CONCURRENCY", default_value_t = openqq_api::tenant_guard::DEFAULT_CONCURRENCY)]
     pub tenant_concurrency: usize,
-    /// Live streams (`GET /v1/stream`) one tenant may hold open; 429 above.
+    /// Event streams (`GET /v1/events/stream`) one tenant may hold open; 429 above.
     #[arg(long, env = "OPENQQ_TENANT_STREAMS", default_value_t = openqq_api::tenant_guard::DEFAULT_STREAMS)]
     pub tenant_streams: usize,
     /// Request-body bytes per tenant per window, SIZE/WINDOW (B, KiB, MiB, GiB); 429 above.
@@ -96,6 +98,31 @@ pub struct Settings {
 }
 
 pub use crate::flags::limiter::LimiterArgs;
+
+/// The waits of `--webhook-retry-delays`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delays(pub Vec<Duration>);
+
+/// At most this many waits (so at most one attempt more).
+pub const MAX_RETRY_DELAYS: usize = 20;
+
+fn parse_delays(s: &str) -> Result<Delays, String> {
+    let delays = s
+        .split(',')
+        .map(|d| humantime::parse_duration(d.trim()).map_err(|e| format!("{d:?}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if delays.len() > MAX_RETRY_DELAYS || delays.iter().any(|d| *d > Duration::from_secs(7 * 24 * 3600)) {
+        return Err(format!("at most {MAX_RETRY_DELAYS} waits, each at most 7 days"));
+    }
+    Ok(Delays(delays))
+}
+
+impl Settings {
+    /// The retry schedule of webhook deliveries.
+    pub fn webhook_schedule(&self) -> openqq_core::webhook::RetrySchedule {
+        openqq_core::webhook::RetrySchedule { delays: self.webhook_retry_delays.0.clone(), jitter: 0.2 }
+    }
+}
 
 /// The values of `--auth`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

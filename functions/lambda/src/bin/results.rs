@@ -1,7 +1,8 @@
-//! The results function on AWS Lambda, triggered by MSK batches of `validation.finished`. Its settings
-//! are the environment (`OPENQQ_*`, see `openqq_platform::Settings`).
+//! The results function on AWS Lambda, triggered by MSK batches of `validation.finished` and by a
+//! schedule; it also sends the webhook deliveries the store queued. Its settings are the
+//! environment (`OPENQQ_*`, see `openqq_platform::Settings`).
 
 #[tokio::main]
 async fn main() -> Result<(), openqq_platform::lambda::Error> {
-    openqq_platform::lambda::consumer(openqq_core::EventKind::ValidationFinished).await
+    openqq_platform::lambda::results().await
 }
