@@ -78,10 +78,9 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     global && !refused
 }
 
-/// Whether `url` may be a webhook's target: http or https, at most
-/// [`MAX_URL_BYTES`](openqq_core::webhook::MAX_URL_BYTES), with a host; unless
-/// `allow_private`, a literal address must be public ([`is_public`]) and a name must not be local
-/// by definition. The error is a sentence for the tenant.
+/// Whether `url` may be a webhook's target: http or https, at most [`MAX_URL_BYTES`], with a
+/// host; unless `allow_private`, a literal address must be public ([`is_public`]) and a name must
+/// not be local by definition. The error is a sentence for the tenant.
 pub fn check_target_url(url: &str, allow_private: bool) -> Result<(), String> {
     if url.len() > MAX_URL_BYTES {
         return Err(format!("a webhook URL is at most {MAX_URL_BYTES} bytes"));
