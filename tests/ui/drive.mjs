@@ -128,9 +128,13 @@ try {
   summary.finding = cells.map((c) => c.trim());
   const bars = await page.locator("#utilisation meter").count();
   check(bars > 0, "the report shows no utilisation bars");
-  await page.getByRole("button", { name: "Code" }).click();
+  // Sorting by keyboard: focus the column's header button and press Enter.
+  await page.getByRole("button", { name: "Code" }).focus();
+  await page.keyboard.press("Enter");
   check((await page.locator('#findings th[data-key="code"]').getAttribute("aria-sort")) === "ascending", "sorting by code does not say so");
   step(`the report shows ${finding} at ${cells[3].trim()} and ${bars} utilisation bars`);
+  await page.locator("#design-table tbody tr", { hasText: `ui-${viewport}` }).locator(".badge", { hasText: "ready" }).waitFor();
+  step("the design list shows the design ready");
   await page.locator("#detail").scrollIntoViewIfNeeded();
   await shot("report");
 
@@ -157,6 +161,16 @@ try {
     summary.delivery = (await page.locator('#delivery-table tbody tr[data-status="delivered"]').first().locator("td").allTextContents()).map((c) => c.trim());
     step(`the test delivery shows as delivered: ${summary.delivery.join(" | ")}`);
     await shot("webhooks");
+    await page.getByRole("button", { name: "Rotate secret of ui test receiver" }).click();
+    await page.locator("#webhook-secret").waitFor({ state: "visible" });
+    const rotated = (await secret.textContent()).trim();
+    check(rotated.startsWith("whsec_") && rotated !== summary.webhook_secret, "rotating shows no new secret");
+    await page.getByRole("button", { name: "I have kept it" }).click();
+    step("the secret was rotated and the new one shown once");
+    await page.getByRole("button", { name: "Delete ui test receiver" }).click();
+    await page.locator("#no-webhooks").waitFor({ state: "visible" });
+    check(await page.locator("#deliveries").isHidden(), "the deleted webhook's deliveries stay on screen");
+    step("the webhook was deleted");
   }
 
   await axe("signed in, with a report");
