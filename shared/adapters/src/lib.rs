@@ -17,9 +17,7 @@
 //! - [`s3`] (cargo feature `s3`): the object store on one S3 bucket, content-addressed per
 //!   tenant, with presigned direct uploads adopted after their digest is checked.
 //! - [`webhook`]: the delivery worker that sends the webhook deliveries the store queued, signed
-//!   (Standard Webhooks, HMAC-SHA256), to public addresses only, fair between tenants; and, until
-//!   its last users move, the in-memory notifier of the `--webhooks` file ([`WebhookNotifier`],
-//!   with [`FanoutNotifier`] feeding it and the live stream together).
+//!   (Standard Webhooks, HMAC-SHA256), to public addresses only, fair between tenants.
 //! - [`settings`]: [`SettingsError`], an adapter refusing one of its settings (apart from the
 //!   ports' [`PortError`](openqq_core::PortError), which is about requests).
 //! - [`conformance`]: one suite per port. Every adapter — embedded here, cloud ones as they are
@@ -69,7 +67,6 @@ pub use redis_limiter::RedisRateLimiter;
 #[cfg(feature = "s3")]
 pub use s3::{S3ObjectStore, S3Settings};
 pub use settings::SettingsError;
-pub use webhook::legacy::{Endpoint, FanoutNotifier, WebhookNotifier, WebhookSecret};
 pub use webhook::{DeliverySettings, DeliveryWorker, WebhookClient};
 
 /// The counter of a design store's round trips: one per request the DynamoDB store sends

@@ -13,7 +13,6 @@
 //! - [`worker`]: [`DeliveryWorker`], claiming due deliveries and attempting them, fair between
 //!   tenants, for a long-running process; [`deliver_due_once`], one claim round, for a scheduled
 //!   function.
-//! - [`legacy`]: the in-memory notifier of the `--webhooks` file, until its last users move.
 //!
 //! Each recorded attempt counts in `openqq_webhook_deliveries_total{outcome}` (`delivered`,
 //! `retried`, `dead`). Logs name a receiver by its host only: a URL's path or credentials may be
@@ -21,7 +20,6 @@
 
 mod attempt;
 pub mod client;
-pub mod legacy;
 pub mod outcome;
 pub mod signing;
 pub mod ssrf;
