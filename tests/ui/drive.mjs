@@ -90,6 +90,13 @@ try {
   await page.keyboard.press("Tab");
   check(await page.evaluate(() => document.activeElement?.classList.contains("skip")), "the first Tab does not reach the skip link");
 
+  await page.getByLabel("Bearer token").fill("not.a.token");
+  await page.getByRole("button", { name: "Use token" }).click();
+  await page.locator("#status.error", { hasText: "did not accept" }).waitFor();
+  check(await page.locator("#signed-in").isHidden(), "a refused token signed in");
+  step("a pasted token the server refuses is said to be refused");
+  problems.length = 0; // the refusal's 401 was the point
+
   const mint = page.getByRole("button", { name: "Mint token" });
   await mint.waitFor();
   await page.getByLabel("Tenant for a development token").fill(tenant);

@@ -41,6 +41,8 @@ export async function api(path, { method = "GET", body, raw, signal } = {}) {
   if (text) {
     try { data = JSON.parse(text); } catch { data = null; }
   }
+  // A refused token (expired, or signed with another secret): the page signs out.
+  if (resp.status === 401 && token.get()) window.dispatchEvent(new CustomEvent("openqq:unauthorized"));
   if (!resp.ok) throw new ApiError(resp.status, data);
   return data;
 }

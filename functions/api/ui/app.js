@@ -31,7 +31,7 @@ async function signIn(t) {
   ]);
 }
 
-function signOut() {
+function signOut(message = "The token was forgotten.") {
   live.stop();
   token.clear();
   designs.reset();
@@ -41,7 +41,7 @@ function signOut() {
   $("token-form").hidden = false;
   offerMinting();
   $("who").textContent = "Not signed in";
-  announce("The token was forgotten.");
+  announce(message, message !== "The token was forgotten.");
   $("token-input").focus();
 }
 
@@ -69,7 +69,10 @@ function main() {
     signIn($("token-input").value.trim());
   });
   $("mint-form").addEventListener("submit", mint);
-  $("sign-out").addEventListener("click", signOut);
+  $("sign-out").addEventListener("click", () => signOut());
+  window.addEventListener("openqq:unauthorized", () => {
+    if (!$("signed-in").hidden) signOut("The server no longer accepts this token (it may have expired): paste or mint another.");
+  });
   offerMinting();
   const kept = token.get();
   if (kept) signIn(kept);

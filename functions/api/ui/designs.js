@@ -8,6 +8,8 @@ import { onEvent, liveMode } from "./live.js";
 
 /** Netlists and bitstreams larger than this are uploaded first, then referenced. */
 const INLINE_MAX_BYTES = 4 * 1024 * 1024 - 64 * 1024;
+/** The largest upload the API takes. */
+const UPLOAD_MAX_BYTES = 64 * 1024 * 1024;
 const TERMINAL = new Set(["ready", "failed"]);
 
 let current = null; // the open design's id
@@ -87,6 +89,9 @@ async function submit(event) {
     const netlistFile = $("design-netlist").files[0];
     const pcfFile = $("design-pcf").files[0];
     const bitFile = $("design-bitstream").files[0];
+    for (const f of [netlistFile, pcfFile, bitFile]) {
+      if (f && f.size > UPLOAD_MAX_BYTES) throw new Error(`${f.name} is larger than 64 MiB, the most the platform takes`);
+    }
     const parts = {
       name: JSON.stringify($("design-name").value.trim()),
       target: JSON.stringify({ device: $("design-device").value, package: $("design-package").value }),
