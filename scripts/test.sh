@@ -53,6 +53,11 @@ install_ui_test_tools() {
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
   fi
+  # playwright-core needs Node.js 20 or later.
+  if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+    echo "the browser tests need Node.js 20 or later; this is $(node --version)" >&2
+    exit 1
+  fi
   npm ci --prefix tests/ui --no-audit --no-fund --loglevel=error \
     --cache "${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/npm"
 }
