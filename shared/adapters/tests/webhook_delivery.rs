@@ -1,8 +1,15 @@
-//! The delivery worker against the embedded design store and receivers on 127.0.0.1: deliveries
-//! queued by the feed arrive signed and are recorded; failures are retried on the schedule and
-//! end dead after the last attempt; one tenant's hung endpoint does not delay another tenant; a
-//! worker that dies mid-attempt leaves its delivery to be claimed again after the lease, with
-//! the same `webhook-id`.
+//! The delivery worker against a design store and receivers on 127.0.0.1: deliveries queued by
+//! the feed arrive signed and are recorded; failures are retried on the schedule and end dead
+//! after the last attempt; one tenant's hung endpoint does not delay another tenant; a worker
+//! that dies mid-attempt leaves its delivery to be claimed again after the lease, with the same
+//! `webhook-id`.
+//!
+//! Every case runs on the embedded store (`embedded::`) and, with cargo feature `dynamodb` and
+//! `OPENQQ_TEST_DYNAMODB_ENDPOINT` set (scripts/services/moto.sh prints one), on the DynamoDB
+//! store (`dynamodb::`), as the results function runs it on Lambda:
+//!
+//!   OPENQQ_TEST_DYNAMODB_ENDPOINT=$(scripts/services/moto.sh) \
+//!     cargo test -p openqq-adapters --features dynamodb --test webhook_delivery
 
 mod webhook_support;
 
@@ -10,9 +17,8 @@ use chrono::Utc;
 use openqq_adapters::webhook::{deliver_due_once, DeliverySettings, DeliveryWorker, RoundReport, WebhookClient};
 use openqq_adapters::{Durability, EmbeddedDesignStore};
 use openqq_core::webhook::{Delivery, DeliveryStatus, RetrySchedule, Webhook, WebhookId, WebhookStore};
-use openqq_core::{
-    CorrelationId, DesignId, EventFeed, EventKind, NewFeedEntry, TenantId, TimelineEntry, WebhookSecret,
-};
+use openqq_core::DesignStore;
+use openqq_core::{CorrelationId, DesignId, EventKind, NewFeedEntry, TenantId, TimelineEntry, WebhookSecret};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use webhook_support::{receiver, verify, Answer, Receiver};
@@ -21,15 +27,37 @@ use webhook_support::{receiver, verify, Answer, Receiver};
 const WAIT: Duration = Duration::from_secs(20);
 
 struct Fixture {
-    _dir: tempfile::TempDir,
-    store: Arc<EmbeddedDesignStore>,
+    _dir: Option<tempfile::TempDir>,
+    store: Arc<dyn DesignStore>,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    fn embedded() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap());
-        Self { _dir: dir, store }
+        Self { _dir: Some(dir), store }
+    }
+
+    /// A fresh table on the test server, or `None` (with a note) when none is set.
+    #[cfg(feature = "dynamodb")]
+    async fn dynamodb() -> Option<Self> {
+        use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+        const ENDPOINT_VAR: &str = "OPENQQ_TEST_DYNAMODB_ENDPOINT";
+        let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else {
+            eprintln!("{ENDPOINT_VAR} is not set: skipping (scripts/services/moto.sh starts a server)");
+            return None;
+        };
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+            .endpoint_url(endpoint)
+            .build();
+        let table = openqq_adapters::conformance::unique("openqq-webhooks");
+        let store =
+            openqq_adapters::DynamoDesignStore::new(aws_sdk_dynamodb::Client::from_conf(config), table).unwrap();
+        store.create_table_if_missing().await.unwrap();
+        Some(Self { _dir: None, store: Arc::new(store) })
     }
 
     fn webhooks(&self) -> Arc<dyn WebhookStore> {
@@ -87,6 +115,42 @@ impl Fixture {
     }
 }
 
+/// Each case as a test on every store: `embedded::<case>` and `dynamodb::<case>`.
+macro_rules! on_every_store {
+    ($($case:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::Fixture::embedded()).await;
+                }
+            )*
+        }
+
+        #[cfg(feature = "dynamodb")]
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let Some(f) = super::Fixture::dynamodb().await else { return };
+                    super::$case(f).await;
+                }
+            )*
+        }
+    };
+}
+
+on_every_store!(
+    a_queued_delivery_arrives_signed_by_both_secrets_during_a_rotation_and_is_recorded_delivered,
+    a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt_with_the_same_id,
+    a_delivery_failing_every_attempt_is_dead_after_the_last_with_its_status_code,
+    a_webhook_at_a_private_address_is_dead_unsent_when_private_targets_are_not_allowed,
+    a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_deliveries_arrive_meanwhile,
+    a_worker_dropped_mid_attempt_leaves_the_delivery_to_be_claimed_after_the_lease_with_the_same_id,
+    one_round_attempts_what_is_due_and_reports_what_became_of_it,
+    a_backlog_larger_than_the_tenants_share_is_delivered_without_any_delivery_sitting_out_a_lease,
+);
+
 fn tenant(name: &str) -> TenantId {
     TenantId::parse(name).unwrap()
 }
@@ -112,9 +176,7 @@ async fn next(hooks: &mut Receiver) -> webhook_support::Received {
     hooks.next(WAIT).await.expect("the receiver got a request")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_queued_delivery_arrives_signed_by_both_secrets_during_a_rotation_and_is_recorded_delivered() {
-    let f = Fixture::new();
+async fn a_queued_delivery_arrives_signed_by_both_secrets_during_a_rotation_and_is_recorded_delivered(f: Fixture) {
     let acme = tenant("acme");
     let mut hooks = receiver(|_| Answer::Status(204)).await;
     let (old, new) = (secret(1), secret(2));
@@ -141,9 +203,7 @@ async fn a_queued_delivery_arrives_signed_by_both_secrets_during_a_rotation_and_
     worker.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt_with_the_same_id() {
-    let f = Fixture::new();
+async fn a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt_with_the_same_id(f: Fixture) {
     let acme = tenant("acme");
     let mut hooks = receiver(|n| Answer::Status(if n < 2 { 500 } else { 200 })).await;
     let id = f.register(&acme, &hooks.url, &secret(1)).await;
@@ -163,9 +223,7 @@ async fn a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt_with_th
     worker.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_delivery_failing_every_attempt_is_dead_after_the_last_with_its_status_code() {
-    let f = Fixture::new();
+async fn a_delivery_failing_every_attempt_is_dead_after_the_last_with_its_status_code(f: Fixture) {
     let acme = tenant("acme");
     let mut hooks = receiver(|_| Answer::Status(503)).await;
     let id = f.register(&acme, &hooks.url, &secret(1)).await;
@@ -186,9 +244,7 @@ async fn a_delivery_failing_every_attempt_is_dead_after_the_last_with_its_status
     worker.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_webhook_at_a_private_address_is_dead_unsent_when_private_targets_are_not_allowed() {
-    let f = Fixture::new();
+async fn a_webhook_at_a_private_address_is_dead_unsent_when_private_targets_are_not_allowed(f: Fixture) {
     let acme = tenant("acme");
     let hooks = receiver(|_| Answer::Status(204)).await;
     let id = f.register(&acme, &hooks.url, &secret(1)).await;
@@ -205,9 +261,7 @@ async fn a_webhook_at_a_private_address_is_dead_unsent_when_private_targets_are_
 /// Tenant `slow`'s endpoint takes every request and answers none, so each of its attempts holds
 /// a slot for the whole timeout; its backlog is older than `fast`'s and larger than all the slots
 /// there are. `fast`'s deliveries must all arrive in a fraction of one timeout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_deliveries_arrive_meanwhile() {
-    let f = Fixture::new();
+async fn a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_deliveries_arrive_meanwhile(f: Fixture) {
     let (slow, fast) = (tenant("slow"), tenant("fast"));
     let hung = receiver(|_| Answer::Hang).await;
     let mut quick = receiver(|_| Answer::Status(204)).await;
@@ -235,9 +289,7 @@ async fn a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_delive
     drop(worker);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_dropped_mid_attempt_leaves_the_delivery_to_be_claimed_after_the_lease_with_the_same_id() {
-    let f = Fixture::new();
+async fn a_worker_dropped_mid_attempt_leaves_the_delivery_to_be_claimed_after_the_lease_with_the_same_id(f: Fixture) {
     let acme = tenant("acme");
     let mut hooks = receiver(|n| if n == 0 { Answer::Hang } else { Answer::Status(204) }).await;
     let id = f.register(&acme, &hooks.url, &secret(1)).await;
@@ -263,9 +315,7 @@ async fn a_worker_dropped_mid_attempt_leaves_the_delivery_to_be_claimed_after_th
     second_worker.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_round_attempts_what_is_due_and_reports_what_became_of_it() {
-    let f = Fixture::new();
+async fn one_round_attempts_what_is_due_and_reports_what_became_of_it(f: Fixture) {
     let (ok, failing) = (tenant("ok"), tenant("failing"));
     let mut good = receiver(|_| Answer::Status(200)).await;
     let mut bad = receiver(|_| Answer::Status(500)).await;
@@ -292,9 +342,7 @@ async fn one_round_attempts_what_is_due_and_reports_what_became_of_it() {
 /// One tenant's backlog, many times its share, drains through the worker: what a claim brings
 /// beyond the tenant's free slots waits in the worker rather than being leased and left, so no
 /// delivery sits out a lease.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backlog_larger_than_the_tenants_share_is_delivered_without_any_delivery_sitting_out_a_lease() {
-    let f = Fixture::new();
+async fn a_backlog_larger_than_the_tenants_share_is_delivered_without_any_delivery_sitting_out_a_lease(f: Fixture) {
     let acme = tenant("acme");
     let mut hooks = receiver(|_| Answer::Status(204)).await;
     f.register(&acme, &hooks.url, &secret(1)).await;
