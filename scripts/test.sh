@@ -140,6 +140,7 @@ step "Running every suite"
 status=0
 cargo test --locked --workspace --no-fail-fast || status=$?
 
-step "Running the DynamoDB store's suites (feature dynamodb) against moto"
-cargo test --locked -p openqq-adapters --features dynamodb,s3 --lib --test dynamo_conformance --test s3_conformance || status=$?
+step "Running the DynamoDB store's suites and the webhook worker on it (feature dynamodb) against moto"
+cargo test --locked -p openqq-adapters --features dynamodb,s3 --lib --test dynamo_conformance --test s3_conformance \
+  --test webhook_delivery || status=$?
 exit $status
