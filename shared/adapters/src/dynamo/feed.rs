@@ -2,8 +2,8 @@
 //!
 //! The feed partition `T#{tenant}#F` holds a head item (`H`, the last number used), one item per
 //! entry (`F#{seq}`) and one per design, kind and revision (`U#…`, the entry's number). An append
-//! reads the three items it depends on in one `TransactGetItems` (the `U#` item, the head and the
-//! tenant's webhook count), then writes in one `TransactWriteItems`: the head moved from `n` to
+//! reads the three items it depends on in one consistent `BatchGetItem` (the `U#` item, the head
+//! and the tenant's webhook count), then writes in one `TransactWriteItems`: the head moved from `n` to
 //! `n + 1` on condition it still says `n`, the entry and the `U#` item on condition they are new,
 //! a check that the tenant's webhooks did not change since they were read, and one delivery per
 //! webhook that wants the kind. A lost race (another append took `n + 1`, or a webhook came or
@@ -13,10 +13,10 @@ use super::error::{cancellation_reasons, classify, transact_failure_of, Class, T
 use super::reads::{get_item, prefix_range, query};
 use super::table::{
     deliveries_pk, delivery_sk, due_sk, feed_head_key, feed_once_sk, feed_pk, feed_sk, key, n, s, tenant_pk, Attrs,
-    Item, DUE_PARTITION, DUE_PK, DUE_SK, FEED_HEAD_SK, FEED_PREFIX, PK, WEBHOOK_COUNT_SK, WEBHOOK_PREFIX,
+    Item, DUE_PARTITION, DUE_PK, DUE_SK, FEED_HEAD_SK, FEED_PREFIX, PK, SK, WEBHOOK_COUNT_SK, WEBHOOK_PREFIX,
 };
 use crate::embedded::feed::{nanos, parse_kinds};
-use aws_sdk_dynamodb::types::{ConditionCheck, Get, Put, TransactGetItem, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{ConditionCheck, KeysAndAttributes, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use openqq_core::feed::MAX_FEED_PAGE;
@@ -121,25 +121,45 @@ struct Held {
     hooks: Option<(u64, u64)>,
 }
 
+/// One consistent `BatchGetItem` of the three items. Not a transactional read: every value read
+/// is a condition of the write that follows, so a write planned from values that moved
+/// meanwhile is cancelled, and a read never fails for meeting a write in flight.
 async fn read_held(client: &Client, table: &str, tenant: &TenantId, once: &str) -> PortResult<Held> {
-    let get = |pk: String, sk: String| {
-        let get = Get::builder().table_name(table).set_key(Some(key(pk, sk))).build().expect("table and key are set");
-        TransactGetItem::builder().get(get).build()
-    };
-    let out = client
-        .transact_get_items()
-        .transact_items(get(feed_pk(tenant), once.to_owned()))
-        .transact_items(get(feed_pk(tenant), FEED_HEAD_SK.to_owned()))
-        .transact_items(get(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned()))
-        .send()
-        .await
-        .map_err(|e| classify("read for a feed append", e))?;
-    let responses = out.responses();
-    let item = |i: usize| responses.get(i).and_then(|r| r.item()).filter(|i| !i.is_empty());
-    let existing = item(0).map(|i| i.num("seq")).transpose()?;
-    let head = item(1).map(|i| i.num("seq")).transpose()?.unwrap_or(0);
-    let hooks = item(2).map(|i| Ok::<_, PortError>((i.num("hooks")?, i.num("version")?))).transpose()?;
-    Ok(Held { existing, head, hooks })
+    let (once_key, head_key, hooks_key) = (
+        key(feed_pk(tenant), once.to_owned()),
+        feed_head_key(tenant),
+        key(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned()),
+    );
+    let mut wanted = KeysAndAttributes::builder()
+        .set_keys(Some(vec![once_key.clone(), head_key.clone(), hooks_key.clone()]))
+        .consistent_read(true)
+        .build()
+        .expect("keys are set");
+    let mut found: Vec<Item> = Vec::new();
+    for attempt in 0..MAX_APPEND_ATTEMPTS {
+        let out = client
+            .batch_get_item()
+            .request_items(table, wanted.clone())
+            .send()
+            .await
+            .map_err(|e| classify("read for a feed append", e))?;
+        found.extend(out.responses.and_then(|mut r| r.remove(table)).unwrap_or_default());
+        match out.unprocessed_keys.and_then(|mut u| u.remove(table)) {
+            Some(rest) if !rest.keys().is_empty() => {
+                wanted = rest;
+                back_off(attempt).await;
+            }
+            _ => {
+                let item = |k: &Item| found.iter().find(|i| i.get(SK) == k.get(SK) && i.get(PK) == k.get(PK));
+                let existing = item(&once_key).map(|i| i.num("seq")).transpose()?;
+                let head = item(&head_key).map(|i| i.num("seq")).transpose()?.unwrap_or(0);
+                let hooks =
+                    item(&hooks_key).map(|i| Ok::<_, PortError>((i.num("hooks")?, i.num("version")?))).transpose()?;
+                return Ok(Held { existing, head, hooks });
+            }
+        }
+    }
+    Err(PortError::Throttled { retry_after: None })
 }
 
 /// The ids of the tenant's webhooks that want `kind`.
