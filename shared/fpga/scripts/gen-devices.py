@@ -45,8 +45,13 @@ EXTRA_NAMES = {
 }
 
 
+# Hard cells that nextpnr-ice40 0.4 places at fixed coordinates (SB_I2C and SB_SPI by their
+# BUS_ADDR74 parameter), whose sites the validator compares with those coordinates.
+FIXED_SITES = ("I2C", "SPI")
+
+
 def parse(path):
-    die = {"logic": 0, "ramb": 0, "io": 0, "pins": {}, "gbuf": {}, "extra": [], "plls": []}
+    die = {"logic": 0, "ramb": 0, "io": 0, "pins": {}, "gbuf": {}, "extra": [], "plls": [], "sites": [], "oscs": []}
     section, cur = None, None
     with open(path) as f:
         for line in f:
@@ -70,15 +75,28 @@ def parse(path):
                     die["pins"][words[1]] = cur
                 elif section == ".extra_cell":
                     die["extra"].append(words[-1])
+                    if len(words) == 5 and words[-1] in FIXED_SITES:
+                        die["sites"].append((EXTRA_NAMES[words[-1]], int(words[1]), int(words[2]), int(words[3])))
                     if words[-1] == "PLL":
                         cur = {"locked": [], "pads": []}
                         die["plls"].append(cur)
+                    elif words[-1] in ("HFOSC", "LFOSC"):
+                        cur = {"cell": "SB_" + words[-1], "clk": words[-1][:2] + "OSC", "network": None, "fabric": False}
+                        die["oscs"].append(cur)
                 continue
             words = line.split()
             if section == ".pins":
                 cur.append((words[0], int(words[1]), int(words[2]), int(words[3])))
             elif section == ".gbufpin":
                 die["gbuf"][(int(words[0]), int(words[1]), int(words[2]))] = int(words[3])
+            elif section == ".extra_cell" and die["extra"][-1] in ("HFOSC", "LFOSC"):
+                # The clock's global network, and whether the fabric output exists under the
+                # name nextpnr looks for (the u4k database spells HFOSC's CLKLF_FABRIC).
+                clk = "CLK" + die["extra"][-1][:2]
+                if words[0] == clk and words[3].startswith("glb_netwk_"):
+                    cur["network"] = int(words[3][len("glb_netwk_"):])
+                elif words[0] == clk + "_FABRIC":
+                    cur["fabric"] = True
             elif section == ".extra_cell" and die["extra"][-1] == "PLL":
                 if words[0] == "LOCKED":
                     cur["locked"] = words[1:]
@@ -118,7 +136,7 @@ def main():
     w("// (Copyright 2012-2018 Clifford Wolf, Marcus Comstedt, Mathias Lasser, Roland Lutz,")
     w("// Piotr Esden-Tempski). See shared/fpga/DEVICES.md.")
     w("")
-    w("use super::{Device, Package, Pin, PllSite};")
+    w("use super::{Device, Oscillator, Package, Pin, PllSite};")
     w("")
     # One pin table per (die, chipdb package): devices sharing a die share the statics.
     for die_name, die in dies.items():
@@ -170,6 +188,13 @@ def main():
             counts[EXTRA_NAMES[cell]] = counts.get(EXTRA_NAMES[cell], 0) + 1
         extras = ", ".join(f'("{k}", {v})' for k, v in sorted(counts.items()))
         w(f"        extra_cells: &[{extras}],")
+        sites = ", ".join(f'("{t}", ({x}, {y}, {z}))' for t, x, y, z in die["sites"])
+        w(f"        fixed_sites: &[{sites}],")
+        oscs = ", ".join(
+            f'Oscillator {{ cell: "{o["cell"]}", global_network: {o["network"]}, fabric_output: {str(o["fabric"]).lower()} }}'
+            for o in die["oscs"]
+        )
+        w(f"        oscillators: &[{oscs}],")
         w("        plls: &[")
         for pll in die["plls"]:
             locked = []

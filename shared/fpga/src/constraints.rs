@@ -88,7 +88,8 @@ struct Placement<'a> {
     /// Bits some line names, accepted or not: ports with a rejected constraint already have an
     /// error, and calling them unconstrained too would only repeat it.
     mentioned: HashSet<BitName>,
-    /// Each placed bit's port name and pin, for the PLL pad checks.
+    /// Each placed bit's port name and pin, for the site checks (including bits whose pin another
+    /// port holds too: nextpnr constrains both).
     pins: HashMap<BitName, (&'a str, &'static Pin)>,
 }
 
@@ -127,6 +128,11 @@ impl<'a> Placement<'a> {
             return;
         };
         if let Some(taken) = self.taken(io, pin) {
+            // A second port on a taken pin still carries its constraint into nextpnr's packer,
+            // which places PLLs by it before placement finds the clash.
+            if taken.code == "PIN_DOUBLE_ASSIGNED" {
+                self.pins.extend(bits.iter().map(|b| (*b, (io.port.as_str(), pin))));
+            }
             findings.push(taken);
             return;
         }

@@ -34,8 +34,24 @@ pub struct Device {
     pub io_tiles: u32,
     /// Hard cells other than logic, RAM and IO, as (nextpnr resource name, count).
     pub extra_cells: &'static [(&'static str, u32)],
+    /// Sites of the hard cells nextpnr places at fixed coordinates (`SB_I2C`, `SB_SPI`), as
+    /// (resource name, (x, y, z)).
+    pub fixed_sites: &'static [(&'static str, (u8, u8, u8))],
+    /// The die's oscillators.
+    pub oscillators: &'static [Oscillator],
     /// The die's PLL sites, in the chip database's order (which is nextpnr's bel order).
     pub plls: &'static [PllSite],
+}
+
+/// An oscillator (`SB_HFOSC`, `SB_LFOSC`) and how its clock leaves it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Oscillator {
+    pub cell: &'static str,
+    /// The global network its clock drives directly.
+    pub global_network: u8,
+    /// The chip database has the fabric output nextpnr-ice40 uses for `ROUTE_THROUGH_FABRIC`
+    /// under the name it looks for (the u4k database misspells `SB_HFOSC`'s).
+    pub fabric_output: bool,
 }
 
 /// A PLL site and the two IO pads its outputs take over (chipdb `PLLOUT_A`, `PLLOUT_B`).

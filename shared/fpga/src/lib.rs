@@ -93,7 +93,7 @@ pub fn validate(input: &Input<'_>) -> Report {
         }
         Ok(module) => {
             let Some((rows, resource_findings)) =
-                resources::check_within(device, package, &module, input.files.netlist, &deadline)
+                resources::check_within(device, package, &module, input.pcf, input.files.netlist, &deadline)
             else {
                 return out_of_time(utilization, findings);
             };

@@ -114,6 +114,19 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
 /// [`pack`], or `None` once `deadline` has passed (looked at between steps and every
 /// [`CELLS_PER_LOOK`] cells).
 pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) -> Option<Packing> {
+    pack_placed(m, device, &HashMap::new(), deadline)
+}
+
+/// [`pack_within`] for a design whose IO the PCF has placed: `gb_io_networks` maps the net on
+/// each `SB_GB_IO`'s `PACKAGE_PIN` to the global network of its pin. nextpnr's promotion counts
+/// those buffers against its budget of 4 reset and 4 enable globals (even networks can carry a
+/// reset, odd ones an enable), so where they sit changes what else it promotes.
+pub(crate) fn pack_placed(
+    m: &Module<'_>,
+    device: &Device,
+    gb_io_networks: &HashMap<u32, u8>,
+    deadline: &Deadline,
+) -> Option<Packing> {
     let mut g = Graph::new(m);
     pair_luts_with_ffs(&mut g, deadline)?;
     pack_lone_ffs(&mut g);
@@ -137,7 +150,8 @@ pub(crate) fn pack_within(m: &Module<'_>, device: &Device, deadline: &Deadline) 
         return None;
     }
     let existing_gbs = used.get("SB_GB").copied().unwrap_or(0);
-    let promoted = globals::promote(&g, existing_gbs);
+    let taken = globals::taken_networks(&g, device, gb_io_networks);
+    let promoted = globals::promote(&g, existing_gbs, taken);
     if deadline.passed() {
         return None;
     }

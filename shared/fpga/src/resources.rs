@@ -4,10 +4,13 @@
 //! Codes: `RESOURCE_OVER_CAPACITY`, `RESOURCE_ABSENT`, `IO_EXCEEDS_PACKAGE`, `CELL_TYPE_UNSUPPORTED` (an
 //! iCE40 library cell nextpnr-ice40 0.4 rejects), `CELL_TYPE_UNKNOWN`.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::budget::Deadline;
 use crate::device::{Device, Package};
 use crate::netlist::Module;
-use crate::pack::pack_within;
+use crate::netlist::{bit_names, Bit};
+use crate::pack::pack_placed;
 use crate::report::{short_name, Finding, Location, Utilization};
 
 /// The extra utilisation row for bonded pins; nextpnr's own `SB_IO` row counts die pads.
@@ -21,18 +24,21 @@ pub fn check(
     file: Option<&str>,
 ) -> (Vec<Utilization>, Vec<Finding>) {
     // Without a deadline there is nothing to run out of.
-    check_within(device, package, module, file, &Deadline::default()).unwrap_or_default()
+    check_within(device, package, module, None, file, &Deadline::default()).unwrap_or_default()
 }
 
-/// [`check`], or `None` once `deadline` has passed.
+/// [`check`], or `None` once `deadline` has passed. With the PCF, global buffers fed from IO
+/// are counted on the networks of their pins, as nextpnr packs them.
 pub(crate) fn check_within(
     device: &Device,
     package: &Package,
     module: &Module<'_>,
+    pcf: Option<&str>,
     file: Option<&str>,
     deadline: &Deadline,
 ) -> Option<(Vec<Utilization>, Vec<Finding>)> {
-    let packed = pack_within(module, device, deadline)?;
+    let networks = pcf.map(|text| gb_io_networks(package, module, text)).unwrap_or_default();
+    let packed = pack_placed(module, device, &networks, deadline)?;
     let at = || Location { file: file.map(str::to_owned), ..Location::default() };
     let mut rows: Vec<Utilization> = device
         .capacities()
@@ -102,6 +108,44 @@ pub(crate) fn check_within(
         }
     }
     Some((rows, findings))
+}
+
+/// The global network of the pin each `SB_GB_IO`'s `PACKAGE_PIN` port is placed on, by the
+/// port's net: the first `set_io` line naming the port wins, as in nextpnr. Empty (and the PCF
+/// not read) when the design has no `SB_GB_IO`.
+fn gb_io_networks(package: &Package, module: &Module<'_>, pcf: &str) -> HashMap<u32, u8> {
+    let pads: HashSet<u32> = module
+        .cells
+        .iter()
+        .filter(|c| c.cell_type == "SB_GB_IO")
+        .filter_map(|c| match module.bit(c, "PACKAGE_PIN") {
+            Some(Bit::Net(n)) => Some(n),
+            _ => None,
+        })
+        .collect();
+    if pads.is_empty() {
+        return HashMap::new();
+    }
+    let mut net_of: HashMap<String, u32> = HashMap::new();
+    for p in &module.ports {
+        for (bit, name) in bit_names(&p.name, &p.bits, p.offset, p.upto) {
+            if let Bit::Net(n) = bit {
+                if pads.contains(&n) {
+                    net_of.entry(name).or_insert(n);
+                }
+            }
+        }
+    }
+    let (parsed, _) = crate::pcf::parse(pcf, None);
+    let mut networks = HashMap::new();
+    for io in &parsed.ios {
+        let Some(net) = net_of.get(&io.port) else { continue };
+        let network = package.pins.iter().find(|p| p.name == io.pin).and_then(|p| p.global_network);
+        if let Some(network) = network {
+            networks.entry(*net).or_insert(network);
+        }
+    }
+    networks
 }
 
 #[cfg(test)]

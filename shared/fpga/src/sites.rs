@@ -13,7 +13,11 @@
 //! - `GB_IO_PIN_NOT_GLOBAL`, `GB_IO_UNCONSTRAINED`: an `SB_GB_IO` off a global-buffer input pin;
 //! - `IO_PAIR_CONFLICT`: the two pads of an IO tile disagree on LVDS or on their shared clocks;
 //! - `HARD_IP_SITE_INVALID`, `HARD_IP_SITE_TAKEN`: an `SB_I2C`/`SB_SPI` `BUS_ADDR74` that names
-//!   no block, or a block two cells name.
+//!   no block, or a block two cells name;
+//! - `LED_DRIVER_OUTPUT_SHARED`, `LED_DRIVER_UNPOWERED`: an LED driver's pad output read by
+//!   logic, an `SB_RGB_DRV` without an `SB_LED_DRV_CUR`;
+//! - `OSC_FABRIC_UNSUPPORTED`: an oscillator routed through the fabric where nextpnr has no
+//!   such route (the u4k die's `SB_HFOSC`).
 
 use std::collections::HashMap;
 
@@ -72,12 +76,33 @@ pub(crate) struct BusCell {
     pub addr: String,
 }
 
+/// An oscillator whose clock is routed through the fabric (`ROUTE_THROUGH_FABRIC`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FabricOsc {
+    pub cell: String,
+    pub cell_type: String,
+}
+
+/// An LED driver (`SB_RGBA_DRV`, `SB_RGB_DRV`) and what nextpnr checks of it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LedDriver {
+    pub cell: String,
+    pub cell_type: String,
+    /// The first of `RGB0`..`RGB2` whose signal also reaches a cell: those outputs drive their
+    /// pads directly and nothing else.
+    pub shared_output: Option<&'static str>,
+    /// `SB_RGB_DRV`: `RGBPU` comes from an `SB_LED_DRV_CUR`'s `LEDPU`.
+    pub powered: bool,
+}
+
 /// What the site checks need from the netlist.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Sites {
     pub ios: Vec<IoCell>,
     pub plls: Vec<PllCell>,
     pub buses: Vec<BusCell>,
+    pub fabric_oscs: Vec<FabricOsc>,
+    pub led_drivers: Vec<LedDriver>,
 }
 
 /// `SB_IO` pin types (nextpnr's `_io_pintype_need_clk_*`): which of the tile's shared clock
@@ -113,6 +138,15 @@ pub(crate) fn sites_view(
             }
         }
     }
+    // Cells reading a net, top-level ports aside, for the LED drivers' pad outputs.
+    let cell_users = users.clone();
+    let led_power: std::collections::HashSet<Bit> = module
+        .cells
+        .iter()
+        .filter(|c| c.cell_type == "SB_LED_DRV_CUR")
+        .filter_map(|c| module.bit(c, "LEDPU"))
+        .filter(|b| matches!(b, Bit::Net(_)))
+        .collect();
     for p in module.ports.iter().filter(|p| p.direction != Direction::Input) {
         for b in &p.bits {
             *users.entry(*b).or_default() += 1;
@@ -153,7 +187,21 @@ pub(crate) fn sites_view(
             "SB_IO_OD" => owned.extend(module.bit(c, "PACKAGEPIN")),
             "SB_IO_I3C" => owned.extend(module.bit(c, "PACKAGE_PIN")),
             "SB_RGBA_DRV" | "SB_RGB_DRV" => {
-                owned.extend(["RGB0", "RGB1", "RGB2"].iter().filter_map(|p| module.bit(c, p)))
+                owned.extend(["RGB0", "RGB1", "RGB2"].iter().filter_map(|p| module.bit(c, p)));
+                let shared_output = ["RGB0", "RGB1", "RGB2"].into_iter().find(|p| {
+                    module
+                        .bit(c, p)
+                        .is_some_and(|b| matches!(b, Bit::Net(_)) && cell_users.get(&b).is_some_and(|n| *n > 0))
+                });
+                sites.led_drivers.push(LedDriver {
+                    cell: c.name.clone().into_owned(),
+                    cell_type: t.to_owned(),
+                    shared_output,
+                    powered: t == "SB_RGBA_DRV" || module.bit(c, "RGBPU").is_some_and(|b| led_power.contains(&b)),
+                });
+            }
+            "SB_HFOSC" | "SB_LFOSC" if crate::pack::routes_through_fabric(module, c) => {
+                sites.fabric_oscs.push(FabricOsc { cell: c.name.clone().into_owned(), cell_type: t.to_owned() })
             }
             "SB_I2C" | "SB_SPI" => sites.buses.push(BusCell {
                 cell: c.name.clone().into_owned(),
@@ -229,8 +277,53 @@ pub(crate) fn check(
     gb_ios(sites, package, &mut findings, &at, &pin_of);
     io_pairs(sites, &mut findings, &at, &pin_of, &xyz);
     plls(device, package, sites, &mut findings, &at, &pin_of, &pin_name);
-    buses(sites, &mut findings, &at);
+    buses(device, sites, &mut findings, &at);
+    led_drivers_and_oscillators(device, sites, &mut findings, &at);
     findings
+}
+
+/// LED drivers drive their pads and nothing else, and `SB_RGB_DRV` takes its current from an
+/// `SB_LED_DRV_CUR`; an oscillator routed through the fabric needs the fabric output nextpnr
+/// knows for that die.
+fn led_drivers_and_oscillators(device: &Device, sites: &Sites, findings: &mut Vec<Finding>, at: &At<'_>) {
+    for led in &sites.led_drivers {
+        if let Some(port) = led.shared_output {
+            findings.push(Finding::error(
+                "LED_DRIVER_OUTPUT_SHARED",
+                format!(
+                    "{} '{}' output {port} drives its LED pad directly; its signal cannot also reach other cells",
+                    led.cell_type,
+                    short_name(&led.cell)
+                ),
+                at(&led.cell, None, None),
+            ));
+        }
+        if !led.powered {
+            findings.push(Finding::error(
+                "LED_DRIVER_UNPOWERED",
+                format!(
+                    "SB_RGB_DRV '{}' needs RGBPU driven by the LEDPU output of an SB_LED_DRV_CUR",
+                    short_name(&led.cell)
+                ),
+                at(&led.cell, None, None),
+            ));
+        }
+    }
+    for osc in &sites.fabric_oscs {
+        let known = device.oscillators.iter().find(|o| o.cell == osc.cell_type);
+        if known.is_some_and(|o| !o.fabric_output) {
+            findings.push(Finding::error(
+                "OSC_FABRIC_UNSUPPORTED",
+                format!(
+                    "{} '{}' routes its clock through the fabric (ROUTE_THROUGH_FABRIC), but nextpnr-ice40 0.4 finds no fabric output for it on the {}; drive a global buffer instead",
+                    osc.cell_type,
+                    short_name(&osc.cell),
+                    device.name
+                ),
+                at(&osc.cell, None, None),
+            ));
+        }
+    }
 }
 
 /// An IO cell and the pin it is placed on.
@@ -491,18 +584,23 @@ fn plls(
     }
 }
 
-/// `SB_I2C` and `SB_SPI` blocks sit where their `BUS_ADDR74` says (nextpnr-ice40 0.4's table).
-fn buses(sites: &Sites, findings: &mut Vec<Finding>, at: &At<'_>) {
-    const SITES: [(&str, &str, &str); 4] = [
-        ("SB_SPI", "0b0000", "the left SPI block"),
-        ("SB_I2C", "0b0001", "the left I2C block"),
-        ("SB_SPI", "0b0010", "the right SPI block"),
-        ("SB_I2C", "0b0011", "the right I2C block"),
+/// `SB_I2C` and `SB_SPI` blocks sit where their `BUS_ADDR74` says. nextpnr-ice40 0.4 maps the
+/// address to UltraPlus (5k die) coordinates whatever the device, so on a die whose block sits
+/// elsewhere (the u4k die's I2C blocks) the cell has no site. A device without the block at all
+/// is `RESOURCE_ABSENT` already.
+fn buses(device: &Device, sites: &Sites, findings: &mut Vec<Finding>, at: &At<'_>) {
+    /// (cell type, BUS_ADDR74, tile x, y and z, what it is).
+    type BusSite = (&'static str, &'static str, (u8, u8, u8), &'static str);
+    const SITES: [BusSite; 4] = [
+        ("SB_SPI", "0b0000", (0, 0, 0), "the left SPI block"),
+        ("SB_I2C", "0b0001", (0, 31, 0), "the left I2C block"),
+        ("SB_SPI", "0b0010", (25, 0, 1), "the right SPI block"),
+        ("SB_I2C", "0b0011", (25, 31, 0), "the right I2C block"),
     ];
     let mut taken: HashMap<&str, &BusCell> = HashMap::new();
     for bus in &sites.buses {
-        let Some((_, _, site)) = SITES.iter().find(|(t, a, _)| *t == bus.cell_type && *a == bus.addr) else {
-            let valid: Vec<&str> = SITES.iter().filter(|(t, _, _)| *t == bus.cell_type).map(|(_, a, _)| *a).collect();
+        let Some((_, _, xyz, site)) = SITES.iter().find(|(t, a, _, _)| *t == bus.cell_type && *a == bus.addr) else {
+            let valid: Vec<&str> = SITES.iter().filter(|(t, ..)| *t == bus.cell_type).map(|(_, a, ..)| *a).collect();
             findings.push(Finding::error(
                 "HARD_IP_SITE_INVALID",
                 format!(
@@ -517,6 +615,24 @@ fn buses(sites: &Sites, findings: &mut Vec<Finding>, at: &At<'_>) {
             ));
             continue;
         };
+        let on_die = |t: &str| device.fixed_sites.iter().any(|(r, _)| *r == t);
+        if on_die(&bus.cell_type) && !device.fixed_sites.contains(&(bus.cell_type.as_str(), *xyz)) {
+            findings.push(Finding::error(
+                "HARD_IP_SITE_INVALID",
+                format!(
+                    "{} '{}' has BUS_ADDR74 \"{}\", which nextpnr-ice40 0.4 places at tile ({}, {}) as on the UltraPlus die, but the {} has no {} there",
+                    bus.cell_type,
+                    short_name(&bus.cell),
+                    bus.addr,
+                    xyz.0,
+                    xyz.1,
+                    device.name,
+                    bus.cell_type
+                ),
+                at(&bus.cell, None, None),
+            ));
+            continue;
+        }
         if let Some(other) = taken.insert(site, bus) {
             findings.push(Finding::error(
                 "HARD_IP_SITE_TAKEN",

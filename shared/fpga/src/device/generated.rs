@@ -4,7 +4,7 @@
 // (Copyright 2012-2018 Clifford Wolf, Marcus Comstedt, Mathias Lasser, Roland Lutz,
 // Piotr Esden-Tempski). See shared/fpga/DEVICES.md.
 
-use super::{Device, Package, Pin, PllSite};
+use super::{Device, Oscillator, Package, Pin, PllSite};
 
 static PINS_384_CM36: &[Pin] = &[
     Pin { name: "A1", x: 0, y: 7, z: 0, global_buffer: false, global_network: None, pll_pad: false },
@@ -2412,6 +2412,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 0,
         io_tiles: 28,
         extra_cells: &[("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[],
     },
     Device {
@@ -2438,6 +2440,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 16,
         io_tiles: 56,
         extra_cells: &[("ICESTORM_PLL", 1), ("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[PllSite {
             out_a: (6, 0, 1),
             out_b: (7, 0, 0),
@@ -2468,6 +2472,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 16,
         io_tiles: 56,
         extra_cells: &[("ICESTORM_PLL", 1), ("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[PllSite {
             out_a: (6, 0, 1),
             out_b: (7, 0, 0),
@@ -2493,6 +2499,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[
             PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
             PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
@@ -2517,6 +2525,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[
             PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
             PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
@@ -2541,6 +2551,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[
             PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
             PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
@@ -2565,6 +2577,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 32,
         io_tiles: 128,
         extra_cells: &[("ICESTORM_PLL", 2), ("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[
             PllSite { out_a: (16, 0, 1), out_b: (17, 0, 0), locked_in: &[] },
             PllSite { out_a: (16, 33, 1), out_b: (17, 33, 0), locked_in: &["cm81"] },
@@ -2594,6 +2608,11 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_SPI", 2),
             ("SB_WARMBOOT", 1),
         ],
+        fixed_sites: &[("SB_I2C", (0, 31, 0)), ("SB_I2C", (25, 31, 0)), ("SB_SPI", (0, 0, 0)), ("SB_SPI", (25, 0, 1))],
+        oscillators: &[
+            Oscillator { cell: "SB_HFOSC", global_network: 4, fabric_output: true },
+            Oscillator { cell: "SB_LFOSC", global_network: 5, fabric_output: true },
+        ],
         plls: &[PllSite { out_a: (12, 31, 1), out_b: (13, 31, 0), locked_in: &[] }],
     },
     Device {
@@ -2620,6 +2639,11 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_SPI", 2),
             ("SB_WARMBOOT", 1),
         ],
+        fixed_sites: &[("SB_I2C", (0, 31, 0)), ("SB_I2C", (25, 31, 0)), ("SB_SPI", (0, 0, 0)), ("SB_SPI", (25, 0, 1))],
+        oscillators: &[
+            Oscillator { cell: "SB_HFOSC", global_network: 4, fabric_output: true },
+            Oscillator { cell: "SB_LFOSC", global_network: 5, fabric_output: true },
+        ],
         plls: &[PllSite { out_a: (12, 31, 1), out_b: (13, 31, 0), locked_in: &[] }],
     },
     Device {
@@ -2644,6 +2668,11 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_SPI", 2),
             ("SB_WARMBOOT", 1),
             ("SMCCLK", 1),
+        ],
+        fixed_sites: &[("SB_I2C", (0, 21, 0)), ("SB_I2C", (25, 21, 0)), ("SB_SPI", (0, 0, 0)), ("SB_SPI", (25, 0, 1))],
+        oscillators: &[
+            Oscillator { cell: "SB_HFOSC", global_network: 4, fabric_output: false },
+            Oscillator { cell: "SB_LFOSC", global_network: 5, fabric_output: true },
         ],
         plls: &[PllSite { out_a: (12, 21, 1), out_b: (13, 21, 0), locked_in: &[] }],
     },
@@ -2670,6 +2699,11 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_WARMBOOT", 1),
             ("SMCCLK", 1),
         ],
+        fixed_sites: &[("SB_I2C", (0, 21, 0)), ("SB_I2C", (25, 21, 0)), ("SB_SPI", (0, 0, 0)), ("SB_SPI", (25, 0, 1))],
+        oscillators: &[
+            Oscillator { cell: "SB_HFOSC", global_network: 4, fabric_output: false },
+            Oscillator { cell: "SB_LFOSC", global_network: 5, fabric_output: true },
+        ],
         plls: &[PllSite { out_a: (12, 21, 1), out_b: (13, 21, 0), locked_in: &[] }],
     },
     Device {
@@ -2695,6 +2729,11 @@ pub(super) static DEVICES: &[Device] = &[
             ("SB_WARMBOOT", 1),
             ("SMCCLK", 1),
         ],
+        fixed_sites: &[("SB_I2C", (0, 21, 0)), ("SB_I2C", (25, 21, 0)), ("SB_SPI", (0, 0, 0)), ("SB_SPI", (25, 0, 1))],
+        oscillators: &[
+            Oscillator { cell: "SB_HFOSC", global_network: 4, fabric_output: false },
+            Oscillator { cell: "SB_LFOSC", global_network: 5, fabric_output: true },
+        ],
         plls: &[PllSite { out_a: (12, 21, 1), out_b: (13, 21, 0), locked_in: &[] }],
     },
     Device {
@@ -2713,6 +2752,8 @@ pub(super) static DEVICES: &[Device] = &[
         ram_tiles: 20,
         io_tiles: 88,
         extra_cells: &[("ICESTORM_PLL", 1), ("SB_WARMBOOT", 1)],
+        fixed_sites: &[],
+        oscillators: &[],
         plls: &[PllSite { out_a: (12, 0, 1), out_b: (13, 0, 0), locked_in: &[] }],
     },
 ];

@@ -1,7 +1,10 @@
 //! Global promotion as nextpnr-ice40 0.4 does it while packing: the busiest clock, reset and
 //! enable nets get an `SB_GB` each until the 8 global buffers run out.
 
+use std::collections::HashMap;
+
 use super::{Graph, Kind, LcPort, Net, Owner};
+use crate::device::Device;
 use crate::netlist::Bit;
 
 /// Resets and enables promote only above this fanout; clocks promote at any fanout.
@@ -73,8 +76,62 @@ fn gnd_fanout(g: &Graph) -> [u32; 3] {
     fanout
 }
 
-/// Returns the promoted nets, in promotion order.
-pub(crate) fn promote(g: &Graph, existing_gbs: u32) -> Vec<Net> {
+/// How many of the 4 reset and 4 enable globals the existing global buffers use up, as nextpnr
+/// counts them before promoting: a placed buffer (beside an `SB_GB_IO` or an oscillator) by
+/// its network, even for a reset and odd for an enable; a netlist `SB_GB` by its first user
+/// that is a reset or an enable. PLL global outputs are not counted: which network they take
+/// depends on the PLL site, which packing does not know.
+pub(crate) fn taken_networks(g: &Graph, device: &Device, gb_io_networks: &HashMap<u32, u8>) -> (u32, u32) {
+    let m = g.module;
+    let (mut resets, mut enables) = (0, 0);
+    let mut count = |network: u8| {
+        if network.is_multiple_of(2) {
+            resets += 1;
+        } else {
+            enables += 1;
+        }
+    };
+    for (ci, c) in m.cells.iter().enumerate() {
+        match c.cell_type.as_ref() {
+            "SB_GB_IO" => {
+                let network = match m.bit(c, "PACKAGE_PIN") {
+                    Some(Bit::Net(n)) => gb_io_networks.get(&n).copied(),
+                    _ => None,
+                };
+                network.into_iter().for_each(&mut count);
+            }
+            t @ ("SB_HFOSC" | "SB_LFOSC") if !super::routes_through_fabric(m, c) => {
+                device.oscillators.iter().filter(|o| o.cell == t).take(1).for_each(|o| count(o.global_network));
+            }
+            "SB_GB" => {
+                let Some(out) = m.bit(c, "GLOBAL_BUFFER_OUTPUT").and_then(|b| g.net_of(b)) else { continue };
+                let first = g.users(out).iter().find_map(|u| match g.lc_port(u) {
+                    Some((_, LcPort::Sr)) => Some(Use::Reset),
+                    Some((_, LcPort::Cen)) => Some(Use::Enable),
+                    Some(_) => None,
+                    None => match u.owner {
+                        Owner::Cell(user) if user != ci => {
+                            hard_use(&m.cells[user].cell_type, u.port).filter(|k| *k != Use::Clock)
+                        }
+                        _ => None,
+                    },
+                });
+                match first {
+                    // As if on an even (reset) or odd (enable) network.
+                    Some(Use::Reset) => count(0),
+                    Some(Use::Enable) => count(1),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    (resets, enables)
+}
+
+/// Returns the promoted nets, in promotion order. `taken` is what [`taken_networks`] says the
+/// existing buffers use of the reset and enable budgets.
+pub(crate) fn promote(g: &Graph, existing_gbs: u32, taken: (u32, u32)) -> Vec<Net> {
     // Per use, each candidate net's fanout; `None` for nets that cannot be promoted (undriven,
     // constant, already global) or that were promoted already.
     let mut counts: [Vec<Option<u32>>; 3] = Default::default();
@@ -125,10 +182,10 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32) -> Vec<Net> {
         let (clk, clk_n) = best(&counts[Use::Clock as usize]);
         let (rst, rst_n) = best(&counts[Use::Reset as usize]);
         let (cen, cen_n) = best(&counts[Use::Enable as usize]);
-        let pick = if rst_n > clk_n && resets < MAX_RESETS && rst_n > FANOUT_THRESHOLD {
+        let pick = if rst_n > clk_n && resets < MAX_RESETS.saturating_sub(taken.0) && rst_n > FANOUT_THRESHOLD {
             resets += 1;
             rst
-        } else if cen_n > clk_n && enables < MAX_ENABLES && cen_n > FANOUT_THRESHOLD {
+        } else if cen_n > clk_n && enables < MAX_ENABLES.saturating_sub(taken.1) && cen_n > FANOUT_THRESHOLD {
             enables += 1;
             cen
         } else if clk_n > 0 {
