@@ -297,8 +297,7 @@ pub(crate) async fn read(
     items.iter().map(feed_entry).collect()
 }
 
-/// The number of the tenant's latest entry: its head item's.
-#[allow(dead_code)]
+/// The number of the tenant's latest entry: its head item's (one `GetItem`).
 pub(crate) async fn head(client: &Client, table: &str, tenant: &TenantId) -> PortResult<u64> {
     let item = get_item(client, table, feed_pk(tenant), FEED_HEAD_SK.to_owned()).await?;
     Ok(item.map(|i| i.num("seq")).transpose()?.unwrap_or(0))

@@ -214,6 +214,10 @@ impl EventFeed for DynamoDesignStore {
     async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>> {
         feed::read(&self.client, &self.table, tenant, after, limit).await
     }
+
+    async fn feed_head(&self, tenant: &TenantId) -> PortResult<u64> {
+        feed::head(&self.client, &self.table, tenant).await
+    }
 }
 
 #[async_trait]

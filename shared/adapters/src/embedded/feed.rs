@@ -258,6 +258,14 @@ pub(super) fn read(conn: &Connection, tenant: &str, after: u64, limit: usize) ->
         .map_err(|e| sqlite_error("read feed", e))
 }
 
+/// The number of the tenant's latest entry (0 before the first), from the primary key.
+pub(super) fn head(conn: &Connection, tenant: &str) -> PortResult<u64> {
+    conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM feed WHERE tenant=?1")
+        .and_then(|mut s| s.query_row(params![tenant], |r| r.get::<_, i64>(0)))
+        .map(|seq| seq as u64)
+        .map_err(|e| sqlite_error("read feed head", e))
+}
+
 const WEBHOOK_COLUMNS: &str = "id, url, kinds, description, created_at, secret, previous_secret, previous_until";
 
 fn webhook_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Webhook> {

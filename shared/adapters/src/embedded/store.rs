@@ -475,6 +475,12 @@ impl EventFeed for EmbeddedDesignStore {
         let tenant = tenant.to_string();
         self.reader.call(move |conn| feed::read(conn, &tenant, after, limit)).await
     }
+
+    async fn feed_head(&self, tenant: &TenantId) -> PortResult<u64> {
+        count("feed_head");
+        let tenant = tenant.to_string();
+        self.reader.call(move |conn| feed::head(conn, &tenant)).await
+    }
 }
 
 #[async_trait]

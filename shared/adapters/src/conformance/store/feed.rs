@@ -133,18 +133,22 @@ pub async fn concurrent_appends_take_every_number_once<S: DesignStore + ?Sized>(
     }
 }
 
-/// `read_feed` answers the entries after a number, oldest first, at most `limit`; each tenant
-/// numbers its own feed from 1 and reads only its own entries.
+/// `read_feed` answers the entries after a number, oldest first, at most `limit`, and `feed_head`
+/// the latest number; each tenant numbers its own feed from 1 and reads only its own entries.
 pub async fn reading_the_feed_pages_after_a_number_and_only_through_the_tenants_own<S: DesignStore + ?Sized>(
     store: &S,
 ) {
     let (t, other) = (tenant("feed-read"), tenant("feed-other"));
     let d = DesignId::generate();
+    assert_eq!(store.feed_head(&t).await.unwrap(), 0, "an empty feed's head is 0");
     for revision in 1..=5 {
         append(store, &t, &d, EventKind::DesignSubmitted, revision).await;
     }
+    assert_eq!(store.feed_head(&t).await.unwrap(), 5, "the head is the latest number");
     let od = DesignId::generate();
     assert_eq!(append(store, &other, &od, EventKind::DesignSubmitted, 1).await, 1, "each tenant counts from 1");
+    assert_eq!(store.feed_head(&other).await.unwrap(), 1);
+    assert_eq!(store.feed_head(&t).await.unwrap(), 5, "heads are per tenant");
     let seqs = |entries: Vec<openqq_core::FeedEntry>| entries.into_iter().map(|e| e.seq).collect::<Vec<_>>();
     assert_eq!(seqs(store.read_feed(&t, 0, 2).await.unwrap()), [1, 2]);
     assert_eq!(seqs(store.read_feed(&t, 2, 2).await.unwrap()), [3, 4]);
