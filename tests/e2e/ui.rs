@@ -64,9 +64,35 @@ fn screenshots(viewport: &str) -> PathBuf {
     dir
 }
 
+/// What the driver submits besides the blink netlist.
+struct Submission {
+    pcf: PathBuf,
+    /// How many findings the report has, when more than a capped report keeps.
+    findings_total: Option<usize>,
+}
+
+impl Submission {
+    /// The pin constraints name a pin the package lacks: the report has a known finding.
+    fn known_finding() -> Self {
+        Self { pcf: repo_root().join("shared/fpga/fixtures/bad/cases/pin_not_in_package.pcf"), findings_total: None }
+    }
+
+    /// The same, and 600 constraints of ports the design lacks (a warning each): more findings
+    /// than a capped report keeps. Written into `dir`.
+    fn too_many_findings(dir: &std::path::Path) -> Self {
+        let mut pcf = std::fs::read_to_string(Self::known_finding().pcf).unwrap();
+        for i in 1..=600 {
+            pcf.push_str(&format!("set_io ghost{i} A1\n"));
+        }
+        let path = dir.join("many.pcf");
+        std::fs::write(&path, pcf).unwrap();
+        Self { pcf: path, findings_total: Some(601) }
+    }
+}
+
 /// Runs the driver against `server` and answers its summary; the run's failure fails the test,
 /// with what the driver said.
-async fn drive(server: &Server, viewport: &str, tenant: &str, hook_url: Option<&str>) -> Value {
+async fn drive(server: &Server, viewport: &str, tenant: &str, submission: Submission, hook_url: Option<&str>) -> Value {
     let (chromium, node) = browser().expect("checked by the caller");
     let fixtures = repo_root().join("shared/fpga/fixtures/bad");
     let out = screenshots(viewport);
@@ -77,8 +103,8 @@ async fn drive(server: &Server, viewport: &str, tenant: &str, hook_url: Option<&
         .env("OPENQQ_UI_CHROMIUM", chromium)
         .env("OPENQQ_UI_OUT", &out)
         .env("OPENQQ_UI_NETLIST", fixtures.join("netlists/blink.json"))
-        // The pin constraints name a pin the package lacks: the report has a known finding.
-        .env("OPENQQ_UI_PCF", fixtures.join("cases/pin_not_in_package.pcf"))
+        .env("OPENQQ_UI_PCF", &submission.pcf)
+        .env("OPENQQ_UI_FINDINGS_TOTAL", submission.findings_total.map(|n| n.to_string()).unwrap_or_default())
         .env("OPENQQ_UI_FINDING", "PIN_NOT_IN_PACKAGE")
         .env("OPENQQ_UI_TENANT", tenant)
         .env("OPENQQ_UI_VIEWPORT", viewport)
@@ -161,7 +187,7 @@ async fn a_person_mints_a_token_submits_a_design_follows_it_live_to_its_report_a
     let (hook_url, mut hooks) = receiver().await;
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens", "--webhooks-allow-private"]).unwrap();
-    let summary = drive(&server, "desktop", "ui-desktop", Some(&hook_url)).await;
+    let summary = drive(&server, "desktop", "ui-desktop", Submission::known_finding(), Some(&hook_url)).await;
     eprintln!("{summary}");
     assert_eq!(summary["finding"][1], "PIN_NOT_IN_PACKAGE");
     assert!(
@@ -184,13 +210,15 @@ async fn a_person_mints_a_token_submits_a_design_follows_it_live_to_its_report_a
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_ui_works_in_a_phone_sized_window() {
+async fn the_ui_works_in_a_phone_sized_window_and_loads_every_finding_of_a_capped_report() {
     if browser().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens"]).unwrap();
-    let summary = drive(&server, "phone", "ui-phone", None).await;
+    let files = tempfile::tempdir().unwrap();
+    let submission = Submission::too_many_findings(files.path());
+    let summary = drive(&server, "phone", "ui-phone", submission, None).await;
     assert_eq!(summary["timeline"].as_array().unwrap().last().unwrap(), "results.ready");
 }
 

@@ -11,6 +11,7 @@
 //     OPENQQ_UI_TENANT     the tenant to mint a token for
 //     OPENQQ_UI_VIEWPORT   "desktop" (the whole flow) or "phone" (390x844: design and report)
 //     OPENQQ_UI_HOOK_URL   a receiver on 127.0.0.1 for a webhook (desktop only; empty: skip)
+//     OPENQQ_UI_FINDINGS_TOTAL  when set, the report is capped and the page must load all of them
 //
 // Exits non-zero, saying what went wrong, when the UI does not do what a person expects.
 
@@ -122,6 +123,8 @@ try {
   await page.locator('#timeline li[data-kind="design.submitted"]').first().waitFor();
   await page.locator('#timeline li[data-kind="results.ready"]').first().waitFor({ timeout: TIMEOUT });
   check(navigations === loadsBefore, "the page reloaded to show the timeline");
+  const live = await page.evaluate(() => document.body.dataset.live);
+  check(live === "stream", `the timeline did not follow the event stream (updates: ${live})`);
   const kinds = await page.locator("#timeline li").evaluateAll((lis) => lis.map((li) => li.dataset.kind));
   summary.timeline = kinds;
   check(kinds.indexOf("validation.started") < kinds.indexOf("results.ready"), `timeline out of order: ${kinds}`);
@@ -140,6 +143,16 @@ try {
   await page.keyboard.press("Enter");
   check((await page.locator('#findings th[data-key="code"]').getAttribute("aria-sort")) === "ascending", "sorting by code does not say so");
   step(`the report shows ${finding} at ${cells[3].trim()} and ${bars} utilisation bars`);
+  const total = Number(env("OPENQQ_UI_FINDINGS_TOTAL", "0"));
+  if (total) {
+    await page.locator("#findings-truncated").waitFor({ state: "visible" });
+    const kept = await page.locator("#findings tbody tr").count();
+    check(kept < total, `a capped report shows ${kept} of ${total} findings`);
+    await page.getByRole("button", { name: "Show every finding" }).click();
+    await page.waitForFunction((n) => document.querySelectorAll("#findings tbody tr").length === n, total);
+    check(await page.locator("#findings-truncated").isHidden(), "the full report still says it is capped");
+    step(`the capped report showed ${kept} findings, the full one all ${total}`);
+  }
   await page.locator("#design-table tbody tr", { hasText: `ui-${viewport}` }).locator(".badge", { hasText: "ready" }).waitFor();
   step("the design list shows the design ready");
   await page.locator("#detail").scrollIntoViewIfNeeded();

@@ -198,7 +198,7 @@ function onFeed(entry) {
 }
 
 export function init() {
-  report.init();
+  report.init(() => api(`/v1/designs/${current}/report/full`));
   $("submit-form").addEventListener("submit", submit);
   $("design-device").addEventListener("change", fillPackages);
   $("refresh-designs").addEventListener("click", () => loadList().catch((e) => announce(e.message, true)));

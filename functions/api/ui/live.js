@@ -10,6 +10,22 @@ let controller = null;
 let lastSeq = 0;
 let mode = "off"; // "stream" | "poll" | "none" | "off"
 
+const SAY = {
+  stream: "Updates arrive live from the event stream.",
+  poll: "Updates are read from the event feed every few seconds.",
+  none: "This server has no event feed: the open design is read again every second.",
+  off: "",
+};
+
+/** Records how entries arrive, on the page too (`data-live` on the body, and in words). */
+function setMode(m) {
+  if (m === mode) return;
+  mode = m;
+  document.body.dataset.live = m;
+  const say = document.getElementById("live-state");
+  if (say) say.textContent = SAY[m];
+}
+
 export function onEvent(fn) {
   listeners.add(fn);
   return () => listeners.delete(fn);
@@ -52,7 +68,7 @@ async function stream(signal) {
   });
   if (resp.status === 404) return "missing";
   if (!resp.ok || !resp.body) return "error";
-  mode = "stream";
+  setMode("stream");
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
@@ -84,7 +100,7 @@ async function poll(signal) {
       await sleep(2000, signal);
       continue;
     }
-    mode = "poll";
+    setMode("poll");
     for (const entry of page.items || []) emit(entry);
     if (typeof page.next_after === "number") lastSeq = Math.max(lastSeq, page.next_after);
     if (!(page.items || []).length) await sleep(1500, signal);
@@ -104,7 +120,7 @@ export async function start() {
     if (signal.aborted) break;
     if (how === "missing") {
       how = await poll(signal).catch(() => "error");
-      if (how === "missing") { mode = "none"; return; }
+      if (how === "missing") { setMode("none"); return; }
     }
     await sleep(backoff, signal);
     backoff = Math.min(backoff * 2, 10000);
@@ -115,6 +131,6 @@ export async function start() {
 export function stop() {
   if (controller) controller.abort();
   controller = null;
-  mode = "off";
+  setMode("off");
   lastSeq = 0;
 }

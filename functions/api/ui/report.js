@@ -43,8 +43,16 @@ function renderFindings() {
   $("findings").hidden = findings.length === 0;
 }
 
-/** Wires the sortable headers once. */
-export function init() {
+/** Wires the sortable headers and the full report's button once; `loadFull` fetches the whole report. */
+export function init(loadFull) {
+  $("full-report").addEventListener("click", async () => {
+    try {
+      render(await loadFull());
+      $("findings-title").scrollIntoView();
+    } catch (e) {
+      $("findings-truncated-text").textContent = `The full report could not be read: ${e.message}`;
+    }
+  });
   for (const th of $("findings").tHead.rows[0].cells) {
     th.querySelector("button").addEventListener("click", () => {
       if (sortKey === th.dataset.key) sortDir = sortDir === "ascending" ? "descending" : "ascending";
@@ -76,8 +84,8 @@ export function render(report) {
   const t = report.truncated;
   $("findings-truncated").hidden = !t;
   if (t) {
-    $("findings-truncated").textContent =
-      `Showing ${t.findings_kept} of ${t.findings_total} findings; the full report is kept on the server.`;
+    $("findings-truncated-text").textContent = `Showing ${t.findings_kept} of ${t.findings_total} findings.`;
+    $("full-report").hidden = !report.full_report;
   }
   renderFindings();
 }
