@@ -144,6 +144,7 @@ on_every_store!(
     a_queued_delivery_arrives_signed_by_both_secrets_during_a_rotation_and_is_recorded_delivered,
     a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt_with_the_same_id,
     a_delivery_failing_every_attempt_is_dead_after_the_last_with_its_status_code,
+    a_receiver_refusing_with_a_4xx_gets_one_attempt_and_the_delivery_is_dead,
     a_webhook_at_a_private_address_is_dead_unsent_when_private_targets_are_not_allowed,
     a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_deliveries_arrive_meanwhile,
     a_worker_dropped_mid_attempt_leaves_the_delivery_to_be_claimed_after_the_lease_with_the_same_id,
@@ -241,6 +242,20 @@ async fn a_delivery_failing_every_attempt_is_dead_after_the_last_with_its_status
         got += 1;
     }
     assert_eq!(got, attempts as usize, "one request per attempt, none after the last");
+    worker.stop().await;
+}
+
+async fn a_receiver_refusing_with_a_4xx_gets_one_attempt_and_the_delivery_is_dead(f: Fixture) {
+    let acme = tenant("acme");
+    let mut hooks = receiver(|_| Answer::Status(404)).await;
+    let id = f.register(&acme, &hooks.url, &secret(1)).await;
+    let seq = f.append(&acme).await;
+    let worker = DeliveryWorker::start(f.webhooks(), settings()).unwrap();
+
+    let dead = f.settled(&acme, &id, seq).await;
+    assert_eq!((dead.status, dead.attempts, dead.last_status_code), (DeliveryStatus::Dead, 1, Some(404)));
+    next(&mut hooks).await;
+    assert!(hooks.next(Duration::from_millis(500)).await.is_none(), "no second attempt");
     worker.stop().await;
 }
 

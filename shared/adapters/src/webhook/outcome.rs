@@ -2,13 +2,12 @@
 //! tested without a receiver.
 //!
 //! - 2xx: delivered.
-//! - 410 Gone: dead at once (the receiver says it wants no more).
-//! - Any other answer (3xx, 4xx, 5xx) or none (timeout, refused connection, a name resolving to
-//!   an address that is not public): retried on the [`RetrySchedule`], dead after its last
-//!   attempt. 4xx answers are retried too, as the large webhook senders do: a receiver answering
-//!   400, 401 or 404 is usually one being deployed or still expecting the secret before a
-//!   rotation, and fixes itself within the schedule's hours; dead-lettering on the first 4xx would
-//!   lose those events for a few requests saved.
+//! - 4xx other than 408 (timeout) and 429 (too many requests): dead at once. The receiver
+//!   refused this request, and the same request again (the body and `webhook-id` never change)
+//!   would be refused again; the tenant sees the status and error in its delivery list.
+//! - Any other answer (3xx, as redirects are not followed; 408, 429, 5xx) or none (timeout,
+//!   refused connection, a name resolving to an address that is not public): retried on the
+//!   [`RetrySchedule`], dead after its last attempt.
 //! - A target refused before sending ([`SendError::Refused`]: not http(s), a literal address that
 //!   is not public): dead at once; no retry changes a URL.
 
@@ -29,9 +28,9 @@ pub fn decide(
 ) -> AttemptOutcome {
     let (status_code, error) = match answer {
         Ok(code @ 200..=299) => return AttemptOutcome::Delivered { status_code: code },
-        Ok(410) => {
-            let error = "the receiver answered 410 Gone: it wants no more deliveries".to_owned();
-            return AttemptOutcome::Dead { status_code: Some(410), error };
+        Ok(code @ 400..=499) if code != 408 && code != 429 => {
+            let error = format!("the receiver answered {code}: it refused the delivery");
+            return AttemptOutcome::Dead { status_code: Some(code), error };
         }
         Ok(code) => (Some(code), format!("the receiver answered {code}")),
         Err(e @ SendError::Refused(_)) => {
@@ -99,7 +98,7 @@ mod tests {
 
     #[test]
     fn other_answers_are_retried_after_the_delay_for_this_attempt_with_the_status_kept() {
-        for code in [301, 302, 400, 401, 404, 408, 429, 500, 503] {
+        for code in [301, 302, 408, 429, 500, 502, 503, 504] {
             let first = decide(Ok(code), 0, &schedule(), 0.5, now());
             let at = now() + chrono::Duration::seconds(5);
             assert_eq!(
@@ -137,11 +136,12 @@ mod tests {
     }
 
     #[test]
-    fn gone_and_a_refused_target_are_dead_at_once() {
-        assert!(matches!(
-            decide(Ok(410), 0, &schedule(), 0.5, now()),
-            AttemptOutcome::Dead { status_code: Some(410), .. }
-        ));
+    fn a_refusal_by_the_receiver_and_a_refused_target_are_dead_at_once() {
+        for code in [400, 401, 403, 404, 410, 413, 422, 499] {
+            let error = format!("the receiver answered {code}: it refused the delivery");
+            let outcome = decide(Ok(code), 0, &schedule(), 0.5, now());
+            assert_eq!(outcome, AttemptOutcome::Dead { status_code: Some(code), error });
+        }
         let refused = SendError::Refused("127.0.0.1 is not a public address".into());
         assert!(matches!(
             decide(Err(&refused), 0, &schedule(), 0.5, now()),
@@ -152,7 +152,7 @@ mod tests {
     #[test]
     fn outcomes_have_the_metric_labels() {
         let o = |code| decide(Ok(code), 0, &schedule(), 0.5, now());
-        assert_eq!([label(&o(200)), label(&o(500)), label(&o(410))], ["delivered", "retried", "dead"]);
+        assert_eq!([label(&o(200)), label(&o(500)), label(&o(404))], ["delivered", "retried", "dead"]);
     }
 
     #[test]
