@@ -217,3 +217,39 @@ async fn a_table_made_before_the_due_index_gets_it_and_serves_claims() {
     let claimed = claimed.unwrap();
     assert_eq!(claimed.iter().map(|c| (c.webhook_id, c.entry.seq)).collect::<Vec<_>>(), [(hook.id, 1)]);
 }
+
+/// A claim reads the due index about a query per tenant, at most `MAX_CLAIM_QUERIES`; one that
+/// stops there leaves the tenants after it to the next claim, which goes on from where it
+/// stopped: between them every tenant's due delivery is claimed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_reaches_its_query_budget_leaves_the_other_tenants_to_the_next() {
+    use openqq_core::{EventFeed, NewFeedEntry, WebhookStore};
+    let Some(store) = store().await else { return };
+    // With one delivery a tenant taken, a query of two index entries covers two tenants.
+    let tenants = 2 * openqq_adapters::dynamo::MAX_CLAIM_QUERIES + 2;
+    let prefix = conformance::unique("budget");
+    for i in 0..tenants {
+        let t = TenantId::parse(format!("{prefix}-{i:03}")).unwrap();
+        let hook = openqq_core::Webhook {
+            id: openqq_core::WebhookId::generate(),
+            url: "https://receiver.example/budget".into(),
+            kinds: vec![EventKind::DesignSubmitted],
+            description: None,
+            created_at: chrono::Utc::now(),
+            secret: openqq_core::WebhookSecret::from_bytes(vec![6; 32]).unwrap(),
+            previous_secret: None,
+        };
+        store.create_webhook(&t, &hook).await.unwrap();
+        let (d, e) = (DesignId::generate(), entry(EventKind::DesignSubmitted, 1));
+        store.append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None }).await.unwrap();
+    }
+    let now = chrono::Utc::now();
+    let lease = std::time::Duration::from_secs(60);
+    let first = store.claim_due_deliveries(now, lease, 1, 1000).await.unwrap();
+    assert!(first.len() < tenants, "the budget stopped the first claim: {}", first.len());
+    let second = store.claim_due_deliveries(now, lease, 1, 1000).await.unwrap();
+    let mut all: Vec<String> = first.iter().chain(&second).map(|d| d.tenant_id.to_string()).collect();
+    all.sort();
+    let expected: Vec<String> = (0..tenants).map(|i| format!("{prefix}-{i:03}")).collect();
+    assert_eq!(all, expected, "each tenant's delivery once between the two claims");
+}
