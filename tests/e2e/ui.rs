@@ -69,12 +69,18 @@ struct Submission {
     pcf: PathBuf,
     /// How many findings the report has, when more than a capped report keeps.
     findings_total: Option<usize>,
+    /// Whether a second design follows with a bitstream (lp384 in qn32, one bit flipped).
+    with_bitstream: bool,
 }
 
 impl Submission {
     /// The pin constraints name a pin the package lacks: the report has a known finding.
     fn known_finding() -> Self {
-        Self { pcf: repo_root().join("shared/fpga/fixtures/bad/cases/pin_not_in_package.pcf"), findings_total: None }
+        Self {
+            pcf: repo_root().join("shared/fpga/fixtures/bad/cases/pin_not_in_package.pcf"),
+            findings_total: None,
+            with_bitstream: false,
+        }
     }
 
     /// The same, and 600 constraints of ports the design lacks (a warning each): more findings
@@ -86,7 +92,7 @@ impl Submission {
         }
         let path = dir.join("many.pcf");
         std::fs::write(&path, pcf).unwrap();
-        Self { pcf: path, findings_total: Some(601) }
+        Self { pcf: path, findings_total: Some(601), with_bitstream: false }
     }
 }
 
@@ -105,6 +111,15 @@ async fn drive(server: &Server, viewport: &str, tenant: &str, submission: Submis
         .env("OPENQQ_UI_NETLIST", fixtures.join("netlists/blink.json"))
         .env("OPENQQ_UI_PCF", &submission.pcf)
         .env("OPENQQ_UI_FINDINGS_TOTAL", submission.findings_total.map(|n| n.to_string()).unwrap_or_default())
+        // The bitstream has one bit flipped: only a bitstream that reached the validator fails its CRC.
+        .env(
+            "OPENQQ_UI_BITSTREAM",
+            if submission.with_bitstream { fixtures.join("cases/flipped_bit.bin") } else { "".into() },
+        )
+        .env("OPENQQ_UI_BIT_NETLIST", fixtures.join("netlists/tiny.json"))
+        .env("OPENQQ_UI_BIT_PCF", fixtures.join("cases/tiny.pcf"))
+        .env("OPENQQ_UI_BIT_TARGET", "lp384/qn32")
+        .env("OPENQQ_UI_BIT_FINDING", "BITSTREAM_CRC_MISMATCH")
         .env("OPENQQ_UI_FINDING", "PIN_NOT_IN_PACKAGE")
         .env("OPENQQ_UI_TENANT", tenant)
         .env("OPENQQ_UI_VIEWPORT", viewport)
@@ -180,14 +195,15 @@ fn signed_by(secret: &str, headers: &HashMap<String, String>, body: &[u8]) -> bo
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_mints_a_token_submits_a_design_follows_it_live_to_its_report_and_sees_a_webhook_test_delivered() {
+async fn a_person_mints_a_token_submits_designs_follows_them_live_to_their_reports_and_sees_a_webhook_test_delivered() {
     if browser().is_none() {
         return;
     }
     let (hook_url, mut hooks) = receiver().await;
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens", "--webhooks-allow-private"]).unwrap();
-    let summary = drive(&server, "desktop", "ui-desktop", Submission::known_finding(), Some(&hook_url)).await;
+    let submission = Submission { with_bitstream: true, ..Submission::known_finding() };
+    let summary = drive(&server, "desktop", "ui-desktop", submission, Some(&hook_url)).await;
     eprintln!("{summary}");
     assert_eq!(summary["finding"][1], "PIN_NOT_IN_PACKAGE");
     assert!(
@@ -205,8 +221,8 @@ async fn a_person_mints_a_token_submits_a_design_follows_it_live_to_its_report_a
     // What the page submitted is the tenant's design, as the API tells it.
     let api = Client::new(&server.url, &server.token("ui-desktop"));
     let (_, list) = api.get("/v1/designs").await.unwrap();
-    assert_eq!(list["designs"][0]["name"], "ui-desktop");
-    assert_eq!(list["designs"][0]["verdict"], "fail");
+    let names: Vec<&str> = list["designs"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ui-bitstream", "ui-desktop"], "newest first");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,9 @@
 //     OPENQQ_UI_VIEWPORT   "desktop" (the whole flow) or "phone" (390x844: design and report)
 //     OPENQQ_UI_HOOK_URL   a receiver on 127.0.0.1 for a webhook (desktop only; empty: skip)
 //     OPENQQ_UI_FINDINGS_TOTAL  when set, the report is capped and the page must load all of them
+//     OPENQQ_UI_BITSTREAM  when set, a second design is submitted with this bitstream, the netlist
+//                          OPENQQ_UI_BIT_NETLIST and PCF OPENQQ_UI_BIT_PCF for OPENQQ_UI_BIT_TARGET
+//                          (`device/package`); its report must show OPENQQ_UI_BIT_FINDING
 //
 // Exits non-zero, saying what went wrong, when the UI does not do what a person expects.
 
@@ -111,8 +114,8 @@ try {
 
   await page.getByLabel("Name", { exact: true }).fill(`ui-${viewport}`);
   await page.locator("#design-device option[value=hx8k]").waitFor({ state: "attached" });
-  await page.getByLabel("Device").selectOption("hx8k");
-  await page.getByLabel("Package").selectOption("ct256");
+  await page.getByLabel("Device", { exact: true }).selectOption("hx8k");
+  await page.getByLabel("Package", { exact: true }).selectOption("ct256");
   await page.getByLabel("Netlist (Yosys JSON)").setInputFiles(env("OPENQQ_UI_NETLIST"));
   await page.getByLabel("Pin constraints (PCF)").setInputFiles(env("OPENQQ_UI_PCF"));
   const loadsBefore = navigations;
@@ -191,6 +194,24 @@ try {
     await page.locator("#no-webhooks").waitFor({ state: "visible" });
     check(await page.locator("#deliveries").isHidden(), "the deleted webhook's deliveries stay on screen");
     step("the webhook was deleted");
+  }
+
+  const bitstream = env("OPENQQ_UI_BITSTREAM", "");
+  if (bitstream) {
+    const [device, pkg] = env("OPENQQ_UI_BIT_TARGET").split("/");
+    await page.getByLabel("Name", { exact: true }).fill("ui-bitstream");
+    await page.getByLabel("Device", { exact: true }).selectOption(device);
+    // The packages follow the device.
+    await page.getByLabel("Package", { exact: true }).selectOption(pkg);
+    await page.getByLabel("Netlist (Yosys JSON)").setInputFiles(env("OPENQQ_UI_BIT_NETLIST"));
+    await page.getByLabel("Pin constraints (PCF)").setInputFiles(env("OPENQQ_UI_BIT_PCF"));
+    await page.getByLabel("Bitstream (optional)").setInputFiles(bitstream);
+    await page.getByRole("button", { name: "Submit design" }).click();
+    await page.locator("#detail-title", { hasText: "ui-bitstream" }).waitFor();
+    await page.locator('#timeline li[data-kind="results.ready"]').first().waitFor();
+    const code = env("OPENQQ_UI_BIT_FINDING");
+    await page.locator("#findings tbody tr", { hasText: code }).first().waitFor();
+    step(`a design with a bitstream for ${device}/${pkg} was submitted and its report shows ${code}`);
   }
 
   await axe("signed in, with a report");

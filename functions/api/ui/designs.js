@@ -158,7 +158,8 @@ async function refresh() {
   $("detail-title").textContent = `Design ${d.name}`;
   facts(d);
   timeline(t.events || []);
-  if (d.verdict || d.status === "ready") {
+  // A report exists once the revision is done (a failed one may have none: 404).
+  if (TERMINAL.has(d.status)) {
     try {
       const r = await api(`/v1/designs/${id}/report`);
       if (id === current) report.render(r);
