@@ -126,20 +126,12 @@ async fn the_exported_metrics_match_the_documented_contract() {
     let dir = tempfile::tempdir().unwrap();
     let limits = dir.path().join("rate-limits.txt");
     std::fs::write(&limits, "limited 1/1m\n").unwrap();
-    // A webhook endpoint nobody listens on: its delivery fails at once.
-    let hooks = dir.path().join("webhooks.txt");
-    let closed = openqq_e2e::tansu::free_port();
-    std::fs::write(&hooks, format!("hooked http://127.0.0.1:{closed}/hook whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n"))
-        .unwrap();
     let args = [
         "--partitions",
         "4",
         "--rate-limits",
         limits.to_str().unwrap(),
-        "--webhooks",
-        hooks.to_str().unwrap(),
-        "--webhook-attempts",
-        "1",
+        "--webhooks-allow-private",
         "--workers",
         "1",
         "--queue",
@@ -151,6 +143,11 @@ async fn the_exported_metrics_match_the_documented_contract() {
     server.restart().unwrap();
 
     let hooked = Client::new(&server.url, &server.token("hooked"));
+    // A webhook endpoint nobody listens on: the delivery of the submission fails and is retried.
+    let closed = openqq_e2e::tansu::free_port();
+    let hook = json!({"url": format!("http://127.0.0.1:{closed}/hook"), "kinds": ["design.submitted"]});
+    let (status, body) = hooked.post("/v1/webhooks", &hook).await.unwrap();
+    assert_eq!(status, 201, "{body}");
     let (status, _) = hooked.post("/v1/designs", &blink_design("hooked")).await.unwrap();
     assert_eq!(status, 202);
     // An upload: its PUT carries no bearer token, yet it counts under the tenant its URL names.
