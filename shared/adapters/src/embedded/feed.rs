@@ -7,8 +7,9 @@
 //! - `webhooks`: one row per tenant and webhook, secrets as bytes.
 //! - `deliveries`: one row per (tenant, webhook, seq), the feed entry kept as JSON. An append
 //!   inserts the deliveries of the webhooks that want its kind in the same transaction as the
-//!   entry (the outbox). Pending rows carry `next_attempt_ns`, indexed for claims; a claim sets it
-//!   to the end of its lease in the same transaction.
+//!   entry (the outbox). Pending rows are indexed by tenant and `next_attempt_ns` for claims,
+//!   which read each tenant's oldest due and set them to the end of the lease in the same
+//!   transaction.
 //!
 //! Retention: the feed is kept, like the timeline it mirrors (one feed entry per timeline entry
 //! at most, so it grows no faster than the timeline). Deliveries are at most one per feed entry
@@ -47,7 +48,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
     status TEXT NOT NULL, attempts INTEGER NOT NULL, next_attempt_ns INTEGER,
     last_status_code INTEGER, last_error TEXT, created_ns INTEGER NOT NULL, updated_ns INTEGER NOT NULL,
     PRIMARY KEY (tenant, webhook_id, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_attempt_ns) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (tenant, next_attempt_ns, webhook_id, seq)
+    WHERE status = 'pending';
 ";
 
 /// Largest page [`list_deliveries`] returns, whatever the caller asks.
@@ -424,25 +426,40 @@ pub(super) fn claim(
     }
     let (at, until) = (nanos(now), lease_end(now, lease));
     let tx = begin(conn)?;
-    // Ranks every due delivery within its tenant; the due index bounds the scan to pending rows
-    // that are due, so its cost is the backlog that is due now.
-    let keys: Vec<(String, String, i64)> = tx
-        .prepare_cached(
-            "SELECT tenant, webhook_id, seq FROM ( \
-                SELECT tenant, webhook_id, seq, next_attempt_ns, ROW_NUMBER() OVER \
-                    (PARTITION BY tenant ORDER BY next_attempt_ns, webhook_id, seq) AS rank \
-                FROM deliveries WHERE status='pending' AND next_attempt_ns <= ?1) \
-             WHERE rank <= ?2 ORDER BY next_attempt_ns, tenant, webhook_id, seq LIMIT ?3",
-        )
-        .and_then(|mut s| {
-            s.query_map(
-                params![at, per_tenant.min(i64::MAX as usize) as i64, limit.min(i64::MAX as usize) as i64],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )?
-            .collect()
-        })
-        .map_err(|e| sqlite_error("find due deliveries", e))?;
-    let mut claimed = Vec::with_capacity(keys.len());
+    // Tenant by tenant (a skip over the pending index: one lookup for the next tenant with
+    // pending deliveries, one range read of its oldest due), so a claim costs about a short read
+    // per tenant with pending deliveries, however long one tenant's backlog is.
+    let mut keys: Vec<(i64, String, String, i64)> = Vec::new();
+    // `INDEXED BY`: the primary key also starts with the tenant, but walks delivered and dead
+    // rows too, and would sort a tenant's whole backlog to find its oldest.
+    let mut after = String::new();
+    loop {
+        let tenant: Option<String> = tx
+            .prepare_cached(
+                "SELECT tenant FROM deliveries INDEXED BY deliveries_pending \
+                 WHERE status='pending' AND tenant > ?1 ORDER BY tenant LIMIT 1",
+            )
+            .and_then(|mut s| s.query_row(params![after], |r| r.get(0)).optional())
+            .map_err(|e| sqlite_error("find due deliveries", e))?;
+        let Some(tenant) = tenant else { break };
+        let due: Vec<(i64, String, String, i64)> = tx
+            .prepare_cached(
+                "SELECT next_attempt_ns, tenant, webhook_id, seq FROM deliveries INDEXED BY deliveries_pending \
+                 WHERE status='pending' AND tenant=?1 AND next_attempt_ns <= ?2 \
+                 ORDER BY next_attempt_ns, webhook_id, seq LIMIT ?3",
+            )
+            .and_then(|mut s| {
+                let share = per_tenant.min(i64::MAX as usize) as i64;
+                s.query_map(params![tenant, at, share], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect()
+            })
+            .map_err(|e| sqlite_error("find due deliveries", e))?;
+        keys.extend(due);
+        after = tenant;
+    }
+    keys.sort();
+    keys.truncate(limit);
+    let keys = keys.into_iter().map(|(_, tenant, id, seq)| (tenant, id, seq));
+    let mut claimed = Vec::new();
     for (tenant, id, seq) in keys {
         tx.prepare_cached("UPDATE deliveries SET next_attempt_ns=?4 WHERE tenant=?1 AND webhook_id=?2 AND seq=?3")
             .and_then(|mut s| s.execute(params![tenant, id, seq, until]))
