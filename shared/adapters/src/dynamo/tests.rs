@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
 use aws_smithy_types::body::SdkBody;
 use openqq_core::PortError;
-use openqq_core::{CorrelationId, EventKind};
+use openqq_core::{CorrelationId, EventFeed, EventKind, WebhookId};
 
 const TYPE_PREFIX: &str = "com.amazonaws.dynamodb.v20120810#";
 
@@ -245,4 +245,99 @@ async fn a_replayed_submission_fails_its_unread_write_then_reads_and_comes_out_d
     let applied = store.apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &submitted).await;
     assert_eq!(applied.unwrap(), Applied::Duplicate);
     assert_eq!(replay.actual_requests().count(), 2, "the refused write, then the read");
+}
+
+/// What `BatchGetItem` returns for an append's read: `items` (JSON of stored items) found.
+fn feed_read(items: &[&str]) -> ReplayEvent {
+    answer(200, format!(r#"{{"Responses":{{"openqq":[{}]}},"UnprocessedKeys":{{}}}}"#, items.join(",")))
+}
+
+fn head(seq: u64) -> String {
+    format!(r#"{{"pk":{{"S":"T#acme#F"}},"sk":{{"S":"H"}},"seq":{{"N":"{seq}"}}}}"#)
+}
+
+fn append_one(
+    store: &DynamoDesignStore,
+) -> impl std::future::Future<Output = openqq_core::ports::PortResult<u64>> + '_ {
+    let (t, d) = ids();
+    async move {
+        let e = entry(EventKind::DesignSubmitted, 1);
+        store.append_feed(&t, &openqq_core::NewFeedEntry { design_id: &d, entry: &e, verdict: None }).await
+    }
+}
+
+#[tokio::test]
+async fn an_append_that_loses_the_race_for_its_number_reads_again_and_takes_the_next() {
+    let reasons =
+        r#","CancellationReasons":[{"Code":"ConditionalCheckFailed"},{"Code":"None"},{"Code":"None"},{"Code":"None"}]"#;
+    let (store, replay) = store(vec![
+        feed_read(&[&head(3)]),
+        error(400, "TransactionCanceledException", reasons),
+        feed_read(&[&head(4)]),
+        answer(200, "{}".into()),
+    ]);
+    assert_eq!(append_one(&store).await.unwrap(), 5);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 4, "read, lost write, read, write");
+    let last: serde_json::Value = serde_json::from_slice(sent[3].body().bytes().unwrap()).unwrap();
+    let items = last["TransactItems"].as_array().unwrap();
+    let head = &items[0]["Update"];
+    assert_eq!(head["ConditionExpression"], "#seq = :last");
+    assert_eq!(head["ExpressionAttributeValues"][":last"], serde_json::json!({"N": "4"}));
+    assert_eq!(items[1]["Put"]["Item"]["sk"], serde_json::json!({"S": format!("F#{:020}", 5)}));
+    assert_eq!(items[3]["ConditionCheck"]["ConditionExpression"], "attribute_not_exists(#pk)", "no webhooks yet");
+    assert_eq!(items.len(), 4, "no delivery without a webhook: {last}");
+}
+
+#[tokio::test]
+async fn an_append_whose_entry_another_append_wrote_meanwhile_answers_that_number() {
+    let reasons = r#","CancellationReasons":[{"Code":"ConditionalCheckFailed"},{"Code":"None"},{"Code":"ConditionalCheckFailed"},{"Code":"None"}]"#;
+    let (_, d) = ids();
+    let once =
+        format!(r#"{{"pk":{{"S":"T#acme#F"}},"sk":{{"S":"U#{d}#design.submitted#{:020}"}},"seq":{{"N":"1"}}}}"#, 1);
+    let (store, replay) =
+        store(vec![feed_read(&[]), error(400, "TransactionCanceledException", reasons), feed_read(&[&head(1), &once])]);
+    assert_eq!(append_one(&store).await.unwrap(), 1);
+    assert_eq!(replay.actual_requests().count(), 3, "read, lost write, read: nothing written twice");
+}
+
+#[tokio::test]
+async fn a_throttled_append_is_throttled_and_never_taken_for_a_lost_race() {
+    let reasons =
+        r#","CancellationReasons":[{"Code":"ThrottlingError"},{"Code":"None"},{"Code":"None"},{"Code":"None"}]"#;
+    let (store, replay) = store(vec![feed_read(&[]), error(400, "TransactionCanceledException", reasons)]);
+    let err = append_one(&store).await.unwrap_err();
+    assert!(matches!(err, PortError::Throttled { .. }), "{err:?}");
+    assert_eq!(replay.actual_requests().count(), 2, "one read, one write, no retry of its own");
+}
+
+#[tokio::test]
+async fn an_append_queues_a_delivery_per_webhook_that_wants_its_kind_in_its_one_transaction() {
+    let hooks = r#"{"pk":{"S":"T#acme"},"sk":{"S":"WH"},"hooks":{"N":"2"},"version":{"N":"7"}}"#;
+    let wanting = WebhookId::generate();
+    let webhook = |id: WebhookId, kinds: &str| {
+        format!(r#"{{"pk":{{"S":"T#acme"}},"sk":{{"S":"W#{id}"}},"id":{{"S":"{id}"}},"kinds":{{"S":"{kinds}"}}}}"#)
+    };
+    let listed = format!(
+        r#"{{"Items":[{},{}],"Count":2}}"#,
+        webhook(wanting, "design.submitted,results.ready"),
+        webhook(WebhookId::generate(), "results.ready")
+    );
+    let (store, replay) = store(vec![feed_read(&[hooks]), answer(200, listed), answer(200, "{}".into())]);
+    assert_eq!(append_one(&store).await.unwrap(), 1);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 3, "read, the webhooks, one write");
+    let write: serde_json::Value = serde_json::from_slice(sent[2].body().bytes().unwrap()).unwrap();
+    let items = write["TransactItems"].as_array().unwrap();
+    assert_eq!(items.len(), 5, "head, entry, once, the webhooks' check, one delivery: {write}");
+    let check = &items[3]["ConditionCheck"];
+    assert_eq!(check["ConditionExpression"], "#version = :version");
+    assert_eq!(check["ExpressionAttributeValues"][":version"], serde_json::json!({"N": "7"}));
+    let delivery = &items[4]["Put"]["Item"];
+    assert_eq!(delivery["pk"], serde_json::json!({"S": format!("T#acme#W#{wanting}")}));
+    assert_eq!(
+        (&delivery["status"], &delivery["due_pk"]),
+        (&serde_json::json!({"S": "pending"}), &serde_json::json!({"S": "due"}))
+    );
+    assert_eq!(items[4]["Put"]["ConditionExpression"], "attribute_not_exists(#pk)");
 }
