@@ -148,6 +148,7 @@ on_every_store!(
     a_webhook_at_a_private_address_is_dead_unsent_when_private_targets_are_not_allowed,
     a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_deliveries_arrive_meanwhile,
     a_worker_dropped_mid_attempt_leaves_the_delivery_to_be_claimed_after_the_lease_with_the_same_id,
+    a_stopped_worker_finishes_and_records_the_attempt_in_flight,
     one_round_attempts_what_is_due_and_reports_what_became_of_it,
     a_backlog_larger_than_the_tenants_share_is_delivered_without_any_delivery_sitting_out_a_lease,
 );
@@ -328,6 +329,18 @@ async fn a_worker_dropped_mid_attempt_leaves_the_delivery_to_be_claimed_after_th
         "the lost attempt was never recorded"
     );
     second_worker.stop().await;
+}
+
+async fn a_stopped_worker_finishes_and_records_the_attempt_in_flight(f: Fixture) {
+    let acme = tenant("acme");
+    let mut hooks = receiver(|_| Answer::Late { after: Duration::from_millis(500), status: 204 }).await;
+    let id = f.register(&acme, &hooks.url, &secret(1)).await;
+    let seq = f.append(&acme).await;
+    let worker = DeliveryWorker::start(f.webhooks(), settings()).unwrap();
+    next(&mut hooks).await;
+    worker.stop().await;
+    let delivered = f.delivery(&acme, &id, seq).await;
+    assert_eq!((delivered.status, delivered.attempts), (DeliveryStatus::Delivered, 1), "recorded before stop returned");
 }
 
 async fn one_round_attempts_what_is_due_and_reports_what_became_of_it(f: Fixture) {

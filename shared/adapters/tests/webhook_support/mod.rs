@@ -46,6 +46,11 @@ pub enum Answer {
     Redirect(String),
     /// Never answers (the connection stays open).
     Hang,
+    /// Answers `status` after `after`.
+    Late {
+        after: Duration,
+        status: u16,
+    },
     /// `200 OK` with a chunked body that never ends.
     Endless,
 }
@@ -97,6 +102,10 @@ async fn respond(stream: &mut TcpStream, answer: Answer) -> bool {
     let head = match answer {
         Answer::Status(code) => format!("HTTP/1.1 {code} Whatever\r\ncontent-length: 0\r\n\r\n"),
         Answer::Redirect(to) => format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\n\r\n"),
+        Answer::Late { after, status } => {
+            tokio::time::sleep(after).await;
+            format!("HTTP/1.1 {status} Whatever\r\ncontent-length: 0\r\n\r\n")
+        }
         Answer::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return false;
