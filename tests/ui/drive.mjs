@@ -137,7 +137,7 @@ try {
   const row = page.locator("#findings tbody tr", { hasText: finding }).first();
   await row.waitFor();
   const cells = await row.locator("td").allTextContents();
-  check(cells[3].trim() !== "", `the finding ${finding} shows no location: ${cells}`);
+  check(!["", "—"].includes(cells[3].trim()), `the finding ${finding} shows no location: ${cells}`);
   summary.finding = cells.map((c) => c.trim());
   const bars = await page.locator("#utilisation meter").count();
   check(bars > 0, "the report shows no utilisation bars");

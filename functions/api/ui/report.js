@@ -34,7 +34,7 @@ function renderFindings() {
     h("td", {}, badge(f.severity, "sev")),
     h("td", { class: "mono" }, f.code),
     h("td", {}, f.message),
-    h("td", { class: "mono" }, where(f.location)),
+    h("td", { class: "mono" }, where(f.location) || "—"),
   )));
   for (const th of $("findings").tHead.rows[0].cells) {
     th.setAttribute("aria-sort", th.dataset.key === sortKey ? sortDir : "none");
