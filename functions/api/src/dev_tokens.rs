@@ -1,9 +1,9 @@
 //! `POST /v1/dev/tokens`: a bearer token for any tenant, signed with the server's own key as
-//! `openqq token` signs it, so the web UI can be tried without a shell. Only `openqq up
-//! --dev-tokens` serves it ([`crate::AppState::dev_tokens`]); everywhere else, Lambda included,
-//! it is 404 like a route that does not exist. Anyone who reaches the server can then act as
-//! any tenant: it is for a developer's own machine (`openqq up` refuses it on an address other
-//! than loopback).
+//! `openqq token` signs it, so the web UI can be tried without a shell; `GET` says whether it is
+//! on. Only `openqq up --dev-tokens` serves them ([`crate::AppState::dev_tokens`]); everywhere
+//! else, Lambda included, both are 404 like a route that does not exist. Anyone who reaches the
+//! server can then act as any tenant: it is for a developer's own machine (`openqq up` refuses
+//! it on an address other than loopback).
 
 use crate::problem::Problem;
 use crate::AppState;

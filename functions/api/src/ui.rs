@@ -3,10 +3,11 @@
 //! the API of the same origin with the bearer token the user pastes or mints
 //! ([`crate::dev_tokens`]); nothing is fetched from anywhere else.
 //!
-//! Every answer carries a strict Content-Security-Policy (scripts, styles and connections from
-//! this origin only, no inline script or style, no framing, no forms posted anywhere), and
-//! `Cache-Control: no-cache` with a strong `ETag`: a browser revalidates each time (the assets
-//! change with the binary, and their names do not) and gets a bodiless 304 when nothing changed.
+//! The page and every file carry a strict Content-Security-Policy (scripts, styles and
+//! connections from this origin only, no inline script or style, no framing, no forms posted
+//! anywhere), and `Cache-Control: no-cache` with a strong `ETag`: a browser revalidates each time
+//! (the assets change with the binary, and their names do not) and gets a bodiless 304 when
+//! nothing changed.
 
 use crate::problem::Problem;
 use axum::extract::Path;
