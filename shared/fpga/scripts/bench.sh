@@ -11,7 +11,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 for arg in "$@"; do set -- "$@" "$(realpath "$arg")"; shift; done
 cd "$here"
 [ $# -gt 0 ] || set -- fixtures/cases/counter26-hx8k.json fixtures/cases/random3x01-hx8k.json \
-  fixtures/cases/random6x03-lp384.json fixtures/cases/dsp-hx8k.json fixtures/cases/random3x04-up5k.json
+  fixtures/cases/random6x03-lp384.json fixtures/cases/dsp-hx8k.json fixtures/cases/random3x04-up5k.json \
+  fixtures/cases/hardip_up5k-up5k.json
 cargo build -q --release -p openqq-fpga --example pack_bench
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c "import json,sys; print(json.load(sys.stdin)['target_directory'])")
 bench="$target_dir/release/examples/pack_bench"

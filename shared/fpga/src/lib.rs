@@ -12,6 +12,7 @@ mod budget;
 mod constraints;
 mod design_view;
 pub mod device;
+mod family;
 #[cfg(feature = "hostile")]
 pub mod hostile;
 mod json_scan;
@@ -24,6 +25,7 @@ pub mod resources;
 mod sites;
 
 pub use budget::BUDGET_EXCEEDED;
+pub use family::Family;
 pub use report::{
     Finding, Location, Report, Severity, Truncation, Utilization, Verdict, MAX_CAPPED_REPORT_JSON_BYTES,
     MAX_REPORT_FINDINGS,
@@ -64,13 +66,21 @@ pub struct FileNames<'a> {
 
 /// Validates one design. Never panics; bad input becomes findings.
 pub fn validate(input: &Input<'_>) -> Report {
+    match Family::of_device(input.device) {
+        Some(Family::Ice40(device)) => validate_ice40(device, input),
+        None => {
+            let message = format!("unknown device '{}' (no {} part has that name)", input.device, Family::NAMES);
+            Report::new(Vec::new(), vec![Finding::error("DEVICE_UNKNOWN", message, Location::default())])
+        }
+    }
+}
+
+/// [`validate`] for an iCE40 part: Yosys `synth_ice40` netlists, PCF constraints and iCE40
+/// bitstreams, against nextpnr-ice40 0.4.
+fn validate_ice40(device: &'static device::Device, input: &Input<'_>) -> Report {
     let deadline = budget::Deadline::after(input.budget);
     let mut findings = Vec::new();
     let at = |file: Option<&str>| Location { file: file.map(str::to_owned), ..Location::default() };
-    let Some(device) = device::device(input.device) else {
-        let message = format!("unknown iCE40 device '{}'", input.device);
-        return Report::new(Vec::new(), vec![Finding::error("DEVICE_UNKNOWN", message, Location::default())]);
-    };
     let package = device
         .packages
         .iter()

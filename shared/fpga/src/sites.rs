@@ -181,7 +181,8 @@ pub(crate) fn sites_view(
                     input: global || used(module.bit(c, "D_IN_0")) || used(module.bit(c, "D_IN_1")),
                     pin_type: module.parameter(c, "PIN_TYPE").as_ref().and_then(param_u32).unwrap_or(0),
                     lvds: text(c, "IO_STANDARD").as_deref() == Some("SB_LVDS_INPUT"),
-                    clocks: ["INPUT_CLK", "OUTPUT_CLK", "CLOCK_ENABLE"].map(|p| module.bit(c, p)),
+                    clocks: ["INPUT_CLK", "OUTPUT_CLK", "CLOCK_ENABLE"]
+                        .map(|p| module.bit(c, p).filter(|b| *b != Bit::Undriven)),
                 });
             }
             "SB_IO_OD" => owned.extend(module.bit(c, "PACKAGEPIN")),
@@ -409,8 +410,12 @@ fn io_pairs(
             let (ua, ub) = (uses(a), uses(b));
             (0..3)
                 .find(|&i| {
+                    // nextpnr's placer refuses a pad whose registers need the shared net when
+                    // the other pad needs or connects another; its router then also fails on
+                    // two different nets connected to it, needed or not.
+                    let (na, nb) = (a.clocks[i].is_some(), b.clocks[i].is_some());
                     a.clocks[i] != b.clocks[i]
-                        && ((ua[i] && (ub[i] || b.clocks[i].is_some())) || (ub[i] && (ua[i] || a.clocks[i].is_some())))
+                        && ((na && nb) || (ua[i] && (ub[i] || nb)) || (ub[i] && (ua[i] || na)))
                 })
                 .map(|i| {
                     let port = ["INPUT_CLK", "OUTPUT_CLK", "CLOCK_ENABLE"][i];

@@ -52,6 +52,8 @@ const CAUSES: &[(&str, &[&str])] = &[
     ("has no global buffer connection available", &["GB_IO_PIN_NOT_GLOBAL"]),
     ("Unconstrained SB_GB_IO", &["GB_IO_UNCONSTRAINED"]),
     ("is not valid for cell", &["IO_PAIR_CONFLICT"]),
+    ("Found two arcs with same sink wire", &["IO_PAIR_CONFLICT"]),
+    ("can only drive PLL", &["PLL_PAD_NOT_FROM_PIN"]),
     ("Invalid value for BUS_ADDR74", &["HARD_IP_SITE_INVALID"]),
     ("is unsupported (instantiated as", &["CELL_TYPE_UNSUPPORTED"]),
     ("package does not have a pin named", &["PIN_NOT_IN_PACKAGE"]),

@@ -359,3 +359,20 @@ fn global_buffers_fed_from_io_on_even_networks_use_up_the_reset_globals() {
     // Odd networks: the reset is promoted too.
     assert_eq!(design([pin_of(1), pin_of(3), pin_of(5), pin_of(7)]), 6);
 }
+
+#[test]
+fn two_pads_of_a_tile_cannot_connect_different_output_clocks_even_unregistered() {
+    // PIN_TYPE 011001 registers nothing, so nextpnr's placer lets both pads be; its router then
+    // finds two nets for the tile's one OUTPUT_CLK wire.
+    let io = |clk: u32, pad: u32, din: u32| {
+        format!(r#""PACKAGE_PIN": [{pad}], "OUTPUT_CLK": [{clk}], "D_OUT_0": [{din}], "D_IN_0": [{din}]"#)
+    };
+    let p = r#""PIN_TYPE": "011001""#;
+    let ports = ["c0:input:2", "c1:input:3", "a:inout:4", "b:inout:5", "x:output:6", "y:output:7"];
+    let pcf = Some("set_io c0 21\nset_io c1 20\nset_io a 1\nset_io b 2\nset_io x 99\nset_io y 98\n");
+    let (a, b_same, b_other) = (io(2, 4, 6), io(2, 5, 7), io(3, 5, 7));
+    let same = netlist(&ports, &[("ioa", "SB_IO", p, &a), ("iob", "SB_IO", p, &b_same)]);
+    assert!(errors(&run("hx1k", "tq144", &same, pcf)).is_empty());
+    let other = netlist(&ports, &[("ioa", "SB_IO", p, &a), ("iob", "SB_IO", p, &b_other)]);
+    assert_eq!(errors(&run("hx1k", "tq144", &other, pcf)), ["IO_PAIR_CONFLICT"]);
+}
