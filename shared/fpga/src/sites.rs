@@ -410,12 +410,13 @@ fn io_pairs(
             let (ua, ub) = (uses(a), uses(b));
             (0..3)
                 .find(|&i| {
-                    // nextpnr's placer refuses a pad whose registers need the shared net when
-                    // the other pad needs or connects another; its router then also fails on
-                    // two different nets connected to it, needed or not.
+                    // Each pad needs the shared net or connects one, and they differ: nextpnr's
+                    // placer refuses a pad whose registers need it when the other needs or
+                    // connects another, and its router fails on two nets connected to it.
                     let (na, nb) = (a.clocks[i].is_some(), b.clocks[i].is_some());
                     a.clocks[i] != b.clocks[i]
-                        && ((na && nb) || (ua[i] && (ub[i] || nb)) || (ub[i] && (ua[i] || na)))
+                        && (ua[i] || na)
+                        && (ub[i] || nb)
                 })
                 .map(|i| {
                     let port = ["INPUT_CLK", "OUTPUT_CLK", "CLOCK_ENABLE"][i];
