@@ -51,6 +51,9 @@ pub struct Packing {
     pub used: BTreeMap<&'static str, u32>,
     /// Indices of cells whose type nextpnr-ice40 would not recognise.
     pub unknown_cells: Vec<usize>,
+    /// The netlist cells behind each hard resource other than IO (`ICESTORM_PLL`,
+    /// `SB_WARMBOOT`, …), in netlist order, so a finding about the resource can name them.
+    pub hard_cells: BTreeMap<&'static str, Vec<usize>>,
     /// The counts nextpnr logs while packing, for comparing step by step.
     pub breakdown: Breakdown,
 }
@@ -107,6 +110,7 @@ pub fn pack(m: &Module<'_>, device: &Device) -> Packing {
     pack_within(m, device, &Deadline::default()).unwrap_or_else(|| Packing {
         used: BTreeMap::new(),
         unknown_cells: Vec::new(),
+        hard_cells: BTreeMap::new(),
         breakdown: Breakdown::default(),
     })
 }
@@ -142,7 +146,8 @@ pub(crate) fn pack_placed(
     // nextpnr always inserts the VCC driver, unless a carry LC swallowed it.
     let mut extra_lcs = u32::from(!vcc_merged) + u32::from(uses_constant_zero(m));
     let mut used: BTreeMap<&'static str, u32> = BTreeMap::new();
-    let (hard_cell_lcs, unknown_cells) = count_hard_cells(&g, &mut used);
+    let mut hard_cells = BTreeMap::new();
+    let (hard_cell_lcs, unknown_cells) = count_hard_cells(&g, &mut used, &mut hard_cells);
     extra_lcs += hard_cell_lcs;
     *used.entry("SB_IO").or_default() += top_port_ios(m);
 
@@ -161,7 +166,7 @@ pub(crate) fn pack_placed(
 
     let lcs = g.lcs.iter().filter(|l| !l.gone).count() as u32;
     used.insert("ICESTORM_LC", lcs + extra_lcs + chain_lcs);
-    Some(Packing { used, unknown_cells, breakdown })
+    Some(Packing { used, unknown_cells, hard_cells, breakdown })
 }
 
 /// LUT4 + DFF pairs: gives every LUT an LC, packing with it the flip-flop its output drives
@@ -229,7 +234,11 @@ fn uses_constant_zero(m: &Module<'_>) -> bool {
 /// Some hard cells bring a global buffer (`SB_GB`) with them, as nextpnr's packer creates one
 /// beside them: every `SB_GB_IO`, every oscillator whose clock is not routed through the fabric
 /// (`ROUTE_THROUGH_FABRIC`), and every PLL global output (`PLLOUTGLOBAL*`) that something uses.
-fn count_hard_cells(g: &Graph, used: &mut BTreeMap<&'static str, u32>) -> (u32, Vec<usize>) {
+fn count_hard_cells(
+    g: &Graph,
+    used: &mut BTreeMap<&'static str, u32>,
+    cells: &mut BTreeMap<&'static str, Vec<usize>>,
+) -> (u32, Vec<usize>) {
     let (mut extra_lcs, mut unknown_cells) = (0, Vec::new());
     let m = g.module;
     for (ci, c) in m.cells.iter().enumerate() {
@@ -246,6 +255,9 @@ fn count_hard_cells(g: &Graph, used: &mut BTreeMap<&'static str, u32>) -> (u32, 
             continue;
         };
         *used.entry(r).or_default() += 1;
+        if r != "SB_IO" {
+            cells.entry(r).or_default().push(ci);
+        }
         let gbs = match t {
             "SB_GB_IO" => 1,
             "SB_HFOSC" | "SB_LFOSC" if !routes_through_fabric(m, c) => 1,

@@ -13,6 +13,9 @@ use crate::netlist::{bit_names, Bit};
 use crate::pack::pack_placed;
 use crate::report::{short_name, Finding, Location, Utilization};
 
+/// How many cells a resource finding names before it says how many more there are.
+const MAX_NAMED: usize = 4;
+
 /// The extra utilisation row for bonded pins; nextpnr's own `SB_IO` row counts die pads.
 pub const PACKAGE_PINS: &str = "PACKAGE_PIN";
 
@@ -50,22 +53,37 @@ pub(crate) fn check_within(
         })
         .collect();
     let mut findings = Vec::new();
+    // The cells behind a hard resource, for the message, and the first one that does not fit.
+    let named = |r: &str, fit: u32| -> (String, Option<String>) {
+        let Some(cells) = packed.hard_cells.get(r) else { return (String::new(), None) };
+        let names: Vec<String> =
+            cells.iter().take(MAX_NAMED).map(|ci| format!("'{}'", short_name(&module.cells[*ci].name))).collect();
+        let more = cells.len().saturating_sub(MAX_NAMED);
+        let list = if more > 0 { format!("{} and {more} more", names.join(", ")) } else { names.join(", ") };
+        let first_extra = cells.get(fit as usize).map(|ci| short_name(&module.cells[*ci].name).into_owned());
+        (format!(" ({list})"), first_extra)
+    };
     for (r, used) in &packed.used {
         if *used > 0 && !rows.iter().any(|u| u.resource == *r) {
+            let (cells, first) = named(r, 0);
             findings.push(Finding::error(
                 "RESOURCE_ABSENT",
-                format!("the design uses {used} {r} but the {} has none", device.name),
-                at(),
+                format!("the design uses {used} {r}{cells} but the {} has none", device.name),
+                Location { cell: first, ..at() },
             ));
             rows.push(Utilization { resource: (*r).to_owned(), used: *used, available: 0 });
         }
     }
     for u in &rows {
         if u.available > 0 && u.used > u.available {
+            let (cells, first) = named(&u.resource, u.available);
             findings.push(Finding::error(
                 "RESOURCE_OVER_CAPACITY",
-                format!("the design needs {} {} but the {} has {}", u.used, u.resource, device.name, u.available),
-                at(),
+                format!(
+                    "the design needs {} {}{cells} but the {} has {}",
+                    u.used, u.resource, device.name, u.available
+                ),
+                Location { cell: first, ..at() },
             ));
         }
     }

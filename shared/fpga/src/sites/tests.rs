@@ -376,3 +376,18 @@ fn two_pads_of_a_tile_cannot_connect_different_output_clocks_even_unregistered()
     let other = netlist(&ports, &[("ioa", "SB_IO", p, &a), ("iob", "SB_IO", p, &b_other)]);
     assert_eq!(errors(&run("hx1k", "tq144", &other, pcf)), ["IO_PAIR_CONFLICT"]);
 }
+
+#[test]
+fn a_hard_cell_over_capacity_or_absent_is_named() {
+    let boot = r#""BOOT": [2], "S0": ["0"], "S1": ["0"]"#;
+    let two = netlist(&["b:input:2"], &[("wb0", "SB_WARMBOOT", "", boot), ("wb1", "SB_WARMBOOT", "", boot)]);
+    let report = run("hx1k", "tq144", &two, Some("set_io b 1\n"));
+    assert_eq!(errors(&report), ["RESOURCE_OVER_CAPACITY"]);
+    let f = &report.findings[0];
+    assert!(f.message.contains("'wb0', 'wb1'"), "{}", f.message);
+    assert_eq!(f.location.cell.as_deref(), Some("wb1"), "the cell that does not fit");
+    let dsp = netlist(&["b:input:2"], &[("mac", "SB_MAC16", "", r#""CLK": [2]"#)]);
+    let absent = run("hx8k", "ct256", &dsp, Some("set_io b J3\n"));
+    assert_eq!(errors(&absent), ["RESOURCE_ABSENT"]);
+    assert_eq!(absent.findings[0].location.cell.as_deref(), Some("mac"));
+}
