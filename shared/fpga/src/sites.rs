@@ -128,13 +128,33 @@ pub(crate) fn sites_view(
     port_bits: &[(Bit, BitName, Direction)],
     port_of: &HashMap<Bit, BitName>,
 ) -> Sites {
-    // How many cell inputs and output ports use each net: nextpnr disconnects an SB_IO's D_IN
-    // whose net has no user.
-    let mut users: HashMap<Bit, u32> = HashMap::new();
-    for c in &module.cells {
-        for conn in module.connections(c).iter().filter(|conn| !conn.output) {
-            for b in module.bits(conn) {
-                *users.entry(*b).or_default() += 1;
+    // How many cell inputs and output ports use the nets the checks ask about (an SB_IO's D_IN,
+    // which nextpnr disconnects when nothing reads it; a PAD PLL's PACKAGEPIN; an LED driver's
+    // pad outputs). Only those nets are counted, and none when the design has no such cell, so
+    // designs without hard IP pay one pass over the cells' types.
+    let asked = |c: &crate::netlist::Cell<'_>| -> &'static [&'static str] {
+        match c.cell_type.as_ref() {
+            "SB_IO" | "SB_GB_IO" => &["D_IN_0", "D_IN_1"],
+            "SB_RGBA_DRV" | "SB_RGB_DRV" => &["RGB0", "RGB1", "RGB2"],
+            t if t.starts_with("SB_PLL40_") => &["PACKAGEPIN"],
+            _ => &[],
+        }
+    };
+    let mut users: HashMap<Bit, u32> = module
+        .cells
+        .iter()
+        .flat_map(|c| asked(c).iter().filter_map(|p| module.bit(c, p)))
+        .filter(|b| matches!(b, Bit::Net(_)))
+        .map(|b| (b, 0))
+        .collect();
+    if !users.is_empty() {
+        for c in &module.cells {
+            for conn in module.connections(c).iter().filter(|conn| !conn.output) {
+                for b in module.bits(conn) {
+                    if let Some(n) = users.get_mut(b) {
+                        *n += 1;
+                    }
+                }
             }
         }
     }
@@ -147,9 +167,13 @@ pub(crate) fn sites_view(
         .filter_map(|c| module.bit(c, "LEDPU"))
         .filter(|b| matches!(b, Bit::Net(_)))
         .collect();
-    for p in module.ports.iter().filter(|p| p.direction != Direction::Input) {
-        for b in &p.bits {
-            *users.entry(*b).or_default() += 1;
+    if !users.is_empty() {
+        for p in module.ports.iter().filter(|p| p.direction != Direction::Input) {
+            for b in &p.bits {
+                if let Some(n) = users.get_mut(b) {
+                    *n += 1;
+                }
+            }
         }
     }
     let used = |b: Option<Bit>| b.is_some_and(|b| matches!(b, Bit::Net(_)) && users.get(&b).copied().unwrap_or(0) > 0);
