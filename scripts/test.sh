@@ -97,7 +97,7 @@ python3 shared/fpga/fixtures/generate.py --check
 bash shared/fpga/fixtures/bad/generate.sh "$oracle"
 export FPGA_ORACLE_DIR=$oracle
 # The hard-IP corpus: 630 seeded designs, synthesised and run through nextpnr-ice40's packer and
-# full flow (about 5 minutes on 2 cores).
+# full flow (3½ to 6 minutes on 2 cores; shared/fpga/HARDIP.md).
 python3 shared/fpga/fixtures/hardip/generate.py "$oracle/hardip"
 export FPGA_HARDIP_DIR=$oracle/hardip
 
