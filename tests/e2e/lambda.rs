@@ -105,10 +105,19 @@ async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() 
         ("OPENQQ_AUTH".to_owned(), "api-gateway".to_owned()),
         ("OPENQQ_REDIS_URL".to_owned(), redis),
         ("OPENQQ_JWT_SECRET".to_owned(), "a-secret-for-upload-tokens-in-e2e-tests".to_owned()),
+        ("OPENQQ_WEBHOOKS_ALLOW_PRIVATE".to_owned(), "true".to_owned()),
+        ("OPENQQ_WEBHOOK_RETRY_DELAYS".to_owned(), "100ms".to_owned()),
     ]);
     let lambda = Watch::start(&cargo_lambda, &env);
 
     let tenants = tenants_on_two_partitions();
+    // The first tenant's webhook refuses its first delivery, then takes them.
+    let refuse_once = crate::webhooks::Reply { status: 500, after: Some(Duration::ZERO) };
+    let (hook_url, mut hooks) = crate::webhooks::receiver(vec![refuse_once], crate::webhooks::OK).await;
+    let register = json!({"url": hook_url, "kinds": ["design.submitted", "results.ready"]});
+    let (status, hook) = call(&lambda, http_event("POST", "/v1/webhooks", Some(&register), Some(tenants[0]))).await;
+    assert_eq!(status, 201, "{hook}");
+    let hook_id = hook["id"].as_str().unwrap().to_owned();
     let mut ids = Vec::new();
     for tenant in tenants {
         let submit =
@@ -167,6 +176,38 @@ async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() 
     let (status, _) =
         call(&lambda, http_event("GET", &format!("/v1/designs/{}", ids[0]), None, Some(tenants[1]))).await;
     assert_eq!(status, 404, "another tenant sees nothing of it");
+
+    // The results invocation ran a delivery round after its batch: one delivery got through, the
+    // other was refused and waits for its retry, which the schedule's invocation sends.
+    let first = crate::webhooks::next(&mut hooks, Duration::from_secs(10)).await;
+    let second = crate::webhooks::next(&mut hooks, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let scheduled = json!({"version": "0", "id": "e2e", "detail-type": "Scheduled Event", "source": "aws.events",
+        "account": "123456789012", "time": "2026-11-30T12:00:00Z", "region": "us-east-1", "resources": [], "detail": {}});
+    let answer =
+        lambda.invoke("results", &scheduled, Duration::from_secs(120)).await.expect("the schedule's invocation");
+    assert_eq!(answer, json!({}));
+    let retried = crate::webhooks::next(&mut hooks, Duration::from_secs(10)).await;
+    assert_eq!(retried.headers["webhook-id"], first.headers["webhook-id"], "the refused delivery, retried");
+    let mut kinds = vec![second.json()["type"].clone(), retried.json()["type"].clone()];
+    kinds.sort_by_key(|k| k.to_string());
+    assert_eq!(kinds, [json!("design.submitted"), json!("results.ready")]);
+    let path = format!("/v1/webhooks/{hook_id}/deliveries");
+    let (status, listed) = call(&lambda, http_event("GET", &path, None, Some(tenants[0]))).await;
+    assert_eq!(status, 200, "{listed}");
+    let attempts: Vec<(String, u64)> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["status"].as_str().unwrap().to_owned(), d["attempts"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(attempts.len(), 2, "{listed}");
+    assert!(attempts.iter().all(|(s, _)| s == "delivered"), "{listed}");
+    assert_eq!(attempts.iter().map(|(_, n)| n).sum::<u64>(), 3, "one attempt, and one refused then retried");
+    let (status, feed) = call(&lambda, http_event("GET", "/v1/events", None, Some(tenants[0]))).await;
+    assert_eq!(status, 200, "{feed}");
+    let seqs: Vec<u64> = feed["items"].as_array().unwrap().iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4], "the tenant's feed on DynamoDB: {feed}");
 }
 
 /// `openqq up --invoke URL`: a design goes through all four Lambda binaries under `cargo lambda

@@ -282,7 +282,9 @@ pub async fn test(
         .await
         .map_err(|e| Problem::from_port(e, "queueing the test delivery"))?;
     let message_id = format!("msg_{}_0", hook.id.0.simple());
-    Ok((StatusCode::ACCEPTED, Json(serde_json::json!({ "message_id": message_id }))).into_response())
+    let location = format!("/v1/webhooks/{}/deliveries", hook.id);
+    let body = Json(serde_json::json!({ "message_id": message_id }));
+    Ok((StatusCode::ACCEPTED, [(axum::http::header::LOCATION, location)], body).into_response())
 }
 
 #[derive(Debug, Deserialize)]

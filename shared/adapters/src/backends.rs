@@ -1,10 +1,8 @@
 //! The set of backends a process runs with, chosen once at start-up.
 
-use crate::embedded::{
-    BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter,
-};
+use crate::embedded::{Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter};
 use openqq_core::ports::PortResult;
-use openqq_core::{DesignStore, EventLog, LogSource, Notifier, ObjectStore, RateLimiter};
+use openqq_core::{DesignStore, EventLog, LogSource, ObjectStore, RateLimiter};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +15,6 @@ pub struct Backends {
     /// Large payloads by tenant and digest: full validation reports.
     pub objects: Arc<dyn ObjectStore>,
     pub limiter: Arc<dyn RateLimiter>,
-    pub notifier: Arc<BroadcastNotifier>,
 }
 
 impl Backends {
@@ -49,12 +46,11 @@ impl Backends {
             store: Arc::new(EmbeddedDesignStore::open_with_readers(dir, durability, options.store_readers())?),
             objects: Arc::new(EmbeddedObjectStore::open(dir)?),
             limiter: Arc::new(InProcessRateLimiter::new()),
-            notifier: Arc::new(BroadcastNotifier::new(1024)),
         })
     }
 
-    /// The same backends with the event log (both sides) on Kafka; store, limiter and notifier
-    /// stay as they are. Fails with a clear message on bad settings or unreachable brokers.
+    /// The same backends with the event log (both sides) on Kafka; store and limiter stay as
+    /// they are. Fails with a clear message on bad settings or unreachable brokers.
     #[cfg(feature = "kafka")]
     pub async fn with_kafka(mut self, settings: crate::kafka::KafkaSettings) -> PortResult<Self> {
         let log = Arc::new(crate::kafka::KafkaEventLog::connect(settings).await?);
@@ -64,7 +60,7 @@ impl Backends {
     }
 
     /// The same backends with the design store (designs, timelines, reports, accepted markers,
-    /// idempotency keys, usage) on DynamoDB; log, objects, limiter and notifier stay as they are.
+    /// idempotency keys, usage) on DynamoDB; log, objects and limiter stay as they are.
     /// Against a local endpoint a missing table is created; against AWS it must exist.
     #[cfg(feature = "dynamodb")]
     pub async fn with_dynamodb(mut self, settings: &crate::dynamo::DynamoSettings) -> PortResult<Self> {
@@ -72,16 +68,12 @@ impl Backends {
         Ok(self)
     }
 
-    /// The same backends with the object store on S3; log, store, limiter and notifier stay as
-    /// they are. Against a local endpoint a missing bucket is created with its lifecycle rule;
+    /// The same backends with the object store on S3; log, store and limiter stay as they
+    /// are. Against a local endpoint a missing bucket is created with its lifecycle rule;
     /// against AWS it must exist.
     #[cfg(feature = "s3")]
     pub async fn with_s3(mut self, settings: &crate::s3::S3Settings) -> PortResult<Self> {
         self.objects = Arc::new(crate::s3::S3ObjectStore::connect(settings).await?);
         Ok(self)
-    }
-
-    pub fn notifier(&self) -> Arc<dyn Notifier> {
-        self.notifier.clone()
     }
 }

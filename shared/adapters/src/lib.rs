@@ -1,8 +1,8 @@
 //! Adapters for the ports defined in `openqq-core`.
 //!
 //! - [`embedded`]: the one-machine defaults. SQLite (bundled, WAL mode) for the partitioned event
-//!   log and the design store, an in-process sliding-window limiter, and an in-process broadcast
-//!   notifier that feeds live streams, and a directory of content-addressed files for the object
+//!   log and the design store (with the tenants' feeds, webhooks and their deliveries), an
+//!   in-process sliding-window limiter, and a directory of content-addressed files for the object
 //!   store (full reports).
 //! - [`redis_limiter`]: the per-tenant sliding-window limiter in Redis (ElastiCache in
 //!   production), one atomic Lua script per decision; [`fallback_limiter`] wraps it with the
@@ -56,9 +56,7 @@ pub mod webhook;
 pub use backends::Backends;
 #[cfg(feature = "dynamodb")]
 pub use dynamo::{DynamoDesignStore, DynamoSettings};
-pub use embedded::{
-    BroadcastNotifier, Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter,
-};
+pub use embedded::{Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter};
 pub use fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 #[cfg(feature = "kafka")]
 pub use kafka::{KafkaEventLog, KafkaSettings};

@@ -17,7 +17,7 @@
 //! - [`feed`]: a tenant's events in the order applied, numbered without gaps, to resume from.
 //! - [`webhook`]: webhooks a tenant registers, and their durable deliveries.
 //! - [`ports`]: the traits adapters implement ([`EventLog`], [`LogSource`], [`DesignStore`],
-//!   [`RateLimiter`], [`Notifier`], [`ObjectStore`]) and the one [`PortError`] they return, each
+//!   [`RateLimiter`], [`ObjectStore`]) and the one [`PortError`] they return, each
 //!   variant classified retriable or permanent.
 
 pub mod accepted;
@@ -38,6 +38,6 @@ pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry,
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
     Applied, Cause, Decision, DesignStore, EventLog, Failure, IdempotencyClaim, KeptResponse, Lease, LogRecord,
-    LogSource, Notification, Notifier, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record,
+    LogSource, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record,
     UploadTarget, WholeTopic,
 };

@@ -6,9 +6,9 @@
 //! record is dead-lettered.
 
 use crate::accepted::AcceptedRevision;
-use crate::design::{Change, DesignStatus, DesignView, StoredReport, Verdict};
+use crate::design::{Change, DesignView, StoredReport};
 use crate::event::TimelineEntry;
-use crate::ids::{CorrelationId, DesignId, IdempotencyKey, TenantId};
+use crate::ids::{DesignId, IdempotencyKey, TenantId};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -475,26 +475,6 @@ pub trait RateLimiter: Send + Sync {
     /// admission, the time until the oldest entry expires and, for a rejection, the time until
     /// enough units expire for `cost` to fit (the whole window when it never can).
     async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision>;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Notifier
-
-/// Sent when a revision's results are ready.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Notification {
-    pub event_id: uuid::Uuid,
-    pub tenant_id: TenantId,
-    pub design_id: DesignId,
-    pub revision: u64,
-    pub status: DesignStatus,
-    pub verdict: Verdict,
-    pub correlation_id: CorrelationId,
-}
-
-#[async_trait]
-pub trait Notifier: Send + Sync {
-    async fn notify(&self, notification: &Notification) -> PortResult<()>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -143,11 +143,16 @@ fn is_scheduled(payload: &serde_json::Value) -> bool {
 }
 
 /// When deliveries must be done by: Lambda's deadline (milliseconds since the epoch) less a
-/// margin, and at most [`DELIVERY_ROUND`] from now.
+/// margin, and at most [`DELIVERY_ROUND`] from now. A deadline that is not in the future cannot
+/// be Lambda's (which would have stopped the function): local emulators send other things there
+/// (`cargo lambda watch` 1.9 sends the function's timeout, 600000), so the round gets its usual
+/// time.
 fn invocation_deadline(deadline_ms: u64) -> tokio::time::Instant {
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
-    let left =
-        std::time::Duration::from_millis(u64::try_from(u128::from(deadline_ms).saturating_sub(now_ms)).unwrap_or(0));
+    let left = match u128::from(deadline_ms).checked_sub(now_ms) {
+        Some(left) if left > 0 => std::time::Duration::from_millis(u64::try_from(left).unwrap_or(u64::MAX)),
+        _ => DELIVERY_ROUND + DELIVERY_MARGIN,
+    };
     tokio::time::Instant::now() + left.saturating_sub(DELIVERY_MARGIN).min(DELIVERY_ROUND)
 }
 
@@ -291,6 +296,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_delivery_round_ends_before_lambdas_deadline_and_gets_its_usual_time_from_an_emulator() {
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+        let start = tokio::time::Instant::now();
+        let about = |got: std::time::Duration, want: std::time::Duration| got.abs_diff(want).as_millis() < 500;
+        let soon = invocation_deadline(now_ms + 10_000) - start;
+        assert!(about(soon, std::time::Duration::from_secs(10) - DELIVERY_MARGIN), "{soon:?}");
+        let later = invocation_deadline(now_ms + 600_000) - start;
+        assert!(about(later, DELIVERY_ROUND), "{later:?}");
+        let relative = invocation_deadline(600_000) - start;
+        assert!(about(relative, DELIVERY_ROUND), "{relative:?}");
+        assert!(is_scheduled(&serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event"})));
+        assert!(!is_scheduled(&serde_json::json!({"eventSource": "aws:kafka", "records": {}})));
     }
 
     #[tokio::test]

@@ -10,7 +10,6 @@
 
 pub mod limiter;
 pub mod log;
-pub mod notifier;
 pub mod objects;
 pub mod store;
 

@@ -6,7 +6,6 @@ pub(crate) mod feed;
 mod idempotency;
 mod limiter;
 mod log;
-mod notifier;
 mod objects;
 mod retention;
 mod store;
@@ -14,7 +13,6 @@ mod store;
 pub use db::Durability;
 pub use limiter::InProcessRateLimiter;
 pub use log::{Compacted, EmbeddedEventLog, Retention};
-pub use notifier::BroadcastNotifier;
 pub use objects::EmbeddedObjectStore;
 pub use store::EmbeddedDesignStore;
 
