@@ -344,10 +344,15 @@ async fn an_endpoint_that_hangs_does_not_delay_another_tenants_deliveries() {
     for kinds in [["design.submitted", "validation.started"], ["validation.finished", "results.ready"]] {
         register(&acme, &acme_url, &kinds).await;
     }
+    let mut noise = Vec::new();
     for i in 0..8 {
-        acme.post("/v1/designs", &blink_design(&format!("noise-{i}"))).await.unwrap();
+        let (_, accepted) = acme.post("/v1/designs", &blink_design(&format!("noise-{i}"))).await.unwrap();
+        noise.push(accepted["design_id"].as_str().unwrap().to_owned());
     }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Once acme's designs are done only its deliveries are left in play: 32 of them, hanging.
+    for id in &noise {
+        acme.wait_for(id, Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
+    }
     let busy = delivery_wait(&globex, &mut globex_hooks, "busy").await;
     let ratio = busy.as_secs_f64() / alone.as_secs_f64();
     eprintln!("globex's delivery: {alone:?} alone, {busy:?} beside a hanging endpoint ({ratio:.2}x)");
