@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generates shared/fpga/src/device/generated.rs from Project IceStorm's chip database.
+"""Generates shared/fpga/src/ice40/device/generated.rs from Project IceStorm's chip database.
 
-Usage: scripts/gen-devices.py [CHIPDB_DIR] > src/device/generated.rs
+Usage: scripts/gen-devices.py [CHIPDB_DIR] > src/ice40/device/generated.rs
 CHIPDB_DIR defaults to /usr/share/fpga-icestorm/chipdb (Debian package fpga-icestorm-chipdb).
 
 Only a few sections of each chipdb-*.txt matter to the validator: tile counts (capacities),

@@ -1,10 +1,11 @@
 //! The FPGA families the validator knows, and which one a device name belongs to.
 //!
 //! [`crate::validate`] dispatches on [`Family`]: each variant carries that family's device data
-//! and has its own validation path, so a new family (ECP5 with its LPF constraints, Gowin) is a
-//! new variant, a new device table and a new path beside the iCE40 one, which stays as it is.
-//! iCE40 is the only family so far; its modules (`device`, `netlist`, `pack`, `pcf`, `sites`,
-//! `bitstream`) are still at the crate root.
+//! and has its own module with its validation path ([`crate::ice40`]), so a new family (ECP5
+//! with its LPF constraints, Gowin) is a new variant and a new module beside the iCE40 one,
+//! which stays as it is. The Yosys JSON reader, reports and budgets are shared. iCE40 is the
+//! only family so far; its modules are also re-exported at the crate root, where callers
+//! found them before.
 
 use crate::device::{self, Device};
 

@@ -1,4 +1,5 @@
-//! OpenQQuantify's FPGA configuration validator (iCE40 first).
+//! OpenQQuantify's FPGA configuration validator (iCE40 first; one module per family, see
+//! [`Family`]).
 //!
 //! A pure library: every function takes bytes or strings and returns a [`Report`]; nothing here
 //! touches files or the network, and the clock only to keep to an [`Input::budget`]. The
@@ -7,22 +8,18 @@
 //! Cost is linear in the input's bytes for every shape of netlist and PCF we know of
 //! (`examples/hostile.rs` times the shapes that once were not); the budget bounds the rest.
 
-pub mod bitstream;
 mod budget;
-mod constraints;
-mod design_view;
-pub mod device;
 mod family;
 #[cfg(feature = "hostile")]
 pub mod hostile;
+pub mod ice40;
 mod json_scan;
 pub mod netlist;
-pub mod pack;
-pub mod pcf;
-mod pll;
 mod report;
-pub mod resources;
-mod sites;
+
+// The iCE40 modules, where they were before families had modules of their own.
+pub use ice40::{bitstream, device, pack, pcf, resources};
+pub(crate) use ice40::{constraints, design_view, pll, sites};
 
 pub use budget::BUDGET_EXCEEDED;
 pub use family::Family;
@@ -67,68 +64,10 @@ pub struct FileNames<'a> {
 /// Validates one design. Never panics; bad input becomes findings.
 pub fn validate(input: &Input<'_>) -> Report {
     match Family::of_device(input.device) {
-        Some(Family::Ice40(device)) => validate_ice40(device, input),
+        Some(Family::Ice40(device)) => ice40::validate(device, input),
         None => {
             let message = format!("unknown device '{}' (no {} part has that name)", input.device, Family::NAMES);
             Report::new(Vec::new(), vec![Finding::error("DEVICE_UNKNOWN", message, Location::default())])
         }
     }
-}
-
-/// [`validate`] for an iCE40 part: Yosys `synth_ice40` netlists, PCF constraints and iCE40
-/// bitstreams, against nextpnr-ice40 0.4.
-fn validate_ice40(device: &'static device::Device, input: &Input<'_>) -> Report {
-    let deadline = budget::Deadline::after(input.budget);
-    let mut findings = Vec::new();
-    let at = |file: Option<&str>| Location { file: file.map(str::to_owned), ..Location::default() };
-    let package = device
-        .packages
-        .iter()
-        .find(|p| p.name == input.package || (input.package.is_empty() && p.name == device.default_package));
-    let Some(package) = package else {
-        let message = format!("device {} has no package '{}'", device.name, input.package);
-        return Report::new(Vec::new(), vec![Finding::error("PACKAGE_UNSUPPORTED", message, Location::default())]);
-    };
-    // Packing and resource checks (utilisation as nextpnr-ice40 --pack-only reports it), then
-    // the pin and PLL checks on the same netlist.
-    let mut utilization = Vec::new();
-    let out_of_time = |utilization, mut findings: Vec<Finding>| {
-        findings.push(budget::exceeded(input.budget));
-        Report::new(utilization, findings)
-    };
-    match netlist::parse_within(input.netlist, input.top, &deadline) {
-        Err(e) if e.code == BUDGET_EXCEEDED => return out_of_time(utilization, findings),
-        Err(e) => {
-            findings.push(Finding::error(e.code, e.message, Location { line: e.line, ..at(input.files.netlist) }))
-        }
-        Ok(module) => {
-            let Some((rows, resource_findings)) =
-                resources::check_within(device, package, &module, input.pcf, input.files.netlist, &deadline)
-            else {
-                return out_of_time(utilization, findings);
-            };
-            utilization = rows;
-            findings.extend(resource_findings);
-            if deadline.passed() {
-                return out_of_time(utilization, findings);
-            }
-            let design = design_view::design_view(&module);
-            findings.extend(constraints::check_constraints(
-                device,
-                package,
-                &design,
-                input.pcf,
-                input.allow_unconstrained,
-                input.files.pcf,
-                &deadline,
-            ));
-            if deadline.passed() {
-                return out_of_time(utilization, findings);
-            }
-        }
-    }
-    if let Some(bytes) = input.bitstream {
-        findings.extend(bitstream::check(bytes, Some(device.die), input.files.bitstream));
-    }
-    Report::new(utilization, findings)
 }
