@@ -303,7 +303,8 @@ pub const USAGE_ROW_BYTES: u64 = 256;
 /// [`DesignStore::apply_replay`] when that record replays a dead letter (its envelope's
 /// `replay_of`), else with [`DesignStore::apply`]. Handlers make every write a record causes
 /// through this, so a replayed record may revive its revision at whichever of its writes is
-/// still new. Every write that is not stale then enters the tenant's feed ([`crate::feed`]).
+/// still new. Every write that is not stale then enters the tenant's feed ([`crate::feed`]):
+/// [`DesignStore::apply_and_append`].
 pub async fn apply_for(
     store: &dyn DesignStore,
     replayed: bool,
@@ -312,20 +313,20 @@ pub async fn apply_for(
     entry: &TimelineEntry,
     change: &Change,
 ) -> PortResult<Applied> {
-    let applied = match replayed {
-        true => store.apply_replay(tenant, design, entry, change).await?,
-        false => store.apply(tenant, design, entry, change).await?,
+    store.apply_and_append(replayed, tenant, design, entry, change).await
+}
+
+/// The feed entry of a write: `entry` with the verdict `change` carries, if any.
+pub fn feed_entry<'a>(
+    design: &'a DesignId,
+    entry: &'a TimelineEntry,
+    change: &Change,
+) -> crate::feed::NewFeedEntry<'a> {
+    let verdict = match change {
+        Change::ValidationFinished { verdict, .. } | Change::ResultsReady { verdict } => Some(*verdict),
+        _ => None,
     };
-    // A duplicate appends too: the first attempt may have stopped between the write and the
-    // append. The feed keeps one entry per design, kind and revision.
-    if applied != Applied::Stale {
-        let verdict = match change {
-            Change::ValidationFinished { verdict, .. } | Change::ResultsReady { verdict } => Some(*verdict),
-            _ => None,
-        };
-        store.append_feed(tenant, &crate::feed::NewFeedEntry { design_id: design, entry, verdict }).await?;
-    }
-    Ok(applied)
+    crate::feed::NewFeedEntry { design_id: design, entry, verdict }
 }
 
 /// The store of designs, their timelines and reports, the tenant's feed and its webhooks: one
@@ -355,6 +356,29 @@ pub trait DesignStore: crate::feed::EventFeed + crate::webhook::WebhookStore + S
         entry: &TimelineEntry,
         change: &Change,
     ) -> PortResult<Applied>;
+    /// What [`apply_for`] does: [`DesignStore::apply`] (or, when `replayed`,
+    /// [`DesignStore::apply_replay`]) and, unless the write was stale, the append of its entry to
+    /// the tenant's feed ([`feed_entry`]). A duplicate appends too: the first attempt may have
+    /// stopped between the write and the append, and the feed keeps one entry per design, kind
+    /// and revision. This default makes two writes (a crash between them is repaired when the
+    /// record is read again); an adapter that can make them one atomic write does.
+    async fn apply_and_append(
+        &self,
+        replayed: bool,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied> {
+        let applied = match replayed {
+            true => self.apply_replay(tenant, design, entry, change).await?,
+            false => self.apply(tenant, design, entry, change).await?,
+        };
+        if applied != Applied::Stale {
+            self.append_feed(tenant, &feed_entry(design, entry, change)).await?;
+        }
+        Ok(applied)
+    }
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>>;
     /// Designs of a tenant, newest first; `limit` is capped by the adapter.
     async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<DesignView>>;

@@ -66,6 +66,7 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     feed::appending_the_same_design_kind_and_revision_again_returns_its_number(store).await;
     feed::concurrent_appends_take_every_number_once(store).await;
     feed::reading_the_feed_pages_after_a_number_and_only_through_the_tenants_own(store).await;
+    feed::applied_writes_enter_the_feed_once_and_stale_ones_never(store).await;
     webhooks::webhooks_are_listed_oldest_first_and_read_back_as_registered(store).await;
     webhooks::a_tenant_holds_at_most_the_webhook_limit(store).await;
     webhooks::rotating_a_secret_keeps_the_old_one_signing_until_the_given_time(store).await;

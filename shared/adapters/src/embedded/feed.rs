@@ -182,9 +182,17 @@ fn feed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FeedEntry> {
 /// Appends `new` to the tenant's feed (or finds the entry there) and queues its deliveries, in
 /// one transaction.
 pub(super) fn append(conn: &mut Connection, tenant: &str, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+    let tx = begin(conn)?;
+    let seq = append_tx(&tx, tenant, new)?;
+    commit(tx)?;
+    Ok(seq)
+}
+
+/// [`append`] inside a transaction of the caller's, which holds the writer lock (`BEGIN
+/// IMMEDIATE`): the design store's `apply_and_append` makes the write and its feed entry one.
+pub(super) fn append_tx(tx: &rusqlite::Transaction<'_>, tenant: &str, new: &NewFeedEntry<'_>) -> PortResult<u64> {
     let e = new.entry;
     let (design, kind) = (new.design_id.as_str(), e.kind.as_str());
-    let tx = begin(conn)?;
     let existing: Option<i64> = tx
         .prepare_cached("SELECT seq FROM feed WHERE tenant=?1 AND design_id=?2 AND kind=?3 AND revision=?4")
         .and_then(|mut s| s.query_row(params![tenant, design, kind, e.revision as i64], |r| r.get(0)).optional())
@@ -231,10 +239,9 @@ pub(super) fn append(conn: &mut Connection, tenant: &str, new: &NewFeedEntry<'_>
         let json = serde_json::to_string(&entry).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
         let now = nanos(Utc::now());
         for id in wanting {
-            insert_delivery(&tx, tenant, &id, entry.seq, &json, now)?;
+            insert_delivery(tx, tenant, &id, entry.seq, &json, now)?;
         }
     }
-    commit(tx)?;
     Ok(entry.seq)
 }
 

@@ -266,6 +266,33 @@ impl DesignStore for EmbeddedDesignStore {
         self.apply_as(tenant, design, entry, change, true).await
     }
 
+    /// The write and its feed entry (with its deliveries) in one transaction: one commit per
+    /// applied event instead of two.
+    async fn apply_and_append(
+        &self,
+        replayed: bool,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied> {
+        count("apply");
+        let (tenant, design, entry, change) = (tenant.to_string(), design.clone(), entry.clone(), change.clone());
+        self.writer
+            .call(move |conn| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| sqlite_error("begin", e))?;
+                let outcome = apply_tx(&tx, &tenant, design.as_str(), &entry, &change, replayed)?;
+                if outcome != Applied::Stale {
+                    feed::append_tx(&tx, &tenant, &openqq_core::ports::feed_entry(&design, &entry, &change))?;
+                }
+                tx.commit().map_err(|e| sqlite_error("commit", e))?;
+                Ok(outcome)
+            })
+            .await
+    }
+
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
         count("get");
         let (tenant, design) = (tenant.to_string(), design.to_string());

@@ -159,3 +159,30 @@ pub async fn reading_the_feed_pages_after_a_number_and_only_through_the_tenants_
     assert_eq!(theirs.iter().map(|e| (e.seq, &e.design_id)).collect::<Vec<_>>(), [(1, &od)]);
     assert!(store.read_feed(&tenant("feed-nobody"), 0, 100).await.unwrap().is_empty());
 }
+
+/// Every write a consumer makes through `apply_for` (`apply_and_append`) enters the feed: a new one and a duplicate
+/// (its entry already there, so the feed keeps one, with the first event id and the verdict of
+/// the change), never a stale one.
+pub async fn applied_writes_enter_the_feed_once_and_stale_ones_never<S: DesignStore + ?Sized>(store: &S) {
+    use openqq_core::{Applied, Change};
+    let t = tenant("feed-apply");
+    let d = DesignId::generate();
+    let submitted = |revision| (timeline_entry(EventKind::DesignSubmitted, revision), Change::Submitted { name: None });
+    let (second, change) = submitted(2);
+    assert_eq!(store.apply_and_append(false, &t, &d, &second, &change).await.unwrap(), Applied::Applied);
+    let (again, change) = submitted(2);
+    assert_eq!(store.apply_and_append(false, &t, &d, &again, &change).await.unwrap(), Applied::Duplicate);
+    let (stale, change) = submitted(1);
+    assert_eq!(store.apply_and_append(false, &t, &d, &stale, &change).await.unwrap(), Applied::Stale);
+    let ready = timeline_entry(EventKind::ResultsReady, 2);
+    let change = Change::ResultsReady { verdict: Verdict::Fail };
+    assert_eq!(store.apply_and_append(false, &t, &d, &ready, &change).await.unwrap(), Applied::Applied);
+    let read = store.read_feed(&t, 0, 100).await.unwrap();
+    let got: Vec<_> = read.iter().map(|e| (e.seq, e.kind, e.revision, e.verdict)).collect();
+    assert_eq!(
+        got,
+        [(1, EventKind::DesignSubmitted, 2, None), (2, EventKind::ResultsReady, 2, Some(Verdict::Fail))],
+        "one entry per write that was not stale"
+    );
+    assert_eq!(read[0].event_id, second.event_id, "the duplicate kept the first event id");
+}
