@@ -190,7 +190,11 @@ async fn streams_past_the_tenant_cap_are_refused_and_an_open_stream_holds_no_wor
     assert_eq!(app.get("watcher", "/v1/designs").await.status(), StatusCode::OK);
     assert_eq!(app.get("other", "/v1/events/stream").await.status(), StatusCode::OK, "another tenant has its own");
     drop(first);
-    assert_eq!(app.get("watcher", "/v1/events/stream").await.status(), StatusCode::OK, "a closed stream gives its slot back");
+    assert_eq!(
+        app.get("watcher", "/v1/events/stream").await.status(),
+        StatusCode::OK,
+        "a closed stream gives its slot back"
+    );
 }
 
 #[tokio::test]

@@ -39,6 +39,19 @@ async fn the_dynamodb_store_passes_the_design_store_suite() {
     conformance::store::run(&store, &conformance::store::Capabilities::default()).await;
 }
 
+/// A webhook that wants `design.submitted`, at a receiver named after `name`.
+fn submissions_webhook(name: &str) -> openqq_core::Webhook {
+    openqq_core::Webhook {
+        id: openqq_core::WebhookId::generate(),
+        url: format!("https://receiver.example/{name}"),
+        kinds: vec![EventKind::DesignSubmitted],
+        description: None,
+        created_at: chrono::Utc::now(),
+        secret: openqq_core::WebhookSecret::from_bytes(vec![5; 32]).unwrap(),
+        previous_secret: None,
+    }
+}
+
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
     TimelineEntry {
         event_id: uuid::Uuid::now_v7(),
@@ -201,15 +214,7 @@ async fn a_table_made_before_the_due_index_gets_it_and_serves_claims() {
     assert_eq!(indexes, [openqq_adapters::dynamo::table::DUE_INDEX]);
 
     let t = TenantId::parse(conformance::unique("older")).unwrap();
-    let hook = openqq_core::Webhook {
-        id: openqq_core::WebhookId::generate(),
-        url: "https://receiver.example/older".into(),
-        kinds: vec![EventKind::DesignSubmitted],
-        description: None,
-        created_at: chrono::Utc::now(),
-        secret: openqq_core::WebhookSecret::from_bytes(vec![5; 32]).unwrap(),
-        previous_secret: None,
-    };
+    let hook = submissions_webhook("older");
     store.create_webhook(&t, &hook).await.unwrap();
     let (d, e) = (DesignId::generate(), entry(EventKind::DesignSubmitted, 1));
     store.append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None }).await.unwrap();
@@ -230,15 +235,7 @@ async fn a_claim_that_reaches_its_query_budget_leaves_the_other_tenants_to_the_n
     let prefix = conformance::unique("budget");
     for i in 0..tenants {
         let t = TenantId::parse(format!("{prefix}-{i:03}")).unwrap();
-        let hook = openqq_core::Webhook {
-            id: openqq_core::WebhookId::generate(),
-            url: "https://receiver.example/budget".into(),
-            kinds: vec![EventKind::DesignSubmitted],
-            description: None,
-            created_at: chrono::Utc::now(),
-            secret: openqq_core::WebhookSecret::from_bytes(vec![6; 32]).unwrap(),
-            previous_secret: None,
-        };
+        let hook = submissions_webhook("budget");
         store.create_webhook(&t, &hook).await.unwrap();
         let (d, e) = (DesignId::generate(), entry(EventKind::DesignSubmitted, 1));
         store.append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None }).await.unwrap();

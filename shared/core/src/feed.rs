@@ -48,6 +48,23 @@ pub struct NewFeedEntry<'a> {
     pub verdict: Option<Verdict>,
 }
 
+impl NewFeedEntry<'_> {
+    /// The entry as the feed keeps it, numbered `seq`.
+    pub fn numbered(&self, seq: u64) -> FeedEntry {
+        let e = self.entry;
+        FeedEntry {
+            seq,
+            design_id: self.design_id.clone(),
+            kind: e.kind,
+            revision: e.revision,
+            event_id: e.event_id,
+            correlation_id: e.correlation_id.clone(),
+            occurred_at: e.occurred_at,
+            verdict: self.verdict,
+        }
+    }
+}
+
 #[async_trait]
 pub trait EventFeed: Send + Sync {
     /// Appends `new` to the tenant's feed unless the feed holds an entry of the same design, kind

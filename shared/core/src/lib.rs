@@ -32,12 +32,11 @@ pub mod webhook;
 
 pub use accepted::AcceptedRevision;
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
-pub use feed::{EventFeed, FeedEntry, NewFeedEntry};
-pub use webhook::{Webhook, WebhookId, WebhookSecret, WebhookStore};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
+pub use feed::{EventFeed, FeedEntry, NewFeedEntry};
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
     Applied, Cause, Decision, DesignStore, EventLog, Failure, IdempotencyClaim, KeptResponse, Lease, LogRecord,
-    LogSource, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record,
-    UploadTarget, WholeTopic,
+    LogSource, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
 };
+pub use webhook::{Webhook, WebhookId, WebhookSecret, WebhookStore};

@@ -193,16 +193,7 @@ pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new:
             _ => Vec::new(),
         };
         let seq = held.head + 1;
-        let entry = FeedEntry {
-            seq,
-            design_id: new.design_id.clone(),
-            kind: e.kind,
-            revision: e.revision,
-            event_id: e.event_id,
-            correlation_id: e.correlation_id.clone(),
-            occurred_at: e.occurred_at,
-            verdict: new.verdict,
-        };
+        let entry = new.numbered(seq);
         let mut items = Vec::with_capacity(4 + wanting.len());
         items.push(match held.head {
             0 => {

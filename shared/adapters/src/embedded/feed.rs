@@ -204,16 +204,7 @@ pub(super) fn append_tx(tx: &rusqlite::Transaction<'_>, tenant: &str, new: &NewF
         .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM feed WHERE tenant=?1")
         .and_then(|mut s| s.query_row(params![tenant], |r| r.get(0)))
         .map_err(|e| sqlite_error("read feed", e))?;
-    let entry = FeedEntry {
-        seq: last as u64 + 1,
-        design_id: new.design_id.clone(),
-        kind: e.kind,
-        revision: e.revision,
-        event_id: e.event_id,
-        correlation_id: e.correlation_id.clone(),
-        occurred_at: e.occurred_at,
-        verdict: new.verdict,
-    };
+    let entry = new.numbered(last as u64 + 1);
     tx.prepare_cached(&format!("INSERT INTO feed(tenant, {FEED_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"))
         .and_then(|mut s| {
             s.execute(params![
