@@ -83,10 +83,20 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
     clients: &BTreeMap<usize, Client>,
     results: &BTreeMap<usize, (String, Vec<u64>)>,
 ) {
+    assert_every_acknowledged_revision_ready_once_in_order_within(clients, results, Duration::from_secs(60)).await
+}
+
+/// [`assert_every_acknowledged_revision_ready_once_in_order`], waiting up to `within` for each
+/// design (a suite that slows every write on purpose needs longer).
+pub async fn assert_every_acknowledged_revision_ready_once_in_order_within(
+    clients: &BTreeMap<usize, Client>,
+    results: &BTreeMap<usize, (String, Vec<u64>)>,
+    within: Duration,
+) {
     for (i, (id, acked)) in results {
         let c = &clients[i];
         let last = *acked.last().unwrap();
-        c.wait_for(id, Duration::from_secs(60), |d| d["revision"] == last && d["status"] == "ready").await.unwrap();
+        c.wait_for(id, within, |d| d["revision"] == last && d["status"] == "ready").await.unwrap();
         let events = c.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(30)).await.unwrap();
         let events = events["events"].as_array().unwrap();
         for kind in ["design.submitted", "validation.started", "validation.finished", "results.ready"] {
