@@ -214,7 +214,8 @@ fn count(operation: &'static str) {
 }
 
 impl EmbeddedDesignStore {
-    /// `apply` (or, with `replay`, `apply_replay`) in one transaction.
+    /// `apply` (or, with `replay`, `apply_replay`) in one transaction; with `append`, unless the
+    /// write was stale, its feed entry and deliveries in the same transaction (`apply_and_append`).
     async fn apply_as(
         &self,
         tenant: &TenantId,
@@ -222,8 +223,9 @@ impl EmbeddedDesignStore {
         entry: &TimelineEntry,
         change: &Change,
         replay: bool,
+        append: bool,
     ) -> PortResult<Applied> {
-        let (tenant, design, entry, change) = (tenant.to_string(), design.to_string(), entry.clone(), change.clone());
+        let (tenant, design, entry, change) = (tenant.to_string(), design.clone(), entry.clone(), change.clone());
         self.writer
             .call(move |conn| {
                 // IMMEDIATE takes the write lock before the revision check, so the check and its
@@ -232,8 +234,13 @@ impl EmbeddedDesignStore {
                 let tx = conn
                     .transaction_with_behavior(TransactionBehavior::Immediate)
                     .map_err(|e| sqlite_error("begin", e))?;
-                let outcome = apply_tx(&tx, &tenant, &design, &entry, &change, replay)?;
-                if outcome == Applied::Applied {
+                let outcome = apply_tx(&tx, &tenant, design.as_str(), &entry, &change, replay)?;
+                let append = append && outcome != Applied::Stale;
+                if append {
+                    feed::append_tx(&tx, &tenant, &openqq_core::ports::feed_entry(&design, &entry, &change))?;
+                }
+                // A duplicate or stale write wrote nothing of its own.
+                if outcome == Applied::Applied || append {
                     tx.commit().map_err(|e| sqlite_error("commit", e))?;
                 }
                 Ok(outcome)
@@ -252,7 +259,7 @@ impl DesignStore for EmbeddedDesignStore {
         change: &Change,
     ) -> PortResult<Applied> {
         count("apply");
-        self.apply_as(tenant, design, entry, change, false).await
+        self.apply_as(tenant, design, entry, change, false, false).await
     }
 
     async fn apply_replay(
@@ -263,7 +270,7 @@ impl DesignStore for EmbeddedDesignStore {
         change: &Change,
     ) -> PortResult<Applied> {
         count("apply");
-        self.apply_as(tenant, design, entry, change, true).await
+        self.apply_as(tenant, design, entry, change, true, false).await
     }
 
     /// The write and its feed entry (with its deliveries) in one transaction: one commit per
@@ -277,20 +284,7 @@ impl DesignStore for EmbeddedDesignStore {
         change: &Change,
     ) -> PortResult<Applied> {
         count("apply");
-        let (tenant, design, entry, change) = (tenant.to_string(), design.clone(), entry.clone(), change.clone());
-        self.writer
-            .call(move |conn| {
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(|e| sqlite_error("begin", e))?;
-                let outcome = apply_tx(&tx, &tenant, design.as_str(), &entry, &change, replayed)?;
-                if outcome != Applied::Stale {
-                    feed::append_tx(&tx, &tenant, &openqq_core::ports::feed_entry(&design, &entry, &change))?;
-                }
-                tx.commit().map_err(|e| sqlite_error("commit", e))?;
-                Ok(outcome)
-            })
-            .await
+        self.apply_as(tenant, design, entry, change, replayed, true).await
     }
 
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
