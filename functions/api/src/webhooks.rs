@@ -26,8 +26,7 @@ use chrono::{DateTime, Utc};
 use openqq_adapters::webhook::{check_target_url, format_secret};
 use openqq_core::feed::FeedEntry;
 use openqq_core::webhook::{
-    Delivery, DeliveryStatus, WebhookSecret, MAX_DESCRIPTION_CHARS, MAX_URL_BYTES, MAX_WEBHOOKS_PER_TENANT,
-    SUBSCRIBABLE,
+    Delivery, DeliveryStatus, WebhookSecret, MAX_DESCRIPTION_CHARS, MAX_WEBHOOKS_PER_TENANT, SUBSCRIBABLE,
 };
 use openqq_core::{CorrelationId, DesignId, EventKind, PortError, TenantId, Webhook, WebhookId};
 use rand::RngCore;
@@ -144,9 +143,6 @@ fn kinds(asked: &[String]) -> Result<Vec<EventKind>, Problem> {
 }
 
 fn validate(state: &AppState, req: CreateRequest) -> Result<(String, Vec<EventKind>, Option<String>), Problem> {
-    if req.url.len() > MAX_URL_BYTES {
-        return Err(Problem::invalid_field("url", format!("is longer than {MAX_URL_BYTES} bytes")));
-    }
     check_target_url(&req.url, state.webhooks_allow_private).map_err(|e| Problem::invalid_field("url", e))?;
     let description = req.description.map(|d| d.trim().to_owned()).filter(|d| !d.is_empty());
     if let Some(d) = &description {
@@ -281,7 +277,7 @@ pub async fn test(
         .queue_delivery(&tenant, &hook.id, &entry)
         .await
         .map_err(|e| Problem::from_port(e, "queueing the test delivery"))?;
-    let message_id = format!("msg_{}_0", hook.id.0.simple());
+    let message_id = hook.id.message_id(entry.seq);
     let location = format!("/v1/webhooks/{}/deliveries", hook.id);
     let body = Json(serde_json::json!({ "message_id": message_id }));
     Ok((StatusCode::ACCEPTED, [(axum::http::header::LOCATION, location)], body).into_response())

@@ -46,6 +46,12 @@ impl WebhookId {
         Self(Uuid::now_v7())
     }
 
+    /// The `webhook-id` of this webhook's delivery of feed entry `seq`: the same on every
+    /// attempt ([`Delivery::message_id`]).
+    pub fn message_id(&self, seq: u64) -> String {
+        format!("msg_{}_{seq}", self.0.simple())
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         let hex = s.strip_prefix("wh_")?;
         (hex.len() == 32).then(|| Uuid::try_parse(hex).ok().map(Self)).flatten()
@@ -167,7 +173,7 @@ impl Delivery {
     /// The `webhook-id` a receiver de-duplicates on: the same for every attempt of this event to
     /// this webhook, however often the records behind it were re-read.
     pub fn message_id(&self) -> String {
-        format!("msg_{}_{}", self.webhook_id.0.simple(), self.entry.seq)
+        self.webhook_id.message_id(self.entry.seq)
     }
 }
 
