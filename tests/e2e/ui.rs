@@ -9,18 +9,13 @@
 //! Needs `chromium` (Debian's package) and `npm ci` in tests/ui: the test script installs both;
 //! elsewhere the browser tests skip when either is missing ([`openqq_e2e::needed`]).
 
+use crate::webhooks::{next, receiver, signed_by, OK};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use openqq_e2e::{needed, on_path, openqq_bin, repo_root, Client, Server};
 use serde_json::Value;
-use sha2::Sha256;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 /// The Chromium binary: `OPENQQ_UI_CHROMIUM`, else Debian's (the browser itself, not its
 /// wrapper script), else `chromium` on the PATH.
@@ -142,64 +137,12 @@ async fn drive(server: &Server, viewport: &str, tenant: &str, submission: Submis
     summary
 }
 
-/// One request a receiver got: lower-cased headers and the body.
-type Received = (HashMap<String, String>, Vec<u8>);
-
-/// An HTTP/1.1 receiver on 127.0.0.1 that answers every request 204 and hands it on.
-async fn receiver() -> (String, mpsc::UnboundedReceiver<Received>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                loop {
-                    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
-                    if let Some(end) = head_end {
-                        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-                        let headers: HashMap<String, String> = head
-                            .lines()
-                            .skip(1)
-                            .filter_map(|l| l.split_once(':'))
-                            .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
-                            .collect();
-                        let length: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-                        if buf.len() >= end + length {
-                            let _ = sock.write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n").await;
-                            let _ = tx.send((headers, buf[end..end + length].to_vec()));
-                            return;
-                        }
-                    }
-                    match sock.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-            });
-        }
-    });
-    (url, rx)
-}
-
-/// Whether `headers` carry a Standard Webhooks signature of `body` by `secret` (`whsec_<base64>`).
-fn signed_by(secret: &str, headers: &HashMap<String, String>, body: &[u8]) -> bool {
-    let key = B64.decode(secret.trim_start_matches("whsec_")).expect("the secret is base64");
-    let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
-    mac.update(format!("{}.{}.", headers["webhook-id"], headers["webhook-timestamp"]).as_bytes());
-    mac.update(body);
-    let expected = format!("v1,{}", B64.encode(mac.finalize().into_bytes()));
-    headers["webhook-signature"].split(' ').any(|s| s == expected)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_mints_a_token_submits_designs_follows_them_live_to_their_reports_and_sees_a_webhook_test_delivered() {
     if browser().is_none() {
         return;
     }
-    let (hook_url, mut hooks) = receiver().await;
+    let (hook_url, mut hooks) = receiver(vec![], OK).await;
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens", "--webhooks-allow-private"]).unwrap();
     let submission = Submission { with_bitstream: true, ..Submission::known_finding() };
@@ -213,11 +156,9 @@ async fn a_person_mints_a_token_submits_designs_follows_them_live_to_their_repor
     );
     // The receiver got the test delivery, signed with the secret the page showed once.
     let secret = summary["webhook_secret"].as_str().unwrap();
-    let (headers, body) = tokio::time::timeout(std::time::Duration::from_secs(10), hooks.recv())
-        .await
-        .expect("the receiver got a delivery")
-        .unwrap();
-    assert!(signed_by(secret, &headers, &body), "the delivery is signed with the secret the page showed");
+    let key = B64.decode(secret.trim_start_matches("whsec_")).expect("the secret is base64");
+    let delivery = next(&mut hooks, std::time::Duration::from_secs(10)).await;
+    assert!(signed_by(&delivery, &key), "the delivery is signed with the secret the page showed");
     // What the page submitted is the tenant's design, as the API tells it.
     let api = Client::new(&server.url, &server.token("ui-desktop"));
     let (_, list) = api.get("/v1/designs").await.unwrap();

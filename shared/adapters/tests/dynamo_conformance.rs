@@ -6,8 +6,6 @@
 //!   OPENQQ_TEST_DYNAMODB_ENDPOINT=$endpoint cargo test -p openqq-adapters --features dynamodb --test dynamo_conformance
 #![cfg(feature = "dynamodb")]
 
-use aws_config::BehaviorVersion;
-use aws_sdk_dynamodb::config::{Credentials, Region};
 use openqq_adapters::conformance;
 use openqq_adapters::DynamoDesignStore;
 use openqq_core::{Applied, Change, CorrelationId, DesignId, DesignStore, EventKind, TenantId, TimelineEntry};
@@ -20,14 +18,8 @@ async fn store() -> Option<DynamoDesignStore> {
         eprintln!("{ENDPOINT_VAR} is not set: skipping (scripts/services/moto.sh starts a server)");
         return None;
     };
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
-        .endpoint_url(endpoint)
-        .build();
     let table = conformance::unique("openqq");
-    let store = DynamoDesignStore::new(aws_sdk_dynamodb::Client::from_conf(config), table).unwrap();
+    let store = DynamoDesignStore::new(conformance::dynamodb_client(&endpoint), table).unwrap();
     assert!(store.create_table_if_missing().await.unwrap(), "a fresh table is created");
     assert!(!store.create_table_if_missing().await.unwrap(), "and found the second time");
     Some(store)
@@ -189,13 +181,7 @@ async fn a_table_made_before_the_due_index_gets_it_and_serves_claims() {
     use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType};
     use openqq_core::{EventFeed, NewFeedEntry, WebhookStore};
     let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else { return };
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
-        .endpoint_url(endpoint)
-        .build();
-    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let client = conformance::dynamodb_client(&endpoint);
     let table = conformance::unique("older");
     let mut create = client.create_table().table_name(&table).billing_mode(BillingMode::PayPerRequest);
     for (name, key_type) in [("pk", KeyType::Hash), ("sk", KeyType::Range)] {

@@ -41,21 +41,14 @@ impl Fixture {
     /// A fresh table on the test server, or `None` (with a note) when none is set.
     #[cfg(feature = "dynamodb")]
     async fn dynamodb() -> Option<Self> {
-        use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
         const ENDPOINT_VAR: &str = "OPENQQ_TEST_DYNAMODB_ENDPOINT";
         let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else {
             eprintln!("{ENDPOINT_VAR} is not set: skipping (scripts/services/moto.sh starts a server)");
             return None;
         };
-        let config = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("test", "test", None, None, "test"))
-            .endpoint_url(endpoint)
-            .build();
         let table = openqq_adapters::conformance::unique("openqq-webhooks");
-        let store =
-            openqq_adapters::DynamoDesignStore::new(aws_sdk_dynamodb::Client::from_conf(config), table).unwrap();
+        let client = openqq_adapters::conformance::dynamodb_client(&endpoint);
+        let store = openqq_adapters::DynamoDesignStore::new(client, table).unwrap();
         store.create_table_if_missing().await.unwrap();
         Some(Self { _dir: None, store: Arc::new(store) })
     }

@@ -17,3 +17,17 @@ pub mod store;
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
 }
+
+/// A DynamoDB client for the local test server at `endpoint`: a fixed region and stand-in
+/// credentials, as a local server accepts.
+#[cfg(feature = "dynamodb")]
+pub fn dynamodb_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url(endpoint)
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
