@@ -78,11 +78,11 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         device: &args.device,
         package: &args.package,
         netlist: &netlist,
-        pcf: pcf.as_deref(),
+        constraints: pcf.as_deref(),
         bitstream: bitstream.as_deref(),
         top: args.top.as_deref(),
         allow_unconstrained: args.allow_unconstrained,
-        files: FileNames { netlist: Some(&names.0), pcf: names.1.as_deref(), bitstream: names.2.as_deref() },
+        files: FileNames { netlist: Some(&names.0), constraints: names.1.as_deref(), bitstream: names.2.as_deref() },
         // A user's own files on their own machine: no time budget.
         budget: None,
     };

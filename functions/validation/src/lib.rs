@@ -155,7 +155,7 @@ pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> 
         device: &spec.target.device,
         package: &spec.target.package,
         netlist,
-        pcf: Some(pcf),
+        constraints: Some(pcf),
         bitstream: bitstream.as_deref(),
         top: spec.options.top.as_deref(),
         allow_unconstrained: spec.options.allow_unconstrained,

@@ -20,7 +20,7 @@ fn main() {
             device: "hx8k",
             package: "ct256",
             netlist: &design.netlist,
-            pcf: Some(&design.pcf),
+            constraints: Some(&design.pcf),
             ..Default::default()
         };
         let start = Instant::now();

@@ -47,7 +47,7 @@ pub(crate) fn validate(device: &'static Device, input: &Input<'_>) -> Report {
         }
         Ok(module) => {
             let Some((rows, resource_findings)) =
-                resources::check_within(device, package, &module, input.pcf, input.files.netlist, &deadline)
+                resources::check_within(device, package, &module, input.constraints, input.files.netlist, &deadline)
             else {
                 return out_of_time(utilization, findings);
             };
@@ -61,9 +61,9 @@ pub(crate) fn validate(device: &'static Device, input: &Input<'_>) -> Report {
                 device,
                 package,
                 &design,
-                input.pcf,
+                input.constraints,
                 input.allow_unconstrained,
-                input.files.pcf,
+                input.files.constraints,
                 &deadline,
             ));
             if deadline.passed() {

@@ -37,8 +37,8 @@ pub struct Input<'a> {
     pub package: &'a str,
     /// Yosys `write_json` output.
     pub netlist: &'a str,
-    /// PCF text, if the design is constrained.
-    pub pcf: Option<&'a str>,
+    /// Constraints text, if the design is constrained: PCF for iCE40, LPF for ECP5.
+    pub constraints: Option<&'a str>,
     /// Raw iCE40 `.bin` bitstream, if one was supplied.
     pub bitstream: Option<&'a [u8]>,
     /// Top module; when absent, the module with the `top` attribute (or the only one).
@@ -57,7 +57,8 @@ pub struct Input<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct FileNames<'a> {
     pub netlist: Option<&'a str>,
-    pub pcf: Option<&'a str>,
+    /// The constraints file (PCF or LPF).
+    pub constraints: Option<&'a str>,
     pub bitstream: Option<&'a str>,
 }
 

@@ -31,11 +31,11 @@ fn validate(case: &Value, netlist: &str) -> Report {
         device: case["device"].as_str().unwrap(),
         package: case["package"].as_str().unwrap(),
         netlist,
-        pcf: case["pcf"].as_str(),
+        constraints: case["pcf"].as_str(),
         bitstream: None,
         top: None,
         allow_unconstrained: case["allow_unconstrained"].as_bool().unwrap_or(false),
-        files: FileNames { netlist: None, pcf: Some("top.pcf"), bitstream: None },
+        files: FileNames { netlist: None, constraints: Some("top.pcf"), bitstream: None },
         budget: None,
     })
 }

@@ -12,7 +12,7 @@ fn validate(design: &hostile::Design, budget: Option<Duration>) -> Report {
         device: "hx8k",
         package: "ct256",
         netlist: &design.netlist,
-        pcf: Some(&design.pcf),
+        constraints: Some(&design.pcf),
         budget,
         ..Input::default()
     })

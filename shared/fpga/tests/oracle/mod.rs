@@ -65,11 +65,11 @@ impl Run {
             device: &self.device,
             package: &self.package,
             netlist: &self.netlist,
-            pcf: Some(&self.pcf),
+            constraints: Some(&self.pcf),
             bitstream: self.bitstream.as_deref(),
             top: self.top.as_deref(),
             allow_unconstrained: self.allow_unconstrained,
-            files: FileNames { netlist: None, pcf: Some("input.pcf"), bitstream: None },
+            files: FileNames { netlist: None, constraints: Some("input.pcf"), bitstream: None },
             budget: None,
         })
     }

@@ -58,7 +58,7 @@ fn run(device: &str, package: &str, netlist: &str, pcf: Option<&str>) -> Report 
         device,
         package,
         netlist,
-        pcf,
+        constraints: pcf,
         bitstream: None,
         top: None,
         allow_unconstrained: false,
