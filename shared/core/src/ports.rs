@@ -316,6 +316,33 @@ pub async fn apply_for(
     store.apply_and_append(replayed, tenant, design, entry, change).await
 }
 
+/// One write of a batch ([`DesignStore::apply_batch`]): exactly what [`apply_for`] takes.
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyOp<'a> {
+    /// The record replays a dead letter: the write follows [`DesignStore::apply_replay`]'s rule.
+    pub replayed: bool,
+    pub tenant: &'a TenantId,
+    pub design: &'a DesignId,
+    pub entry: &'a TimelineEntry,
+    pub change: &'a Change,
+}
+
+/// What [`DesignStore::apply_batch`] did: the outcomes of the ops it applied, in order (a prefix
+/// of the batch), and the error of the op that stopped it, if one did. The ops after that one
+/// were not attempted; the failed op itself changed nothing.
+#[derive(Debug, Default)]
+pub struct BatchApplied {
+    pub applied: Vec<Applied>,
+    pub error: Option<PortError>,
+}
+
+impl BatchApplied {
+    /// Whether every op of a batch of `len` was applied.
+    pub fn is_complete(&self, len: usize) -> bool {
+        self.error.is_none() && self.applied.len() == len
+    }
+}
+
 /// The feed entry of a write: `entry` with the verdict `change` carries, if any.
 pub fn feed_entry<'a>(
     design: &'a DesignId,
@@ -378,6 +405,26 @@ pub trait DesignStore: crate::feed::EventFeed + crate::webhook::WebhookStore + S
             self.append_feed(tenant, &feed_entry(design, entry, change)).await?;
         }
         Ok(applied)
+    }
+    /// [`DesignStore::apply_and_append`] for each op of `ops`, in order: a consumer's writes for
+    /// a whole batch of records. Each op has exactly the effects it has alone (its outcome, its
+    /// feed entry, its deliveries), and the ops are applied in the order given, so two ops of one
+    /// design see each other's writes. The first op that fails changes nothing and ends the
+    /// batch: the ops before it stay applied, the ops after it are not attempted
+    /// ([`BatchApplied`]). This default applies them one by one; an adapter that can write
+    /// several in one atomic step (one transaction, fewer conditional requests) does.
+    async fn apply_batch(&self, ops: &[ApplyOp<'_>]) -> BatchApplied {
+        let mut done = BatchApplied { applied: Vec::with_capacity(ops.len()), error: None };
+        for op in ops {
+            match self.apply_and_append(op.replayed, op.tenant, op.design, op.entry, op.change).await {
+                Ok(applied) => done.applied.push(applied),
+                Err(e) => {
+                    done.error = Some(e);
+                    break;
+                }
+            }
+        }
+        done
     }
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>>;
     /// Designs of a tenant, newest first; `limit` is capped by the adapter.
