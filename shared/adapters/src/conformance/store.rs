@@ -1,7 +1,8 @@
 //! Design-store conformance: revision-conditional writes, forward-only status, reports by
 //! revision, timelines in applied order, pagination, tenant isolation, the replay of dead
 //! letters (a revision failed by a dead letter revived once by its replay, and no other), the
-//! tenant's event feed ([`feed`]) and its webhooks and deliveries ([`webhooks`]).
+//! tenant's event feed ([`feed`]), its webhooks and deliveries ([`webhooks`]), and a consumer
+//! batch's writes applied together ([`batch`]).
 
 use super::unique;
 use chrono::Utc;
@@ -12,6 +13,7 @@ use openqq_core::{
 use serde_json::value::RawValue;
 use std::time::Duration;
 
+pub mod batch;
 pub mod feed;
 pub mod replay;
 pub mod webhooks;
@@ -67,6 +69,9 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     feed::concurrent_appends_take_every_number_once(store).await;
     feed::reading_the_feed_pages_after_a_number_and_only_through_the_tenants_own(store).await;
     feed::applied_writes_enter_the_feed_once_and_stale_ones_never(store).await;
+    batch::a_batch_has_the_effects_of_its_ops_applied_one_by_one(store).await;
+    batch::a_failing_op_changes_nothing_and_ends_the_batch_and_the_ops_before_it_stay(store).await;
+    batch::concurrent_batches_number_the_feed_without_gaps(store).await;
     webhooks::webhooks_are_listed_oldest_first_and_read_back_as_registered(store).await;
     webhooks::a_tenant_holds_at_most_the_webhook_limit(store).await;
     webhooks::rotating_a_secret_keeps_the_old_one_signing_until_the_given_time(store).await;

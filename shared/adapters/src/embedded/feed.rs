@@ -190,7 +190,7 @@ pub(super) fn append(conn: &mut Connection, tenant: &str, new: &NewFeedEntry<'_>
 
 /// [`append`] inside a transaction of the caller's, which holds the writer lock (`BEGIN
 /// IMMEDIATE`): the design store's `apply_and_append` makes the write and its feed entry one.
-pub(super) fn append_tx(tx: &rusqlite::Transaction<'_>, tenant: &str, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+pub(super) fn append_tx(tx: &Connection, tenant: &str, new: &NewFeedEntry<'_>) -> PortResult<u64> {
     let e = new.entry;
     let (design, kind) = (new.design_id.as_str(), e.kind.as_str());
     let existing: Option<i64> = tx

@@ -4,12 +4,13 @@
 //! a revision at least as high, and the status moves only while the design is still at the
 //! entry's revision and only forward. Re-reads and stale revisions are therefore no-ops; a record
 //! replayed from the dead-letter topic is planned by the replay rule
-//! ([`openqq_core::revision::plan_replay`]).
+//! ([`openqq_core::revision::plan_replay`]). `apply_batch` runs a consumer batch's writes in one
+//! transaction, each in a savepoint, so a batch costs one commit however many events it applies.
 
 use super::db::{default_readers, open, open_readers, sqlite_error, Db, Durability};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use openqq_core::ports::{PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
+use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
 use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::{
@@ -19,7 +20,7 @@ use openqq_core::{
 use openqq_core::{
     CorrelationId, EventFeed, EventKind, FeedEntry, NewFeedEntry, Webhook, WebhookId, WebhookSecret, WebhookStore,
 };
-use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
@@ -82,7 +83,7 @@ impl EmbeddedDesignStore {
 
 /// Reads what [`revision::plan`] needs inside the transaction, and executes its plan.
 fn apply_tx(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     tenant: &str,
     design: &str,
     entry: &TimelineEntry,
@@ -213,6 +214,85 @@ fn count(operation: &'static str) {
     metrics::counter!(crate::STORE_REQUESTS_METRIC, "backend" => "embedded", "operation" => operation).increment(1);
 }
 
+/// One write inside the caller's transaction (or savepoint): `apply` (or, with `replay`,
+/// `apply_replay`) and, with `append`, unless the write was stale, its feed entry and deliveries.
+/// Returns the outcome and whether anything was written (a duplicate or stale write that appends
+/// nothing writes nothing of its own).
+fn apply_one(conn: &Connection, op: &Owned, append: bool) -> PortResult<(Applied, bool)> {
+    let (tenant, design) = (op.tenant.as_str(), &op.design);
+    let outcome = apply_tx(conn, tenant, design.as_str(), &op.entry, &op.change, op.replayed)?;
+    let append = append && outcome != Applied::Stale;
+    if append {
+        feed::append_tx(conn, tenant, &openqq_core::ports::feed_entry(design, &op.entry, &op.change))?;
+    }
+    Ok((outcome, outcome == Applied::Applied || append))
+}
+
+/// An op copied out of the caller's borrow, to run on the writer connection.
+struct Owned {
+    replayed: bool,
+    tenant: String,
+    design: DesignId,
+    entry: TimelineEntry,
+    change: Change,
+}
+
+impl From<&ApplyOp<'_>> for Owned {
+    fn from(op: &ApplyOp<'_>) -> Self {
+        Self {
+            replayed: op.replayed,
+            tenant: op.tenant.to_string(),
+            design: op.design.clone(),
+            entry: op.entry.clone(),
+            change: op.change.clone(),
+        }
+    }
+}
+
+/// Begins a transaction that holds the write lock from the start. IMMEDIATE takes the lock before
+/// the revision check, so the check and its write are atomic even when several processes share
+/// the file (`openqq up`s on one Kafka cluster); a deferred transaction would fail its upgrade
+/// instead.
+fn begin_immediate(conn: &mut Connection) -> PortResult<Transaction<'_>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sqlite_error("begin", e))
+}
+
+/// Applies `ops` in order in one transaction, each in a savepoint: an op that fails is rolled back
+/// alone and ends the batch, and what the ops before it wrote is committed.
+fn apply_batch_tx(conn: &mut Connection, ops: &[Owned]) -> BatchApplied {
+    let mut done = BatchApplied { applied: Vec::with_capacity(ops.len()), error: None };
+    let mut tx = match begin_immediate(conn) {
+        Ok(tx) => tx,
+        Err(e) => return BatchApplied { applied: Vec::new(), error: Some(e) },
+    };
+    let mut wrote = false;
+    for op in ops {
+        let one = tx.savepoint().map_err(|e| sqlite_error("savepoint", e)).and_then(|sp| {
+            let outcome = apply_one(&sp, op, true)?;
+            // Dropping the savepoint unreleased rolls it back: an error above undoes this op only.
+            sp.commit().map_err(|e| sqlite_error("release savepoint", e))?;
+            Ok(outcome)
+        });
+        match one {
+            Ok((applied, written)) => {
+                done.applied.push(applied);
+                wrote |= written;
+            }
+            Err(e) => {
+                done.error = Some(e);
+                break;
+            }
+        }
+    }
+    if wrote {
+        if let Err(e) = tx.commit() {
+            // Nothing of the batch is written: the first op failed, with the commit's error.
+            return BatchApplied { applied: Vec::new(), error: Some(sqlite_error("commit", e)) };
+        }
+    }
+    done
+}
+
 impl EmbeddedDesignStore {
     /// `apply` (or, with `replay`, `apply_replay`) in one transaction; with `append`, unless the
     /// write was stale, its feed entry and deliveries in the same transaction (`apply_and_append`).
@@ -225,22 +305,12 @@ impl EmbeddedDesignStore {
         replay: bool,
         append: bool,
     ) -> PortResult<Applied> {
-        let (tenant, design, entry, change) = (tenant.to_string(), design.clone(), entry.clone(), change.clone());
+        let op = Owned::from(&ApplyOp { replayed: replay, tenant, design, entry, change });
         self.writer
             .call(move |conn| {
-                // IMMEDIATE takes the write lock before the revision check, so the check and its
-                // write are atomic even when several processes share the file (`openqq up`s on
-                // one Kafka cluster); a deferred transaction would fail its upgrade instead.
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(|e| sqlite_error("begin", e))?;
-                let outcome = apply_tx(&tx, &tenant, design.as_str(), &entry, &change, replay)?;
-                let append = append && outcome != Applied::Stale;
-                if append {
-                    feed::append_tx(&tx, &tenant, &openqq_core::ports::feed_entry(&design, &entry, &change))?;
-                }
-                // A duplicate or stale write wrote nothing of its own.
-                if outcome == Applied::Applied || append {
+                let tx = begin_immediate(conn)?;
+                let (outcome, wrote) = apply_one(&tx, &op, append)?;
+                if wrote {
                     tx.commit().map_err(|e| sqlite_error("commit", e))?;
                 }
                 Ok(outcome)
@@ -285,6 +355,19 @@ impl DesignStore for EmbeddedDesignStore {
     ) -> PortResult<Applied> {
         count("apply");
         self.apply_as(tenant, design, entry, change, replayed, true).await
+    }
+
+    /// The whole batch in one transaction (one commit), each op in a savepoint.
+    async fn apply_batch(&self, ops: &[ApplyOp<'_>]) -> BatchApplied {
+        if ops.is_empty() {
+            return BatchApplied::default();
+        }
+        count("apply_batch");
+        let ops: Vec<Owned> = ops.iter().map(Owned::from).collect();
+        self.writer
+            .call(move |conn| Ok(apply_batch_tx(conn, &ops)))
+            .await
+            .unwrap_or_else(|e| BatchApplied { applied: Vec::new(), error: Some(e) })
     }
 
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
@@ -603,5 +686,51 @@ mod tests {
         let key = |op: &str| format!("{}{{backend=embedded,operation={op}}}", crate::STORE_REQUESTS_METRIC);
         assert_eq!((counters.get(&key("get")), counters.get(&key("timeline"))), (2, 1), "{:?}", counters.all());
         assert_eq!(counters.all().len(), 2, "nothing else counted: {:?}", counters.all());
+    }
+
+    fn entry(kind: EventKind) -> TimelineEntry {
+        TimelineEntry {
+            event_id: uuid::Uuid::now_v7(),
+            kind,
+            revision: 1,
+            correlation_id: CorrelationId::parse("c").unwrap(),
+            occurred_at: Utc::now(),
+        }
+    }
+
+    /// The failing op here fails after its design row and timeline entry were written (its feed
+    /// entry is refused), so only its savepoint's rollback keeps those out.
+    #[tokio::test]
+    async fn a_batch_op_that_fails_half_way_is_rolled_back_alone_and_the_batch_is_one_counted_call() {
+        let counters = Counters::default();
+        let _local = metrics::set_default_local_recorder(&counters);
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedDesignStore::open_with_readers(dir.path(), Durability::Process, 1).unwrap();
+        store
+            .writer
+            .call_sync(|conn| {
+                conn.execute_batch("CREATE TRIGGER refuse AFTER INSERT ON feed WHEN NEW.design_id = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END;")
+                    .map_err(|e| sqlite_error("trigger", e))
+            })
+            .unwrap();
+        let tenant = TenantId::parse("acme").unwrap();
+        let [kept, refused, after] = ["kept", "refused", "after"].map(|d| DesignId::parse(d).unwrap());
+        let (entries, change) =
+            ([0, 1, 2].map(|_| entry(EventKind::DesignSubmitted)), Change::Submitted { name: None });
+        let ops: Vec<ApplyOp<'_>> = [&kept, &refused, &after]
+            .into_iter()
+            .zip(&entries)
+            .map(|(design, entry)| ApplyOp { replayed: false, tenant: &tenant, design, entry, change: &change })
+            .collect();
+        let done = store.apply_batch(&ops).await;
+        assert_eq!(done.applied, [Applied::Applied]);
+        assert!(done.error.expect("the feed entry was refused").to_string().contains("refused"));
+        assert!(store.get(&tenant, &kept).await.unwrap().is_some(), "the op before it was committed");
+        assert!(store.get(&tenant, &refused).await.unwrap().is_none(), "its design row was rolled back");
+        assert!(store.timeline(&tenant, &refused).await.unwrap().is_none());
+        assert!(store.get(&tenant, &after).await.unwrap().is_none(), "the op after it was not attempted");
+        let key = |op: &str| format!("{}{{backend=embedded,operation={op}}}", crate::STORE_REQUESTS_METRIC);
+        assert_eq!(counters.get(&key("apply_batch")), 1, "{:?}", counters.all());
+        assert_eq!(counters.get(&key("apply")), 0, "{:?}", counters.all());
     }
 }
