@@ -1,5 +1,5 @@
-//! OpenQQuantify's FPGA configuration validator (iCE40 first; one module per family, see
-//! [`Family`]).
+//! OpenQQuantify's FPGA configuration validator for Lattice iCE40 and ECP5 (one module per
+//! family, see [`Family`]).
 //!
 //! A pure library: every function takes bytes or strings and returns a [`Report`]; nothing here
 //! touches files or the network, and the clock only to keep to an [`Input::budget`]. The
@@ -9,6 +9,7 @@
 //! (`examples/hostile.rs` times the shapes that once were not); the budget bounds the rest.
 
 mod budget;
+pub mod ecp5;
 mod family;
 #[cfg(feature = "hostile")]
 pub mod hostile;
@@ -31,15 +32,16 @@ pub use report::{
 /// One validation request: what a tenant submitted, as text and bytes.
 #[derive(Debug, Clone, Default)]
 pub struct Input<'a> {
-    /// Device name as nextpnr spells it (`hx8k`, `lp384`, `up5k`, …).
+    /// Device name: an iCE40 part as nextpnr spells it (`hx8k`, `lp384`, `up5k`, …) or an ECP5
+    /// part as Lattice does (`LFE5U-25F`, `LFE5UM5G-85F`, …).
     pub device: &'a str,
-    /// Package name as the chip database spells it (`ct256`, `sg48`, …).
+    /// Package name as the family's database spells it (`ct256`, `sg48`; `CABGA256`, …).
     pub package: &'a str,
     /// Yosys `write_json` output.
     pub netlist: &'a str,
     /// Constraints text, if the design is constrained: PCF for iCE40, LPF for ECP5.
     pub constraints: Option<&'a str>,
-    /// Raw iCE40 `.bin` bitstream, if one was supplied.
+    /// Raw bitstream (iCE40 `.bin`, ECP5 `.bit`), if one was supplied.
     pub bitstream: Option<&'a [u8]>,
     /// Top module; when absent, the module with the `top` attribute (or the only one).
     pub top: Option<&'a str>,
@@ -66,6 +68,7 @@ pub struct FileNames<'a> {
 pub fn validate(input: &Input<'_>) -> Report {
     match Family::of_device(input.device) {
         Some(Family::Ice40(device)) => ice40::validate(device, input),
+        Some(Family::Ecp5(device)) => ecp5::validate(device, input),
         None => {
             let message = format!("unknown device '{}' (no {} part has that name)", input.device, Family::NAMES);
             Report::new(Vec::new(), vec![Finding::error("DEVICE_UNKNOWN", message, Location::default())])

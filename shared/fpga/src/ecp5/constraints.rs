@@ -1,0 +1,356 @@
+//! Checks an LPF against the part's package and the netlist's top-level ports.
+//!
+//! The rules follow nextpnr-ecp5, so that our error/no-error verdict is the tool's exit status:
+//!
+//! - `LOCATE COMP` names a port bit as nextpnr names its IO cell (`led[0]`; a one-bit port may be
+//!   named `x[0]`); a name the design lacks is only a warning (nextpnr ignores it silently);
+//!   a later `LOCATE` of the same port replaces the earlier one, as in nextpnr (a warning);
+//! - a site the package lacks is `PIN_NOT_IN_PACKAGE` (nextpnr: "IO pin … constrained to pin …,
+//!   which does not exist for package …"); two ports on one pin is `PIN_DOUBLE_ASSIGNED` (nextpnr
+//!   fails at placement);
+//! - with an LPF, every port bit needs a `LOCATE`: `PORT_UNCONSTRAINED`, a warning under
+//!   `allow_unconstrained` (nextpnr's `--lpf-allow-unconstrained`); without one nextpnr checks
+//!   nothing and places every IO itself (a warning);
+//! - `IOBUF` attributes need `KEY=VALUE` (`LPF_SYNTAX`); keys nextpnr does not know are a warning;
+//!   an `IO_TYPE` Trellis does not know is `IO_TYPE_UNKNOWN` (nextpnr accepts it while packing
+//!   and stops when writing the bitstream); ports of different IO voltages in one bank are
+//!   `BANK_VCCIO_CONFLICT` (nextpnr's bitstream writer: "incompatible IO voltages");
+//! - `FREQUENCY` of a port or net the design lacks is a warning; one that is not a positive
+//!   number of hertz is `FREQUENCY_INVALID` (an error: no clock has it).
+
+use std::collections::{HashMap, HashSet};
+
+use super::device::{Device, Package};
+use super::lpf::{self, At, FrequencyOf, IOBUF_KEYS};
+use crate::budget::Deadline;
+use crate::netlist::{bit_names, Direction, Module};
+use crate::report::{short_name, Finding, Location};
+
+/// IO types nextpnr-ecp5 and Trellis know (`ecp5/iotypes.inc`), with their bank voltage and
+/// whether they need a reference voltage (which puts an input on the bank's VCCIO too).
+const IO_TYPES: &[(&str, &str, bool)] = &[
+    ("LVTTL33", "3.3V", false),
+    ("LVCMOS33", "3.3V", false),
+    ("LVCMOS25", "2.5V", false),
+    ("LVCMOS18", "1.8V", false),
+    ("LVCMOS15", "1.5V", false),
+    ("LVCMOS12", "1.2V", false),
+    ("SSTL18_I", "1.8V", true),
+    ("SSTL18_II", "1.8V", true),
+    ("SSTL15_I", "1.5V", true),
+    ("SSTL15_II", "1.5V", true),
+    ("SSTL135_I", "1.35V", true),
+    ("SSTL135_II", "1.35V", true),
+    ("HSUL12", "1.2V", true),
+    ("SSTL18D_I", "1.8V", true),
+    ("SSTL18D_II", "1.8V", true),
+    ("SSTL135D_I", "1.35V", true),
+    ("SSTL135D_II", "1.35V", true),
+    ("SSTL15D_I", "1.5V", true),
+    ("SSTL15D_II", "1.5V", true),
+    ("HSUL12D", "1.2V", true),
+    ("LVCMOS33D", "3.3V", false),
+    ("LVCMOS25D", "2.5V", false),
+    ("LVCMOS15D", "1.5V", false),
+    ("LVCMOS12D", "1.2V", false),
+    ("LVDS", "2.5V", false),
+    ("BLVDS25", "2.5V", false),
+    ("MLVDS25", "2.5V", false),
+    ("LVPECL33", "3.3V", false),
+    ("SLVS", "2.5V", false),
+    ("SUBLVDS", "2.5V", false),
+    ("LVCMOS18D", "1.8V", false),
+    ("LVDS25E", "2.5V", false),
+    ("BLVDS25E", "2.5V", false),
+    ("MLVDS25E", "2.5V", false),
+    ("LVPECL33E", "3.3V", false),
+];
+
+/// nextpnr's IO type when the LPF gives none.
+const DEFAULT_IO_TYPE: &str = "LVCMOS33";
+
+/// One top-level port bit, as nextpnr names its IO cell.
+struct PortBit {
+    name: String,
+    direction: Direction,
+}
+
+/// The pin each placed port bit ended on, by port bit name, for the packer's IO logic.
+pub(crate) type PinRows = HashMap<String, u8>;
+
+/// Runs every constraint check. `text` is `None` when the design came without an LPF. Also
+/// returns the row of each placed port bit's pin, for the IO logic count.
+pub(crate) fn check(
+    device: &Device,
+    package: &Package,
+    module: &Module<'_>,
+    text: Option<&str>,
+    allow_unconstrained: bool,
+    file: Option<&str>,
+    deadline: &Deadline,
+) -> (Vec<Finding>, PinRows) {
+    let at = |a: At, port: Option<&str>, pin: Option<&str>| Location {
+        file: file.map(str::to_owned),
+        line: Some(a.line),
+        port: port.map(str::to_owned),
+        pin: pin.map(str::to_owned),
+        ..Location::default()
+    };
+    let mut bits: Vec<PortBit> = Vec::new();
+    for port in &module.ports {
+        for (_, name) in bit_names(&port.name, &port.bits, port.offset, port.upto) {
+            bits.push(PortBit { name, direction: port.direction });
+        }
+    }
+    let index: HashMap<&str, usize> = bits.iter().enumerate().map(|(i, b)| (b.name.as_str(), i)).collect();
+    let Some(text) = text else {
+        let finding = Finding::warning(
+            "PORT_UNCONSTRAINED",
+            "no LPF was given, so nextpnr will place every IO automatically",
+            Location::default(),
+        );
+        return (vec![finding], PinRows::new());
+    };
+    let cells: HashSet<&str> = module.cells.iter().map(|c| c.name.as_ref()).collect();
+    let (parsed, mut findings) = lpf::parse(text, file);
+    let unknown_port = |what: &str, name: &str, a: At| {
+        Finding::warning(
+            "CONSTRAINT_UNKNOWN_PORT",
+            format!("the design has no top-level port '{}'; nextpnr ignores this {what}", short_name(name)),
+            at(a, Some(name), None),
+        )
+    };
+
+    // LOCATE: the last one for each port bit wins, as in nextpnr.
+    let mut site: HashMap<usize, (&str, &lpf::Locate)> = HashMap::new();
+    for (k, locate) in parsed.locates.iter().enumerate() {
+        if k % 1024 == 0 && deadline.passed() {
+            return (findings, PinRows::new());
+        }
+        let comp = locate.comp.as_str();
+        let bit = index.get(comp).or_else(|| comp.strip_suffix("[0]").and_then(|c| index.get(c))).copied();
+        let Some(bit) = bit else {
+            if !cells.contains(comp) {
+                findings.push(unknown_port("LOCATE", comp, locate.at));
+            }
+            continue;
+        };
+        let pin = match locate.site() {
+            Ok(pin) => pin,
+            Err(message) => {
+                findings.push(Finding::error(
+                    "LPF_SYNTAX",
+                    format!("line {}, column {}: {message}", locate.site_at.line, locate.site_at.column),
+                    at(locate.site_at, Some(comp), None),
+                ));
+                continue;
+            }
+        };
+        if let Some((old, before)) = site.insert(bit, (pin, locate)) {
+            findings.push(Finding::warning(
+                "PORT_CONSTRAINED_TWICE",
+                format!(
+                    "port '{}' is located twice: at pin '{}' (line {}) and at pin '{}'; nextpnr keeps the last",
+                    short_name(&bits[bit].name),
+                    short_name(old),
+                    before.at.line,
+                    short_name(pin)
+                ),
+                at(locate.at, Some(&bits[bit].name), Some(pin)),
+            ));
+        }
+    }
+
+    // The pins: in the package, and one port each.
+    let mut rows = PinRows::new();
+    let mut pin_owner: HashMap<&str, usize> = HashMap::new();
+    let mut placed: Vec<(usize, &'static super::device::Pin, &lpf::Locate)> = Vec::new();
+    let mut ordered: Vec<(&usize, &(&str, &lpf::Locate))> = site.iter().collect();
+    ordered.sort_unstable_by_key(|(_, (_, l))| (l.at.line, l.at.column));
+    for (&bit, &(pin, locate)) in ordered {
+        let name = bits[bit].name.as_str();
+        let Some(p) = package.pin(pin) else {
+            findings.push(Finding::error(
+                "PIN_NOT_IN_PACKAGE",
+                format!(
+                    "port '{}' is located at pin '{}', which the {} {} package does not have (pin names are case-sensitive)",
+                    short_name(name),
+                    short_name(pin),
+                    device.name,
+                    package.name
+                ),
+                at(locate.site_at, Some(name), Some(pin)),
+            ));
+            continue;
+        };
+        if let Some(&other) = pin_owner.get(p.name) {
+            findings.push(Finding::error(
+                "PIN_DOUBLE_ASSIGNED",
+                format!(
+                    "ports '{}' and '{}' are both located at pin '{}'; nextpnr cannot place both",
+                    short_name(&bits[other].name),
+                    short_name(name),
+                    p.name
+                ),
+                at(locate.site_at, Some(name), Some(p.name)),
+            ));
+            continue;
+        }
+        pin_owner.insert(p.name, bit);
+        rows.insert(name.to_owned(), p.row);
+        placed.push((bit, p, locate));
+    }
+
+    // Every port bit needs a LOCATE.
+    for (i, b) in bits.iter().enumerate() {
+        if i % 1024 == 0 && deadline.passed() {
+            return (findings, rows);
+        }
+        if site.contains_key(&i) {
+            continue;
+        }
+        let message = format!("port '{}' has no LOCATE COMP in the LPF", short_name(&b.name));
+        let location = Location { file: file.map(str::to_owned), port: Some(b.name.clone()), ..Location::default() };
+        findings.push(if allow_unconstrained {
+            Finding::warning("PORT_UNCONSTRAINED", format!("{message}; nextpnr will place it automatically"), location)
+        } else {
+            Finding::error(
+                "PORT_UNCONSTRAINED",
+                format!("{message} (allow unconstrained ports to let nextpnr place it)"),
+                location,
+            )
+        });
+    }
+
+    // IOBUF attributes.
+    let mut io_type: HashMap<usize, (&str, At)> = HashMap::new();
+    for iobuf in &parsed.iobufs {
+        let Some(&bit) = index.get(iobuf.port.as_str()) else {
+            if !cells.contains(iobuf.port.as_str()) {
+                findings.push(unknown_port("IOBUF", &iobuf.port, iobuf.at));
+            }
+            continue;
+        };
+        let attributes = match iobuf.attributes() {
+            Ok(a) => a,
+            Err((message, a)) => {
+                findings.push(Finding::error(
+                    "LPF_SYNTAX",
+                    format!("line {}, column {}: {message}", a.line, a.column),
+                    at(a, Some(&iobuf.port), None),
+                ));
+                continue;
+            }
+        };
+        for (key, value, a) in attributes {
+            if !IOBUF_KEYS.contains(&key) {
+                findings.push(Finding::warning(
+                    "LPF_IGNORED_OPTION",
+                    format!(
+                        "line {}, column {}: IOBUF attribute '{}' of port '{}' is not one nextpnr-ecp5 knows ({})",
+                        a.line,
+                        a.column,
+                        short_name(key),
+                        short_name(&iobuf.port),
+                        IOBUF_KEYS.join(", ")
+                    ),
+                    at(a, Some(&iobuf.port), None),
+                ));
+            }
+            if key == "IO_TYPE" {
+                if IO_TYPES.iter().all(|(t, _, _)| *t != value) {
+                    let known: Vec<&str> = IO_TYPES.iter().map(|t| t.0).collect();
+                    findings.push(Finding::error(
+                        "IO_TYPE_UNKNOWN",
+                        format!(
+                            "line {}, column {}: port '{}' has IO_TYPE '{}', which nextpnr-ecp5 does not know (it knows {})",
+                            a.line,
+                            a.column,
+                            short_name(&iobuf.port),
+                            short_name(value),
+                            known.join(", ")
+                        ),
+                        at(a, Some(&iobuf.port), None),
+                    ));
+                } else {
+                    io_type.insert(bit, (value, a));
+                }
+            }
+        }
+    }
+
+    // One IO voltage per bank, from outputs and referenced inputs, as nextpnr's bitstream writer asks.
+    let mut bank_vcc: HashMap<u8, (&str, usize)> = HashMap::new();
+    placed.sort_unstable_by_key(|(_, _, l)| (l.at.line, l.at.column));
+    for (bit, pin, locate) in &placed {
+        let t = io_type.get(bit).map_or(DEFAULT_IO_TYPE, |(t, _)| t);
+        let Some(&(_, vcc, referenced)) = IO_TYPES.iter().find(|(n, _, _)| *n == t) else { continue };
+        if bits[*bit].direction == Direction::Input && !referenced {
+            continue;
+        }
+        match bank_vcc.get(&pin.bank) {
+            None => {
+                bank_vcc.insert(pin.bank, (vcc, *bit));
+            }
+            Some(&(other_vcc, other)) if other_vcc != vcc => {
+                let name = &bits[*bit].name;
+                findings.push(Finding::error(
+                    "BANK_VCCIO_CONFLICT",
+                    format!(
+                        "port '{}' ({t}, {vcc}) on pin '{}' and port '{}' ({other_vcc}) are both in bank {}, which has one IO voltage",
+                        short_name(name),
+                        pin.name,
+                        short_name(&bits[other].name),
+                        pin.bank
+                    ),
+                    at(locate.at, Some(name), Some(pin.name)),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+
+    // FREQUENCY.
+    let mut net_names: Option<HashSet<String>> = None;
+    for f in &parsed.frequencies {
+        if !(f.mhz.is_finite() && f.mhz > 0.0) {
+            findings.push(Finding::error(
+                "FREQUENCY_INVALID",
+                format!(
+                    "line {}: the frequency of '{}' is not a positive number of hertz",
+                    f.at.line,
+                    short_name(&f.name)
+                ),
+                at(f.at, None, None),
+            ));
+            continue;
+        }
+        let known = match f.of {
+            FrequencyOf::Port => index.contains_key(f.name.as_str()),
+            FrequencyOf::Net => {
+                let names = net_names.get_or_insert_with(|| {
+                    let mut names = HashSet::new();
+                    module.each_net_name(|name, bits, offset, upto| {
+                        for (_, n) in bit_names(&name, bits, offset, upto) {
+                            names.insert(n);
+                        }
+                    });
+                    names
+                });
+                names.contains(&f.name) || index.contains_key(f.name.as_str())
+            }
+        };
+        if !known {
+            let what = if f.of == FrequencyOf::Port { "top-level port" } else { "net" };
+            findings.push(Finding::warning(
+                "CONSTRAINT_UNKNOWN_PORT",
+                format!("the design has no {what} '{}'; its FREQUENCY constrains nothing", short_name(&f.name)),
+                at(f.at, Some(&f.name), None),
+            ));
+        }
+    }
+    (findings, rows)
+}
+
+#[cfg(test)]
+mod tests;
