@@ -90,6 +90,68 @@ pub(crate) fn delivery_item(tenant: &TenantId, id: &WebhookId, seq: u64, entry_j
     item
 }
 
+/// The head moved from `last` to `next`: a new head item when `last` is 0 (the tenant's first
+/// entry), else an update on condition it still says `last`.
+pub(crate) fn head_write(table: &str, tenant: &TenantId, last: u64, next: u64) -> TransactWriteItem {
+    if last == 0 {
+        let mut head = feed_head_key(tenant);
+        head.extend([("item_type".to_owned(), s("feed_head")), ("seq".to_owned(), n(next))]);
+        return put_new(table, head);
+    }
+    let update = Update::builder()
+        .table_name(table)
+        .set_key(Some(feed_head_key(tenant)))
+        .update_expression("SET #seq = :next")
+        .condition_expression("#seq = :last")
+        .expression_attribute_names("#seq", "seq")
+        .expression_attribute_values(":next", n(next))
+        .expression_attribute_values(":last", n(last))
+        .build()
+        .expect("table, key and expression are set");
+    TransactWriteItem::builder().update(update).build()
+}
+
+/// The item of feed entry `entry` (numbered).
+pub(crate) fn entry_item(tenant: &TenantId, entry: &FeedEntry) -> Item {
+    let mut item = key(feed_pk(tenant), feed_sk(entry.seq));
+    item.extend([
+        ("item_type".to_owned(), s("feed_entry")),
+        ("seq".to_owned(), n(entry.seq)),
+        ("design_id".to_owned(), s(entry.design_id.as_str())),
+        ("kind".to_owned(), s(entry.kind.as_str())),
+        ("revision".to_owned(), n(entry.revision)),
+        ("event_id".to_owned(), s(entry.event_id.to_string())),
+        ("correlation_id".to_owned(), s(entry.correlation_id.as_str())),
+        ("occurred_at".to_owned(), s(entry.occurred_at.to_rfc3339())),
+    ]);
+    if let Some(v) = entry.verdict {
+        item.insert("verdict".to_owned(), s(v.as_str()));
+    }
+    item
+}
+
+/// The feed-once item `once` (`U#{design}#{kind}#{revision}`) of the entry numbered `seq`.
+pub(crate) fn once_item(tenant: &TenantId, once: String, seq: u64) -> Item {
+    let mut marker = key(feed_pk(tenant), once);
+    marker.extend([("item_type".to_owned(), s("feed_once")), ("seq".to_owned(), n(seq))]);
+    marker
+}
+
+/// A check that the tenant's webhooks are still the ones read: the count item's `version` is
+/// still the one read, or the item is still absent.
+pub(crate) fn webhooks_unchanged(table: &str, tenant: &TenantId, hooks: Option<(u64, u64)>) -> TransactWriteItem {
+    let check =
+        ConditionCheck::builder().table_name(table).set_key(Some(key(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned())));
+    let check = match hooks {
+        Some((_, version)) => check
+            .condition_expression("#version = :version")
+            .expression_attribute_names("#version", "version")
+            .expression_attribute_values(":version", n(version)),
+        None => check.condition_expression("attribute_not_exists(#pk)").expression_attribute_names("#pk", PK),
+    };
+    TransactWriteItem::builder().condition_check(check.build().expect("table, key and condition are set")).build()
+}
+
 fn feed_entry(item: &Item) -> PortResult<FeedEntry> {
     let corrupt = super::table::corrupt;
     Ok(FeedEntry {
@@ -162,6 +224,21 @@ async fn read_held(client: &Client, table: &str, tenant: &TenantId, once: &str) 
     Err(PortError::Throttled { retry_after: None })
 }
 
+/// The tenant's webhooks (at most ten) with the kinds each wants, as registered.
+pub(crate) async fn webhook_kinds(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+) -> PortResult<Vec<(WebhookId, Vec<EventKind>)>> {
+    let hooks = query(client, table, tenant_pk(tenant), prefix_range(WEBHOOK_PREFIX), false, 100).await?;
+    let mut found = Vec::with_capacity(hooks.len());
+    for hook in &hooks {
+        let kinds = parse_kinds(hook.str_attr("kinds")?).ok_or_else(|| super::table::corrupt("kinds"))?;
+        found.push((WebhookId::parse(hook.str_attr("id")?).ok_or_else(|| super::table::corrupt("id"))?, kinds));
+    }
+    Ok(found)
+}
+
 /// The ids of the tenant's webhooks that want `kind`.
 async fn webhooks_wanting(
     client: &Client,
@@ -169,15 +246,8 @@ async fn webhooks_wanting(
     tenant: &TenantId,
     kind: EventKind,
 ) -> PortResult<Vec<WebhookId>> {
-    let hooks = query(client, table, tenant_pk(tenant), prefix_range(WEBHOOK_PREFIX), false, 100).await?;
-    let mut wanting = Vec::new();
-    for hook in &hooks {
-        let kinds = parse_kinds(hook.str_attr("kinds")?).ok_or_else(|| super::table::corrupt("kinds"))?;
-        if kinds.contains(&kind) {
-            wanting.push(WebhookId::parse(hook.str_attr("id")?).ok_or_else(|| super::table::corrupt("id"))?);
-        }
-    }
-    Ok(wanting)
+    let hooks = webhook_kinds(client, table, tenant).await?;
+    Ok(hooks.into_iter().filter(|(_, kinds)| kinds.contains(&kind)).map(|(id, _)| id).collect())
 }
 
 pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
@@ -195,60 +265,11 @@ pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new:
         let seq = held.head + 1;
         let entry = new.numbered(seq);
         let mut items = Vec::with_capacity(4 + wanting.len());
-        items.push(match held.head {
-            0 => {
-                let mut head = feed_head_key(tenant);
-                head.extend([("item_type".to_owned(), s("feed_head")), ("seq".to_owned(), n(seq))]);
-                put_new(table, head)
-            }
-            last => {
-                let update = Update::builder()
-                    .table_name(table)
-                    .set_key(Some(feed_head_key(tenant)))
-                    .update_expression("SET #seq = :next")
-                    .condition_expression("#seq = :last")
-                    .expression_attribute_names("#seq", "seq")
-                    .expression_attribute_values(":next", n(seq))
-                    .expression_attribute_values(":last", n(last))
-                    .build()
-                    .expect("table, key and expression are set");
-                TransactWriteItem::builder().update(update).build()
-            }
-        });
-        let mut item = key(feed_pk(tenant), feed_sk(seq));
-        item.extend([
-            ("item_type".to_owned(), s("feed_entry")),
-            ("seq".to_owned(), n(seq)),
-            ("design_id".to_owned(), s(entry.design_id.as_str())),
-            ("kind".to_owned(), s(entry.kind.as_str())),
-            ("revision".to_owned(), n(entry.revision)),
-            ("event_id".to_owned(), s(entry.event_id.to_string())),
-            ("correlation_id".to_owned(), s(entry.correlation_id.as_str())),
-            ("occurred_at".to_owned(), s(entry.occurred_at.to_rfc3339())),
-        ]);
-        if let Some(v) = entry.verdict {
-            item.insert("verdict".to_owned(), s(v.as_str()));
-        }
-        items.push(put_new(table, item));
-        let mut marker = key(feed_pk(tenant), once.clone());
-        marker.extend([("item_type".to_owned(), s("feed_once")), ("seq".to_owned(), n(seq))]);
-        items.push(put_new(table, marker));
+        items.push(head_write(table, tenant, held.head, seq));
+        items.push(put_new(table, entry_item(tenant, &entry)));
+        items.push(put_new(table, once_item(tenant, once.clone(), seq)));
         // The webhooks read above are still the tenant's webhooks.
-        let check = ConditionCheck::builder()
-            .table_name(table)
-            .set_key(Some(key(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned())));
-        let check = match held.hooks {
-            Some((_, version)) => check
-                .condition_expression("#version = :version")
-                .expression_attribute_names("#version", "version")
-                .expression_attribute_values(":version", n(version)),
-            None => check.condition_expression("attribute_not_exists(#pk)").expression_attribute_names("#pk", PK),
-        };
-        items.push(
-            TransactWriteItem::builder()
-                .condition_check(check.build().expect("table, key and condition are set"))
-                .build(),
-        );
+        items.push(webhooks_unchanged(table, tenant, held.hooks));
         if !wanting.is_empty() {
             let json = serde_json::to_string(&entry).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
             let now = stored_nanos(Utc::now());

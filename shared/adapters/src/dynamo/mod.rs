@@ -6,6 +6,9 @@
 //! - `apply`: the revision rules ([`openqq_core::revision::plan`]) executed as one
 //!   `TransactWriteItems` per state change, conditional on the design's write counter and
 //!   revision; a lost race reads and plans again.
+//! - `batch`: `apply_and_append` and `apply_batch`: the writes of one or several events and
+//!   their feed entries (with deliveries) from one read, in as few transactions as DynamoDB
+//!   allows (one per event or per group of events).
 //! - `reads`: strongly consistent reads, listing per tenant with a cursor, usage, accepted
 //!   markers.
 //! - `idempotency`: claims, completions and releases of idempotency keys.
@@ -16,6 +19,7 @@
 //!   flattened into one kind of failure.
 
 mod apply;
+mod batch;
 mod error;
 mod feed;
 mod idempotency;
@@ -35,8 +39,9 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
-use openqq_core::ports::{PortResult, Usage};
+use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
+use openqq_core::PortError;
 use openqq_core::{
     AcceptedRevision, Applied, Change, DesignId, DesignStore, DesignView, IdempotencyClaim, IdempotencyKey,
     KeptResponse, Page, StoredReport, TenantId, TimelineEntry,
@@ -60,6 +65,10 @@ pub struct DynamoDesignStore {
     table: String,
     /// Where the last claim of due deliveries stopped at its query budget, for the next.
     claim_cursor: Mutex<Option<String>>,
+    /// Each tenant's feed head and webhooks as last read or written here, from which a
+    /// submission is written without a read (a hint: every write planned from it is conditional
+    /// on it).
+    memory: batch::Memory,
 }
 
 impl DynamoDesignStore {
@@ -74,7 +83,7 @@ impl DynamoDesignStore {
             )));
         }
         let client = Client::from_conf(client.config().to_builder().interceptor(requests::CountRequests).build());
-        Ok(Self { client, table, claim_cursor: Mutex::new(None) })
+        Ok(Self { client, table, claim_cursor: Mutex::new(None), memory: batch::Memory::default() })
     }
 
     /// A store with the AWS settings and credentials of the environment. With an endpoint
@@ -143,6 +152,31 @@ impl DesignStore for DynamoDesignStore {
         change: &Change,
     ) -> PortResult<Applied> {
         apply::apply(&self.client, &self.table, tenant, design, entry, change, true).await
+    }
+
+    /// The write and its feed entry (with its deliveries) planned from one read and written in
+    /// one transaction.
+    async fn apply_and_append(
+        &self,
+        replayed: bool,
+        tenant: &TenantId,
+        design: &DesignId,
+        entry: &TimelineEntry,
+        change: &Change,
+    ) -> PortResult<Applied> {
+        let op = ApplyOp { replayed, tenant, design, entry, change };
+        let mut done = batch::apply(&self.client, &self.table, &self.memory, std::slice::from_ref(&op)).await;
+        match (done.error.take(), done.applied.first()) {
+            (Some(e), _) => Err(e),
+            (None, Some(applied)) => Ok(*applied),
+            (None, None) => Err(PortError::backend_message("a write of one event returned no outcome", false)),
+        }
+    }
+
+    /// The whole batch from one read (per 100 keys) and in as few transactions as DynamoDB's
+    /// limits allow.
+    async fn apply_batch(&self, ops: &[ApplyOp<'_>]) -> BatchApplied {
+        batch::apply(&self.client, &self.table, &self.memory, ops).await
     }
 
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {

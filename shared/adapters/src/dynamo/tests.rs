@@ -341,3 +341,250 @@ async fn an_append_queues_a_delivery_per_webhook_that_wants_its_kind_in_its_one_
     );
     assert_eq!(items[4]["Put"]["ConditionExpression"], "attribute_not_exists(#pk)");
 }
+
+/// The body of a request sent, as JSON.
+fn body(request: &aws_sdk_dynamodb::config::http::HttpRequest) -> serde_json::Value {
+    serde_json::from_slice(request.body().bytes().unwrap()).unwrap()
+}
+
+fn target(request: &aws_sdk_dynamodb::config::http::HttpRequest) -> &str {
+    request.headers().get("x-amz-target").unwrap_or_default()
+}
+
+/// The sort keys of a transaction's items, each with the kind of write (`Put`, `Update`,
+/// `ConditionCheck`).
+fn written(transaction: &serde_json::Value) -> Vec<(String, String)> {
+    let items = transaction["TransactItems"].as_array().unwrap();
+    items
+        .iter()
+        .map(|item| {
+            let (verb, write) = item.as_object().unwrap().iter().next().unwrap();
+            let key = write.get("Item").or_else(|| write.get("Key")).unwrap();
+            (verb.clone(), key["sk"]["S"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+fn cancelled(reasons: usize) -> ReplayEvent {
+    let reasons = vec![r#"{"Code":"ConditionalCheckFailed"}"#; reasons].join(",");
+    error(400, "TransactionCanceledException", &format!(r#","CancellationReasons":[{reasons}]"#))
+}
+
+const HELD_DESIGN: &str = r#"{"pk":{"S":"T#acme"},"sk":{"S":"D#d-1"},"revision":{"N":"1"},"status":{"S":"submitted"},"seq":{"N":"1"},"latest":{"M":{"design.submitted":{"N":"1"}}}}"#;
+
+#[tokio::test]
+async fn an_event_and_its_feed_entry_are_one_read_and_one_transaction() {
+    let (t, d) = ids();
+    let (store, replay) = store(vec![feed_read(&[HELD_DESIGN, &head(3)]), answer(200, "{}".into())]);
+    let e = entry(EventKind::ValidationStarted, 1);
+    let applied = store.apply_and_append(false, &t, &d, &e, &Change::ValidationStarted).await;
+    assert_eq!(applied.unwrap(), Applied::Applied);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(
+        sent.iter().map(|r| target(r)).collect::<Vec<_>>(),
+        ["DynamoDB_20120810.BatchGetItem", "DynamoDB_20120810.TransactWriteItems"]
+    );
+    let read = body(sent[0]);
+    assert_eq!(read["RequestItems"]["openqq"]["Keys"].as_array().unwrap().len(), 5, "{read}");
+    assert_eq!(read["RequestItems"]["openqq"]["ConsistentRead"], true);
+    let write = body(sent[1]);
+    let once = format!("U#d-1#validation.started#{:020}", 1);
+    let entry = format!("E#{:016}", 2);
+    let marker = format!("K#validation.started#{:020}", 1);
+    let feed = format!("F#{:020}", 4);
+    let expected: Vec<(String, String)> = [
+        ("Update", "D#d-1"),
+        ("Update", "H"),
+        ("ConditionCheck", "WH"),
+        ("Put", marker.as_str()),
+        ("Put", entry.as_str()),
+        ("Put", feed.as_str()),
+        ("Put", once.as_str()),
+    ]
+    .iter()
+    .map(|(v, k)| (v.to_string(), k.to_string()))
+    .collect();
+    assert_eq!(written(&write), expected, "the design change, its entry and its feed entry: {write}");
+    let items = write["TransactItems"].as_array().unwrap();
+    assert_eq!(items[0]["Update"]["ConditionExpression"], "#seq = :v0 AND #revision = :v1");
+    assert_eq!(items[1]["Update"]["ConditionExpression"], "#seq = :last");
+    assert_eq!(items[1]["Update"]["ExpressionAttributeValues"][":last"], serde_json::json!({"N": "3"}));
+    for put in &items[3..] {
+        assert_eq!(put["Put"]["ConditionExpression"], "attribute_not_exists(#pk)", "{put}");
+    }
+}
+
+#[tokio::test]
+async fn an_event_whose_entry_is_in_the_feed_and_whose_write_is_applied_sends_nothing_after_the_read() {
+    let (t, d) = ids();
+    let marker = r#"{"pk":{"S":"T#acme#D#d-1"},"sk":{"S":"K#design.submitted#00000000000000000001"},"seq":{"N":"1"}}"#;
+    let once =
+        format!(r#"{{"pk":{{"S":"T#acme#F"}},"sk":{{"S":"U#d-1#design.submitted#{:020}"}},"seq":{{"N":"1"}}}}"#, 1);
+    let (store, replay) = store(vec![feed_read(&[HELD_DESIGN, marker, &once, &head(1)])]);
+    let submitted = Change::Submitted { name: None };
+    let e = entry(EventKind::DesignSubmitted, 1);
+    assert_eq!(store.apply_and_append(false, &t, &d, &e, &submitted).await.unwrap(), Applied::Duplicate);
+    assert_eq!(replay.actual_requests().count(), 1, "the read only");
+}
+
+#[tokio::test]
+async fn a_duplicate_whose_feed_entry_is_missing_appends_it_alone() {
+    let (t, d) = ids();
+    let marker = r#"{"pk":{"S":"T#acme#D#d-1"},"sk":{"S":"K#design.submitted#00000000000000000001"},"seq":{"N":"1"}}"#;
+    let (store, replay) = store(vec![feed_read(&[HELD_DESIGN, marker]), answer(200, "{}".into())]);
+    let e = entry(EventKind::DesignSubmitted, 1);
+    let applied = store.apply_and_append(false, &t, &d, &e, &Change::Submitted { name: None }).await;
+    assert_eq!(applied.unwrap(), Applied::Duplicate);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    let write = written(&body(sent[1]));
+    let verbs: Vec<&str> = write.iter().map(|(v, _)| v.as_str()).collect();
+    assert_eq!(
+        verbs,
+        ["Put", "ConditionCheck", "Put", "Put"],
+        "the head, the webhooks' check, entry and once: {write:?}"
+    );
+    assert_eq!(write[0].1, "H", "the tenant's first entry creates its head");
+}
+
+#[tokio::test]
+async fn a_submission_is_written_unread_once_its_tenants_feed_head_is_known() {
+    let (t, _) = ids();
+    let (store, replay) = store(vec![feed_read(&[]), answer(200, "{}".into()), answer(200, "{}".into())]);
+    let submitted = Change::Submitted { name: Some("blinky".into()) };
+    for d in ["d-1", "d-2"] {
+        let d = DesignId::parse(d).unwrap();
+        let e = entry(EventKind::DesignSubmitted, 1);
+        assert_eq!(store.apply_and_append(false, &t, &d, &e, &submitted).await.unwrap(), Applied::Applied);
+    }
+    let sent: Vec<_> = replay.actual_requests().collect();
+    let targets: Vec<&str> = sent.iter().map(|r| target(r)).collect();
+    assert_eq!(
+        targets,
+        [
+            "DynamoDB_20120810.BatchGetItem",
+            "DynamoDB_20120810.TransactWriteItems",
+            "DynamoDB_20120810.TransactWriteItems"
+        ],
+        "the first submission of a tenant reads its feed head; the next one does not"
+    );
+    let second = body(sent[2]);
+    let items = second["TransactItems"].as_array().unwrap();
+    assert_eq!(items[0]["Put"]["ConditionExpression"], "attribute_not_exists(#pk)", "the design only if new");
+    assert_eq!(items[1]["Update"]["ExpressionAttributeValues"][":last"], serde_json::json!({"N": "1"}));
+    assert_eq!(items[1]["Update"]["ExpressionAttributeValues"][":next"], serde_json::json!({"N": "2"}));
+}
+
+#[tokio::test]
+async fn an_unread_submission_that_assumed_an_old_head_reads_and_takes_the_next_number() {
+    let (t, _) = ids();
+    let (store, replay) = store(vec![
+        feed_read(&[]),
+        answer(200, "{}".into()),
+        cancelled(7),
+        feed_read(&[&head(5)]),
+        answer(200, "{}".into()),
+    ]);
+    let submitted = Change::Submitted { name: None };
+    for d in ["d-1", "d-2"] {
+        let d = DesignId::parse(d).unwrap();
+        let e = entry(EventKind::DesignSubmitted, 1);
+        assert_eq!(store.apply_and_append(false, &t, &d, &e, &submitted).await.unwrap(), Applied::Applied);
+    }
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 5, "read, write; the refused unread write, read, write");
+    let last = body(sent[4]);
+    let items = last["TransactItems"].as_array().unwrap();
+    assert_eq!(items[1]["Update"]["ExpressionAttributeValues"][":last"], serde_json::json!({"N": "5"}));
+    assert!(written(&last).iter().any(|(_, sk)| *sk == format!("F#{:020}", 6)), "{last}");
+}
+
+#[tokio::test]
+async fn a_batch_of_one_tenants_events_is_one_read_and_one_transaction_that_moves_the_head_once() {
+    let (t, _) = ids();
+    let (d1, d2) = (DesignId::parse("d-1").unwrap(), DesignId::parse("d-2").unwrap());
+    let (store, replay) = store(vec![feed_read(&[]), answer(200, "{}".into())]);
+    let (s1, started, s2) = (
+        entry(EventKind::DesignSubmitted, 1),
+        entry(EventKind::ValidationStarted, 1),
+        entry(EventKind::DesignSubmitted, 1),
+    );
+    let submitted = Change::Submitted { name: None };
+    let ops = [
+        ApplyOp { replayed: false, tenant: &t, design: &d1, entry: &s1, change: &submitted },
+        ApplyOp { replayed: false, tenant: &t, design: &d1, entry: &started, change: &Change::ValidationStarted },
+        ApplyOp { replayed: false, tenant: &t, design: &d2, entry: &s2, change: &submitted },
+    ];
+    let done = store.apply_batch(&ops).await;
+    assert!(done.error.is_none(), "{:?}", done.error);
+    assert_eq!(done.applied, [Applied::Applied; 3]);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 2, "one read, one write");
+    let write = body(sent[1]);
+    let keys = written(&write);
+    assert_eq!(keys.iter().filter(|(_, sk)| sk == "D#d-1").count(), 1, "each design item once: {keys:?}");
+    assert_eq!(keys.iter().filter(|(_, sk)| sk == "H").count(), 1, "the head once: {keys:?}");
+    assert_eq!(keys.len(), 2 + 2 + 3 * 4, "two designs, head and check, four items per event: {keys:?}");
+    let items = write["TransactItems"].as_array().unwrap();
+    let design = &items[0]["Put"]["Item"];
+    assert_eq!(
+        (&design["status"], &design["seq"]),
+        (&serde_json::json!({"S": "validating"}), &serde_json::json!({"N": "2"}))
+    );
+    assert_eq!(design["usage_bytes"], serde_json::json!({"N": "768"}), "the design and its two entries");
+    let head = &items[2]["Put"]["Item"];
+    assert_eq!(head["seq"], serde_json::json!({"N": "3"}), "three entries: {write}");
+}
+
+#[tokio::test]
+async fn a_batch_too_large_for_one_transaction_goes_in_parts_each_conditional_on_the_last() {
+    let (t, _) = ids();
+    let designs: Vec<DesignId> = (0..25).map(|i| DesignId::parse(format!("d-{i}")).unwrap()).collect();
+    let entries: Vec<TimelineEntry> = designs.iter().map(|_| entry(EventKind::DesignSubmitted, 1)).collect();
+    let submitted = Change::Submitted { name: None };
+    let ops: Vec<ApplyOp<'_>> = designs
+        .iter()
+        .zip(&entries)
+        .map(|(design, entry)| ApplyOp { replayed: false, tenant: &t, design, entry, change: &submitted })
+        .collect();
+    let (store, replay) = store(vec![feed_read(&[]), answer(200, "{}".into()), answer(200, "{}".into())]);
+    let done = store.apply_batch(&ops).await;
+    assert!(done.is_complete(ops.len()), "{:?}", done.error);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 3, "one read, two writes");
+    let (first, second) = (body(sent[1]), body(sent[2]));
+    let (first, second) = (first["TransactItems"].as_array().unwrap(), second["TransactItems"].as_array().unwrap());
+    assert!(first.len() <= 100 && second.len() <= 100, "{} and {}", first.len(), second.len());
+    assert_eq!(first.len() + second.len(), 25 * 5 + 2 * 2, "each part moves the head and checks the webhooks");
+    let moved = |items: &[serde_json::Value]| {
+        items.iter().find_map(|i| {
+            let head = i.get("Update").filter(|u| u["Key"]["sk"]["S"] == "H")?;
+            head["ExpressionAttributeValues"][":last"]["N"].as_str()?.parse::<u64>().ok()
+        })
+    };
+    let first_part = (first.len() - 2) / 5;
+    assert_eq!(moved(second), Some(first_part as u64), "the second part starts where the first left the head");
+}
+
+#[tokio::test]
+async fn a_batch_stops_at_an_event_for_a_design_that_never_materialised_keeping_the_writes_before_it() {
+    let (t, _) = ids();
+    let (d1, d2) = (DesignId::parse("d-1").unwrap(), DesignId::parse("d-2").unwrap());
+    let (store, replay) = store(vec![feed_read(&[]), answer(200, "{}".into())]);
+    let (s1, started, s2) = (
+        entry(EventKind::DesignSubmitted, 1),
+        entry(EventKind::ValidationStarted, 1),
+        entry(EventKind::DesignSubmitted, 1),
+    );
+    let submitted = Change::Submitted { name: None };
+    let ops = [
+        ApplyOp { replayed: false, tenant: &t, design: &d1, entry: &s1, change: &submitted },
+        ApplyOp { replayed: false, tenant: &t, design: &d2, entry: &started, change: &Change::ValidationStarted },
+        ApplyOp { replayed: false, tenant: &t, design: &d2, entry: &s2, change: &submitted },
+    ];
+    let done = store.apply_batch(&ops).await;
+    assert_eq!(done.applied, [Applied::Applied]);
+    assert!(matches!(done.error, Some(PortError::NotFound)), "{:?}", done.error);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 2, "the read, and the first op's write");
+    assert_eq!(written(&body(sent[1])).len(), 1 + 2 + 4, "the first op's writes only");
+}
