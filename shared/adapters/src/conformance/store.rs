@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use std::time::Duration;
 
 pub mod batch;
+pub mod combined;
 pub mod feed;
 pub mod replay;
 pub mod webhooks;
@@ -72,6 +73,9 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     batch::a_batch_has_the_effects_of_its_ops_applied_one_by_one(store).await;
     batch::a_failing_op_changes_nothing_and_ends_the_batch_and_the_ops_before_it_stay(store).await;
     batch::concurrent_batches_number_the_feed_without_gaps(store).await;
+    combined::designs_of_one_tenant_racing_for_the_feed_head_each_take_one_number(store).await;
+    combined::a_replayed_dead_letter_enters_the_feed_once(store).await;
+    combined::a_batch_larger_than_one_transaction_applies_each_write_once_in_order(store).await;
     webhooks::webhooks_are_listed_oldest_first_and_read_back_as_registered(store).await;
     webhooks::a_tenant_holds_at_most_the_webhook_limit(store).await;
     webhooks::rotating_a_secret_keeps_the_old_one_signing_until_the_given_time(store).await;
