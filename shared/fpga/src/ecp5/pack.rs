@@ -16,7 +16,8 @@
 //! - a constant `0` or `1` anywhere in the netlist (a cell input or a port bit) brings
 //!   nextpnr's constant driver, one COMB each for ground and power;
 //! - every top-level port bit is a `TRELLIS_IO` unless it reaches a `TRELLIS_IO`'s `B` or a
-//!   SERDES pad (`DCUA`, `EXTREFB`) directly;
+//!   SERDES pad (`DCUA`, `EXTREFB`) directly; a `$_TBUF_` driving a port becomes its IO's
+//!   tristate control and one COMB (the enable's inverter);
 //! - IO logic (DDR, delay and DQS primitives) is one `IOLOGIC`, or `SIOLOGIC` on the top and
 //!   bottom edges, per pin, which must be placed;
 //! - global promotion: every net with 5 or more clock users (flip-flop `CLK`, distributed RAM
@@ -221,6 +222,7 @@ pub(crate) fn pack_within(
         })
         .collect();
     let mut iologic_pins: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut nets = nets;
 
     let mut ccu2c = Vec::new();
     let mut clock_buffers = 0u32;
@@ -231,6 +233,9 @@ pub(crate) fn pack_within(
             "LUT4" | "TRELLIS_COMB" => comb += 1,
             "TRELLIS_FF" => add(&mut p, "TRELLIS_FF", 1),
             "CCU2C" => ccu2c.push(i),
+            // A tristate buffer on a port becomes that port's TRELLIS_IO tristate control, with
+            // a LUT to invert its enable.
+            "$_TBUF_" if matches!(m.bit(cell, "Y"), Some(Bit::Net(n)) if port_of_net.contains_key(&n)) => comb += 1,
             "TRELLIS_DPR16X4" => {
                 comb += 6;
                 add(&mut p, "TRELLIS_RAMW", 1);
@@ -247,7 +252,16 @@ pub(crate) fn pack_within(
                     });
                     match pin.and_then(|name| pin_rows.get(name).map(|row| (name, *row))) {
                         Some((name, row)) => {
-                            iologic_pins.insert(name, row == 0 || u32::from(row) + 1 == device.height);
+                            let edge = row == 0 || u32::from(row) + 1 == device.height;
+                            // The pin's IO logic takes the primitive's clock: one clock user of
+                            // weight 11 per pin, however many primitives share it.
+                            if iologic_pins.insert(name, edge).is_none() {
+                                if let Some(Bit::Net(clk)) = m.bit(cell, "SCLK") {
+                                    if let Some(s) = nets.get_mut(&clk) {
+                                        s.clock_weight += 11;
+                                    }
+                                }
+                            }
                         }
                         None => p.unplaced_iologic.push((i, pin.unwrap_or("").to_owned())),
                     }

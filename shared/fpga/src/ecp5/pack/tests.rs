@@ -1,1 +1,130 @@
-use super::*;
+//! The packer against nextpnr-ecp5 on netlists recorded from Yosys `synth_ecp5`: `fixtures/`
+//! holds the netlists and `expected.json` what `nextpnr-ecp5 --pack-only --report` said about
+//! each (recorded with `fixtures/record.py`, not written by hand).
+
+use crate::{validate, FileNames, Input, Severity};
+
+const EXPECTED: &str = include_str!("fixtures/expected.json");
+
+fn part(flag: &str) -> &'static str {
+    match flag {
+        "12k" => "LFE5U-12F",
+        "25k" => "LFE5U-25F",
+        "45k" => "LFE5U-45F",
+        "85k" => "LFE5U-85F",
+        "um-25k" => "LFE5UM-25F",
+        "um5g-25k" => "LFE5UM5G-25F",
+        other => panic!("no part for nextpnr flag {other}"),
+    }
+}
+
+fn netlist(name: &str) -> &'static str {
+    match name {
+        "adder" => include_str!("fixtures/adder.json"),
+        "bidir" => include_str!("fixtures/bidir.json"),
+        "counter" => include_str!("fixtures/counter.json"),
+        "ddr" => include_str!("fixtures/ddr.json"),
+        "longchain" => include_str!("fixtures/longchain.json"),
+        "mult" => include_str!("fixtures/mult.json"),
+        "muxes" => include_str!("fixtures/muxes.json"),
+        "pll" => include_str!("fixtures/pll.json"),
+        "rams" => include_str!("fixtures/rams.json"),
+        other => panic!("no fixture {other}"),
+    }
+}
+
+/// Our utilisation and nextpnr's for one recorded case, as (resource, ours, nextpnr's) rows
+/// that differ.
+fn differences(name: &str) -> Vec<(String, u32, u32)> {
+    let expected: serde_json::Value = serde_json::from_str(EXPECTED).unwrap();
+    let case = &expected["cases"][name];
+    assert_eq!(case["exit"], 0, "{name}: nextpnr packed it");
+    let lpf = case["lpf"].as_str();
+    let report = validate(&Input {
+        device: part(case["device"].as_str().unwrap()),
+        package: case["package"].as_str().unwrap(),
+        netlist: netlist(name),
+        constraints: lpf,
+        allow_unconstrained: true,
+        files: FileNames::default(),
+        ..Input::default()
+    });
+    let errors: Vec<_> = report.findings.iter().filter(|f| f.severity == Severity::Error).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}");
+    let want = case["used"].as_object().unwrap();
+    let mut diff = Vec::new();
+    for u in &report.utilization {
+        if u.resource == super::super::PACKAGE_PINS {
+            continue;
+        }
+        let theirs = want.get(&u.resource).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+        if u.used != theirs {
+            diff.push((u.resource.clone(), u.used, theirs));
+        }
+    }
+    for r in want.keys() {
+        assert!(report.utilization.iter().any(|u| &u.resource == r), "{name}: nextpnr reports {r}, we do not");
+    }
+    diff
+}
+
+#[test]
+fn a_counter_counts_its_carry_chain_feed_in_and_feed_out_and_the_constant_driver() {
+    assert_eq!(differences("counter"), []);
+}
+
+#[test]
+fn an_adder_with_its_carry_out_used_and_constant_outputs_matches_nextpnr() {
+    assert_eq!(differences("adder"), []);
+}
+
+#[test]
+fn wide_multiplexers_fold_pfumx_and_l6mux21_into_their_luts() {
+    assert_eq!(differences("muxes"), []);
+}
+
+#[test]
+fn distributed_ram_takes_six_combs_and_a_ramw_and_block_ram_a_dp16kd() {
+    assert_eq!(differences("rams"), []);
+}
+
+#[test]
+fn a_multiplier_and_two_clocks_match_nextpnr() {
+    assert_eq!(differences("mult"), []);
+}
+
+#[test]
+fn a_pll_is_one_ehxplll_and_clocks_with_few_users_stay_off_the_globals() {
+    assert_eq!(differences("pll"), []);
+}
+
+#[test]
+fn a_carry_chain_too_long_for_the_die_is_split_with_a_feed_out_and_a_feed_in() {
+    assert_eq!(differences("longchain"), []);
+}
+
+#[test]
+fn ddr_primitives_take_iologic_or_siologic_by_the_edge_of_their_pin() {
+    assert_eq!(differences("ddr"), []);
+}
+
+#[test]
+fn an_inout_port_and_the_designs_own_dcca_match_nextpnr() {
+    assert_eq!(differences("bidir"), []);
+}
+
+#[test]
+fn ddr_primitives_on_unplaced_pins_are_errors_naming_the_cell_and_the_port() {
+    let report = validate(&Input {
+        device: "LFE5U-25F",
+        package: "CABGA256",
+        netlist: netlist("ddr"),
+        constraints: Some("LOCATE COMP \"din\" SITE \"A10\";"),
+        allow_unconstrained: true,
+        ..Input::default()
+    });
+    let found: Vec<&str> =
+        report.findings.iter().filter(|f| f.code == "IOLOGIC_PIN_UNCONSTRAINED").map(|f| f.message.as_str()).collect();
+    assert_eq!(found.len(), 1, "{:?}", report.findings);
+    assert!(found[0].contains("'dout'"), "{}", found[0]);
+}
