@@ -15,6 +15,8 @@
 //!   an `IO_TYPE` Trellis does not know is `IO_TYPE_UNKNOWN` (nextpnr accepts it while packing
 //!   and stops when writing the bitstream); ports of different IO voltages in one bank are
 //!   `BANK_VCCIO_CONFLICT` (nextpnr's bitstream writer: "incompatible IO voltages");
+//! - `PULLMODE`, `SLEWRATE` and `OPENDRAIN` values outside the sysIO's are a warning
+//!   (`IOBUF_VALUE_UNKNOWN`: nextpnr copies them into the configuration unread);
 //! - `FREQUENCY` of a port or net the design lacks is a warning; one that is not a positive
 //!   number of hertz is `FREQUENCY_INVALID` (an error: no clock has it).
 
@@ -65,6 +67,11 @@ const IO_TYPES: &[(&str, &str, bool)] = &[
     ("MLVDS25E", "2.5V", false),
     ("LVPECL33E", "3.3V", false),
 ];
+
+/// Values of the other `IOBUF` attributes an ECP5 PIO has (Lattice's sysIO guide); others draw
+/// a warning.
+const IOBUF_VALUES: &[(&str, &[&str])] =
+    &[("PULLMODE", &["UP", "DOWN", "NONE", "KEEPER"]), ("SLEWRATE", &["FAST", "SLOW"]), ("OPENDRAIN", &["ON", "OFF"])];
 
 /// nextpnr's IO type when the LPF gives none.
 const DEFAULT_IO_TYPE: &str = "LVCMOS33";
@@ -256,6 +263,22 @@ pub(crate) fn check(
                     ),
                     at(a, Some(&iobuf.port), None),
                 ));
+            }
+            if let Some((_, values)) = IOBUF_VALUES.iter().find(|(k, _)| *k == key) {
+                if !values.contains(&value) {
+                    findings.push(Finding::warning(
+                        "IOBUF_VALUE_UNKNOWN",
+                        format!(
+                            "line {}, column {}: port '{}' has {key}={}, which is not one of {}; nextpnr places it but the bitstream tools reject it",
+                            a.line,
+                            a.column,
+                            short_name(&iobuf.port),
+                            short_name(value),
+                            values.join(", ")
+                        ),
+                        at(a, Some(&iobuf.port), None),
+                    ));
+                }
             }
             if key == "IO_TYPE" {
                 if IO_TYPES.iter().all(|(t, _, _)| *t != value) {
