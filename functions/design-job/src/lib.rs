@@ -13,9 +13,8 @@
 
 use async_trait::async_trait;
 use openqq_core::event::DesignSubmitted;
-use openqq_core::ports::apply_for;
 use openqq_core::{Applied, Change, DesignStore, Envelope, EventKind};
-use openqq_runtime::{Outbox, RecordError, RecordHandler};
+use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
 use std::sync::Arc;
 
 pub const NAME: &str = "design-job";
@@ -27,23 +26,31 @@ pub struct DesignJob {
 #[async_trait]
 impl RecordHandler for DesignJob {
     type Payload = DesignSubmitted;
+    /// The submission, to pass on once its revision is stored.
+    type State = Envelope<DesignSubmitted>;
     const KIND: EventKind = EventKind::DesignSubmitted;
 
     fn name(&self) -> &'static str {
         NAME
     }
 
-    async fn handle(&self, env: Envelope<DesignSubmitted>, out: &mut Outbox) -> Result<(), RecordError> {
+    fn plan(&self, env: Envelope<DesignSubmitted>) -> Result<Step<Self::State>, RecordError> {
         let change = Change::Submitted { name: env.payload.spec.name.clone() };
-        let replayed = env.replay_of.is_some();
-        let applied =
-            apply_for(self.store.as_ref(), replayed, &env.tenant_id, &env.design_id, &env.timeline_entry(), &change)
-                .await?;
+        let write = Write::new(&env.cause(), env.replay_of.is_some(), env.timeline_entry(), change);
+        Ok(Step::Write(write, env))
+    }
+
+    async fn after(
+        &self,
+        env: Envelope<DesignSubmitted>,
+        applied: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<Self::State>, RecordError> {
         if applied == Applied::Stale {
             tracing::info!("A stale revision arrived after a newer one and was ignored.");
-            return Ok(());
+            return Ok(Step::Done);
         }
         out.publish(&Envelope::new(EventKind::ValidationRequested, &env.cause(), NAME, env.payload));
-        Ok(())
+        Ok(Step::Done)
     }
 }

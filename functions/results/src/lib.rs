@@ -8,9 +8,8 @@
 
 use async_trait::async_trait;
 use openqq_core::event::{ResultsReady, ValidationFinished};
-use openqq_core::ports::apply_for;
 use openqq_core::{Applied, Change, DesignStatus, DesignStore, Envelope, EventKind};
-use openqq_runtime::{Outbox, RecordError, RecordHandler};
+use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
 use std::sync::Arc;
 
 pub const NAME: &str = "results";
@@ -22,32 +21,33 @@ pub struct Results {
 #[async_trait]
 impl RecordHandler for Results {
     type Payload = ValidationFinished;
+    /// `results.ready`, to publish once it is stored.
+    type State = Envelope<ResultsReady>;
     const KIND: EventKind = EventKind::ValidationFinished;
 
     fn name(&self) -> &'static str {
         NAME
     }
 
-    async fn handle(&self, env: Envelope<ValidationFinished>, out: &mut Outbox) -> Result<(), RecordError> {
+    fn plan(&self, env: Envelope<ValidationFinished>) -> Result<Step<Self::State>, RecordError> {
         let cause = env.cause();
         let verdict = env.payload.verdict;
         let ready =
             Envelope::new(EventKind::ResultsReady, &cause, NAME, ResultsReady { status: DesignStatus::Ready, verdict });
         let change = Change::ResultsReady { verdict };
-        let replayed = env.replay_of.is_some();
-        let applied = apply_for(
-            self.store.as_ref(),
-            replayed,
-            &cause.tenant_id,
-            &cause.design_id,
-            &ready.timeline_entry(),
-            &change,
-        )
-        .await?;
-        if applied == Applied::Stale {
-            return Ok(());
+        let write = Write::new(&cause, env.replay_of.is_some(), ready.timeline_entry(), change);
+        Ok(Step::Write(write, ready))
+    }
+
+    async fn after(
+        &self,
+        ready: Envelope<ResultsReady>,
+        applied: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<Self::State>, RecordError> {
+        if applied != Applied::Stale {
+            out.publish(&ready);
         }
-        out.publish(&ready);
-        Ok(())
+        Ok(Step::Done)
     }
 }

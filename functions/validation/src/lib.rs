@@ -3,7 +3,9 @@
 //! `validation.finished` for the results function.
 //!
 //! Every write is conditional on revision, so a re-read batch re-runs the (deterministic)
-//! validator and re-publishes, but applies nothing twice.
+//! validator and re-publishes, but applies nothing twice. The function names its two writes
+//! rather than making them ([`Stage`]): the consumer applies a batch's `started` writes together,
+//! then each lane validates its records in order, and its `finished` writes go together.
 //!
 //! The report that travels in `validation.finished` and is stored is capped
 //! ([`openqq_fpga::Report::capped`]): a netlist asking for tens of thousands of findings cannot
@@ -22,12 +24,11 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use openqq_core::design::{Payload, INLINE_PAYLOAD_MAX_BYTES};
 use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
-use openqq_core::ports::apply_for;
 use openqq_core::{
     Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, ObjectRef, ObjectStore, PortError, TenantId, Verdict,
 };
 use openqq_fpga::{FileNames, Finding, Input, Location, Report, MAX_REPORT_FINDINGS};
-use openqq_runtime::{Outbox, RecordError, RecordHandler};
+use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -165,37 +166,58 @@ pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> 
     openqq_fpga::validate(&input)
 }
 
+/// Where a validation record is between its two writes.
+pub enum Stage {
+    /// `validation.started` was written: validate next.
+    Started { request: Envelope<ValidationRequested>, started: Envelope<ValidationStarted> },
+    /// `validation.finished` was written: publish it.
+    Finished(Envelope<ValidationFinished>),
+}
+
 #[async_trait]
 impl RecordHandler for Validation {
     type Payload = ValidationRequested;
+    type State = Stage;
     const KIND: EventKind = EventKind::ValidationRequested;
 
     fn name(&self) -> &'static str {
         NAME
     }
 
-    async fn handle(&self, env: Envelope<ValidationRequested>, out: &mut Outbox) -> Result<(), RecordError> {
-        let cause = env.cause();
+    fn plan(&self, request: Envelope<ValidationRequested>) -> Result<Step<Stage>, RecordError> {
+        let cause = request.cause();
         let started = Envelope::new(EventKind::ValidationStarted, &cause, NAME, ValidationStarted {});
         // A replayed request may revive its revision at either write (see `apply_for`).
-        let replayed = env.replay_of.is_some();
-        let (tenant, design) = (&cause.tenant_id, &cause.design_id);
-        let applied = apply_for(
-            self.store.as_ref(),
-            replayed,
-            tenant,
-            design,
-            &started.timeline_entry(),
-            &Change::ValidationStarted,
-        )
-        .await?;
-        if applied == Applied::Stale {
-            tracing::info!("Validation of an older revision was skipped; a newer one already started.");
-            return Ok(());
-        }
-        out.publish(&started);
+        let write =
+            Write::new(&cause, request.replay_of.is_some(), started.timeline_entry(), Change::ValidationStarted);
+        Ok(Step::Write(write, Stage::Started { request, started }))
+    }
 
-        let spec = env.payload.spec;
+    async fn after(&self, stage: Stage, applied: Applied, out: &mut Outbox) -> Result<Step<Stage>, RecordError> {
+        match stage {
+            Stage::Started { .. } if applied == Applied::Stale => {
+                tracing::info!("Validation of an older revision was skipped; a newer one already started.");
+                Ok(Step::Done)
+            }
+            Stage::Started { request, started } => {
+                out.publish(&started);
+                self.validated(request).await
+            }
+            Stage::Finished(finished) => {
+                out.publish(&finished);
+                Ok(Step::Done)
+            }
+        }
+    }
+}
+
+impl Validation {
+    /// Validates the request's revision and names the write that stores its report with
+    /// `validation.finished`.
+    async fn validated(&self, request: Envelope<ValidationRequested>) -> Result<Step<Stage>, RecordError> {
+        let cause = request.cause();
+        let replayed = request.replay_of.is_some();
+        let spec = request.payload.spec;
         let fetched = self.fetch(&cause.tenant_id, &spec).await?;
         let t0 = std::time::Instant::now();
         let budget = self.budget;
@@ -216,9 +238,8 @@ impl RecordHandler for Validation {
 
         let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, payload);
         let change = Change::ValidationFinished { verdict, report };
-        apply_for(self.store.as_ref(), replayed, tenant, design, &finished.timeline_entry(), &change).await?;
-        out.publish(&finished);
-        Ok(())
+        let write = Write::new(&cause, replayed, finished.timeline_entry(), change);
+        Ok(Step::Write(write, Stage::Finished(finished)))
     }
 }
 

@@ -4,36 +4,53 @@
 //! turns it into a [`BatchHandler`] over a whole `KafkaEvent`.
 //!
 //! Order is promised per tenant, not per partition: a batch is split into **lanes**, the records
-//! of one key (tenant) of one partition in offset order. A lane is handled record by record;
-//! lanes run concurrently (at most [`LANES`] at once), so a tenant whose records are slow (a
-//! large netlist, a validation that runs to its budget) holds back only its own records, never
-//! another tenant's that share its partition. What a lane's handlers publish goes into the
-//! lane's [`Outbox`], flushed once when the lane ends (in order), so a lane of 100 records costs
-//! one append per topic, not 100, and a quick tenant's events leave without waiting for a slow
-//! one's.
+//! of one key (tenant) of one partition in offset order. Lanes run concurrently (at most
+//! [`LANES`] at once), so a tenant whose records are slow (a large netlist, a validation that
+//! runs to its budget) holds back only its own records, never another tenant's that share its
+//! partition. What a lane's handlers publish goes into the lane's [`Outbox`], flushed once when
+//! the lane ends (in order), so a lane of 100 records costs one append per topic, not 100, and a
+//! quick tenant's events leave without waiting for a slow one's.
+//!
+//! Store writes are batched too. A handler does not write: it names each write a record makes
+//! ([`Step::Write`]) and goes on with the outcome ([`RecordHandler::after`]). A lane asks for its
+//! records' first writes together, then runs each record's follow-up in offset order, then asks
+//! for the writes those named, and so on; the batch's [`Committer`](crate::commit) applies what
+//! the lanes ask for at about the same time in one [`openqq_core::DesignStore::apply_batch`].
+//! A batch of design-job or results records is one store call (one transaction on the embedded
+//! store) where it was one per record; a validation batch, whose records write before and after
+//! validating, is one call for the `started` writes and, for the `finished` writes, one per group
+//! of lanes that finish validating together. A lane's writes are applied in its order, so each
+//! design's still are; two revisions of a design in one lane now write `started` r1, `started` r2,
+//! `finished` r1, `finished` r2 where they wrote r1's two before r2's, which ends the same: a
+//! write is stale only against a newer one of its own kind, and status moves only at the design's
+//! current revision ([`openqq_core::revision`]).
 //!
 //! A permanent failure gives up on that record and the partition moves on: its revision becomes
 //! `failed` with the reason, and the record goes to the dead-letter topic as it was. Permanent
-//! failures are the handler's own verdict, a panic (a bug: caught per record, so the worker and
-//! the rest of the batch go on), and an event the handler produced that is over the log's record
-//! limit. A retriable failure flushes what its lane did before it and fails its partition from
-//! that record on (a partial-batch response): the trigger retries each failed partition from its
-//! earliest failed record, and the other partitions move on. Whatever after that record was
-//! applied (in another lane of the partition) is applied again as a no-op, because every write is
-//! conditional on revision.
+//! failures are the handler's own verdict, a write the store refuses for good, a panic (a bug:
+//! caught per record, so the worker and the rest of the batch go on), and an event the handler
+//! produced that is over the log's record limit. A retriable failure stops its lane at that
+//! record: the records before it are seen through and their events flushed, and its partition
+//! fails from that record on (a partial-batch response): the trigger retries each failed
+//! partition from its earliest failed record, and the other partitions move on. Whatever after
+//! that record was applied (a later record's first write, or a record in another lane of the
+//! partition) is applied again as a no-op, because every write is conditional on revision.
 
+use crate::commit::Committer;
 use crate::dead_letter::{dead_letter_record, fail_revision, panic_message};
 use crate::kafka::{records, Incoming};
 use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
 use futures_util::{FutureExt, StreamExt};
 use openqq_core::event::headers;
-use openqq_core::{DesignStore, Envelope, EventKind, EventLog, PortError, Topics};
+use openqq_core::{Applied, DesignStore, Envelope, EventKind, EventLog, PortError, Topics};
 use serde::de::DeserializeOwned;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tracing::{error, info, info_span, warn, Instrument};
 
+pub use crate::commit::Write;
 pub use crate::outbox::Outbox;
 
 /// How one record failed.
@@ -128,24 +145,50 @@ pub trait BatchHandler: Send + Sync {
     }
 }
 
-/// A consumer function's logic for one record of its kind.
+/// What a record does next.
+#[derive(Debug)]
+pub enum Step<S> {
+    /// Apply this write to the store, then go on with [`RecordHandler::after`], given this state
+    /// and the write's outcome.
+    Write(Write, S),
+    /// The record is done.
+    Done,
+}
+
+/// A consumer function's logic for one record of its kind, split at its store writes so that
+/// the consumer can apply a batch's writes together: [`plan`](RecordHandler::plan) names the
+/// record's first write, and [`after`](RecordHandler::after) goes on once a write was applied,
+/// with its outcome, until the record is done.
 #[async_trait]
 pub trait RecordHandler: Send + Sync {
     /// The payload of the events this function consumes.
     type Payload: DeserializeOwned + Send;
+    /// What a record carries from a write to what follows it.
+    type State: Send;
     /// The kind of event this function consumes.
     const KIND: EventKind;
     /// The function's name (`design-job`, `validation`, `results`).
     fn name(&self) -> &'static str;
-    async fn handle(&self, envelope: Envelope<Self::Payload>, out: &mut Outbox) -> Result<(), RecordError>;
+    /// The record's first store write, from its envelope alone (no I/O).
+    fn plan(&self, envelope: Envelope<Self::Payload>) -> Result<Step<Self::State>, RecordError>;
+    /// Goes on once the write the last step asked for was applied (`applied`: duplicate and stale
+    /// are success too): publishes the record's events, does its work, and asks for its next
+    /// write or ends.
+    async fn after(
+        &self,
+        state: Self::State,
+        applied: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<Self::State>, RecordError>;
 }
 
-/// Wraps a [`RecordHandler`] into a [`BatchHandler`] with dead-lettering, failed revisions, panic
-/// isolation and a batched outbox.
+/// Wraps a [`RecordHandler`] into a [`BatchHandler`] with batched store writes, dead-lettering,
+/// failed revisions, panic isolation and a batched outbox.
 pub struct Consumer<H> {
     handler: H,
     log: Arc<dyn EventLog>,
-    /// Where a revision whose record is dead-lettered becomes `failed`.
+    /// Where the batch's writes are applied, and where a revision whose record is dead-lettered
+    /// becomes `failed`.
     store: Arc<dyn DesignStore>,
     topics: Topics,
 }
@@ -156,6 +199,20 @@ struct About {
     correlation_id: String,
     tenant_id: String,
     design_id: String,
+}
+
+/// How far one record of a lane got: whom it is about, its span, and the time it took (its own
+/// steps and the store calls its writes were in).
+struct Progress {
+    about: About,
+    span: tracing::Span,
+    took: Duration,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self { about: About::default(), span: tracing::Span::none(), took: Duration::ZERO }
+    }
 }
 
 /// Why a record is given up on, for the `reason` label of `openqq_dead_letters_total`.
@@ -176,16 +233,20 @@ impl GiveUp {
     }
 }
 
+/// A step that failed, with why it is given up on if it is.
+type Failed = (GiveUp, RecordError);
+
 impl<H: RecordHandler> Consumer<H> {
     pub fn new(handler: H, log: Arc<dyn EventLog>, store: Arc<dyn DesignStore>, topics: Topics) -> Self {
         Self { handler, log, store, topics }
     }
 
-    async fn one(&self, rec: &Incoming, out: &mut Outbox, about: &mut About) -> Result<(), RecordError> {
-        let bytes = rec.value.as_ref().map_err(|e| RecordError::Permanent(e.clone()))?;
-        let mut env =
-            Envelope::<H::Payload>::decode_as(bytes, H::KIND).map_err(|e| RecordError::Permanent(e.to_string()))?;
-        *about = About {
+    /// Decodes the record and plans its first write, with panics caught.
+    fn planned(&self, rec: &Incoming, progress: &mut Progress) -> Result<Step<H::State>, Failed> {
+        let bytes = rec.value.as_ref().map_err(|e| (GiveUp::Handler, RecordError::Permanent(e.clone())))?;
+        let mut env = Envelope::<H::Payload>::decode_as(bytes, H::KIND)
+            .map_err(|e| (GiveUp::Handler, RecordError::Permanent(e.to_string())))?;
+        progress.about = About {
             correlation_id: env.correlation_id.to_string(),
             tenant_id: env.tenant_id.to_string(),
             design_id: env.design_id.to_string(),
@@ -193,7 +254,7 @@ impl<H: RecordHandler> Consumer<H> {
         // A record an operator replayed from the dead-letter topic: its writes follow the replay
         // rule (openqq_core::revision::plan_replay).
         env.replay_of = rec.header_str(headers::REPLAY_OF).map(str::to_owned);
-        let span = info_span!(
+        progress.span = info_span!(
             "record",
             function = self.handler.name(),
             correlation_id = %env.correlation_id,
@@ -202,31 +263,50 @@ impl<H: RecordHandler> Consumer<H> {
             revision = env.revision,
             kind = %env.kind,
         );
-        self.handler.handle(env, out).instrument(span).await
+        let planned = progress.span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| self.handler.plan(env))));
+        match planned {
+            Ok(step) => step.map_err(|e| (GiveUp::Handler, e)),
+            Err(panic) => Err(self.panicked(rec, panic.as_ref())),
+        }
     }
 
-    /// Handles one record with panics caught: a panic, or an event too large to publish, is a
-    /// permanent failure of this record.
-    async fn guarded(&self, rec: &Incoming, out: &mut Outbox, about: &mut About) -> Result<(), (GiveUp, RecordError)> {
+    /// What follows an applied write, with panics caught: a panic, or an event too large to
+    /// publish, is a permanent failure of this record.
+    async fn followed(
+        &self,
+        rec: &Incoming,
+        progress: &Progress,
+        state: H::State,
+        applied: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<H::State>, Failed> {
         let queued = out.records().len();
-        let outcome = AssertUnwindSafe(self.one(rec, out, about)).catch_unwind().await;
+        let outcome = AssertUnwindSafe(self.handler.after(state, applied, out))
+            .catch_unwind()
+            .instrument(progress.span.clone())
+            .await;
         let refused = out.take_refusal();
         match outcome {
             Err(panic) => {
                 out.truncate(queued);
-                let function = self.handler.name();
-                metrics::counter!("openqq_handler_panics_total", "function" => function).increment(1);
-                let reason = format!("bug: the {function} handler panicked: {}", panic_message(panic.as_ref()));
-                error!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset, %reason,
-                    "A handler panicked; the record is dead-lettered and the batch goes on.");
-                Err((GiveUp::Panic, RecordError::Permanent(reason)))
+                Err(self.panicked(rec, panic.as_ref()))
             }
-            Ok(Ok(())) => match refused {
+            Ok(Ok(step)) => match refused {
                 Some(reason) => Err((GiveUp::OversizedOutput, RecordError::Permanent(reason))),
-                None => Ok(()),
+                None => Ok(step),
             },
             Ok(Err(e)) => Err((GiveUp::Handler, e)),
         }
+    }
+
+    /// A handler panicked on `rec` (a bug): counted, logged, and a permanent failure.
+    fn panicked(&self, rec: &Incoming, panic: &(dyn std::any::Any + Send)) -> Failed {
+        let function = self.handler.name();
+        metrics::counter!("openqq_handler_panics_total", "function" => function).increment(1);
+        let reason = format!("bug: the {function} handler panicked: {}", panic_message(panic));
+        error!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset, %reason,
+            "A handler panicked; the record is dead-lettered and the batch goes on.");
+        (GiveUp::Panic, RecordError::Permanent(reason))
     }
 
     /// Fails the record's revision, then dead-letters the record.
@@ -241,70 +321,208 @@ impl<H: RecordHandler> Consumer<H> {
             .map_err(|e| format!("dead-lettering failed: {e}"))
     }
 
-    /// Handles one lane (one tenant's records of one partition) in offset order, then publishes
-    /// what its handlers queued. Stops at the first retriable failure.
-    async fn lane(&self, lane: Vec<Incoming>) -> Result<(), BatchError> {
+    /// The log line of a handled record.
+    fn handled_line(&self, rec: &Incoming, progress: &Progress, outcome: &str, reason: Option<&str>) {
+        let (function, about) = (self.handler.name(), &progress.about);
+        let kind = kind_label(rec.header_str(headers::EVENT_KIND).unwrap_or("unknown"));
+        let correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(&about.correlation_id);
+        let elapsed_ms = (progress.took.as_secs_f64() * 1e6).round() / 1e3;
+        info!(function, kind, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
+            correlation_id, tenant_id = %about.tenant_id, design_id = %about.design_id,
+            elapsed_ms, outcome, reason, "A record was handled.");
+    }
+
+    /// Counts a handled record by its outcome, and its time.
+    fn count(&self, rec: &Incoming, progress: &Progress, outcome: &'static str) {
         let function = self.handler.name();
+        let kind = kind_label(rec.header_str(headers::EVENT_KIND).unwrap_or("unknown"));
+        metrics::histogram!("openqq_event_duration_seconds", "function" => function)
+            .record(progress.took.as_secs_f64());
+        metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => outcome)
+            .increment(1);
+    }
+
+    /// Records how a record ended, once every record before it in its lane did: done, or failed
+    /// for good, in which case it is given up on (revision failed, record dead-lettered). Returns
+    /// why the lane stops at this record when giving up did not succeed.
+    async fn settle(&self, rec: &Incoming, progress: &Progress, outcome: Result<(), Failed>) -> Option<String> {
+        let function = self.handler.name();
+        let outcome = match outcome {
+            Ok(()) => {
+                self.handled_line(rec, progress, "applied", None);
+                "applied"
+            }
+            Err((source, e)) => {
+                let reason = e.reason();
+                warn!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
+                    correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""), %reason,
+                    "The record can never succeed; its revision failed and it was sent to the dead-letter topic.");
+                if let Err(failed) = self.give_up(rec, &reason).await {
+                    return Some(failed);
+                }
+                metrics::counter!("openqq_dead_letters_total", "function" => function, "reason" => source.label())
+                    .increment(1);
+                self.handled_line(rec, progress, "dead_lettered", Some(&reason));
+                "dead_lettered"
+            }
+        };
+        self.count(rec, progress, outcome);
+        None
+    }
+
+    /// Handles one lane (one tenant's records of one partition), then publishes what its handlers
+    /// queued. Records go through their steps together: every record's first write in one
+    /// request to the batch's [`Committer`], then each record's follow-up in offset order, then
+    /// the writes those asked for in one request, and so on. Each write is conditional on
+    /// revision and a lane's writes are applied in its order, so a design's records still apply
+    /// in order.
+    ///
+    /// Records end in offset order, as they did one at a time: a record that failed for good is
+    /// dead-lettered only once every record before it ended, and a retriable failure stops the
+    /// lane at its record (the records before it are seen through, those from it on are left to
+    /// the retry, and none of them is dead-lettered now, for the retry would read it again).
+    async fn lane(&self, lane: Vec<Incoming>, committer: &Committer<'_>) -> Result<(), BatchError> {
+        let mut run = Run {
+            progress: lane.iter().map(|_| Progress::default()).collect(),
+            ended: lane.iter().map(|_| None).collect(),
+            settled: 0,
+            stop: None,
+        };
         let mut out = Outbox::new(self.topics.clone());
-        for rec in &lane {
-            let kind = kind_label(rec.header_str(headers::EVENT_KIND).unwrap_or("unknown"));
-            let fail = |reason: String| BatchError {
-                function: function.to_owned(),
+        let mut waiting: Vec<(usize, Write, H::State)> = Vec::new();
+        for (i, rec) in lane.iter().enumerate() {
+            let t0 = Instant::now();
+            let planned = self.planned(rec, &mut run.progress[i]);
+            run.progress[i].took += t0.elapsed();
+            match planned {
+                Ok(Step::Write(write, state)) => waiting.push((i, write, state)),
+                Ok(Step::Done) => run.end(i, Ok(())),
+                Err(failed) => run.end(i, Err(failed)),
+            }
+            if run.stopped(i) {
+                break;
+            }
+        }
+        self.settle_ended(&lane, &mut run).await;
+        while !waiting.is_empty() {
+            waiting.retain(|(i, ..)| !run.stopped(*i));
+            let (mut records, mut writes, mut states) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, write, state) in waiting.drain(..) {
+                records.push(i);
+                writes.push(write);
+                states.push(state);
+            }
+            let t0 = Instant::now();
+            let (writes, done) = committer.apply(writes).await;
+            let call = t0.elapsed();
+            let (mut outcomes, mut error) = (done.applied.into_iter(), done.error);
+            for ((i, write), state) in records.into_iter().zip(writes).zip(states) {
+                if run.stopped(i) {
+                    continue;
+                }
+                run.progress[i].took += call;
+                let step = match outcomes.next() {
+                    Some(applied) => {
+                        let t = Instant::now();
+                        let step = self.followed(&lane[i], &run.progress[i], state, applied, &mut out).await;
+                        run.progress[i].took += t.elapsed();
+                        step
+                    }
+                    None => match error.take() {
+                        Some(e) => Err((GiveUp::Handler, RecordError::from(e))),
+                        // Not attempted: this lane's write before it failed. It goes in the next request.
+                        None => {
+                            waiting.push((i, write, state));
+                            continue;
+                        }
+                    },
+                };
+                match step {
+                    Ok(Step::Write(write, state)) => waiting.push((i, write, state)),
+                    Ok(Step::Done) => run.end(i, Ok(())),
+                    Err(failed) => run.end(i, Err(failed)),
+                }
+            }
+            self.settle_ended(&lane, &mut run).await;
+        }
+        let fail = |i: usize, reason: String| {
+            let rec: &Incoming = &lane[i];
+            BatchError {
+                function: self.handler.name().to_owned(),
                 topic: rec.topic.clone(),
                 partition: rec.partition,
                 offset: rec.offset,
                 reason,
-            };
-            let started = std::time::Instant::now();
-            let mut about = About::default();
-            let handled = self.guarded(rec, &mut out, &mut about).await;
-            let took = started.elapsed();
-            metrics::histogram!("openqq_event_duration_seconds", "function" => function).record(took.as_secs_f64());
-            let handled_line = |outcome: &str, reason: Option<&str>| {
-                let correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(&about.correlation_id);
-                info!(function, kind, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
-                    correlation_id, tenant_id = %about.tenant_id, design_id = %about.design_id,
-                    elapsed_ms = (took.as_secs_f64() * 1e6).round() / 1e3, outcome, reason, "A record was handled.");
-            };
-            let outcome = match handled {
-                Ok(()) => "applied",
-                Err((_, e)) if e.is_retriable() => {
-                    let reason = e.reason();
-                    metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => "retried").increment(1);
-                    handled_line("retried", Some(&reason));
-                    // Keep the progress made so far; the retry re-applies it as no-ops either way.
-                    let _ = out.flush(self.log.as_ref()).await;
-                    return Err(fail(reason));
-                }
-                Err((source, e)) => {
-                    let reason = e.reason();
-                    warn!(function, topic = %rec.topic, partition = rec.partition, offset = rec.offset,
-                        correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""), %reason,
-                        "The record can never succeed; its revision failed and it was sent to the dead-letter topic.");
-                    out.flush(self.log.as_ref()).await.map_err(|e| fail(format!("publishing failed: {e}")))?;
-                    self.give_up(rec, &reason).await.map_err(fail)?;
-                    metrics::counter!("openqq_dead_letters_total", "function" => function, "reason" => source.label())
-                        .increment(1);
-                    handled_line("dead_lettered", Some(&reason));
-                    "dead_lettered"
-                }
-            };
-            if outcome == "applied" {
-                handled_line(outcome, None);
             }
-            metrics::counter!("openqq_events_total", "function" => function, "kind" => kind, "outcome" => outcome)
-                .increment(1);
+        };
+        // Keep the progress made so far even when the lane stopped: the retry re-applies it as
+        // no-ops either way. Events that cannot be published fail the lane from its start.
+        out.flush(self.log.as_ref())
+            .await
+            .map_err(|e| fail(0, format!("publishing the batch's events failed: {e}")))?;
+        match run.stop {
+            Some(stop) => {
+                if stop.retried {
+                    let rec = &lane[stop.at];
+                    self.handled_line(rec, &run.progress[stop.at], "retried", Some(&stop.reason));
+                    self.count(rec, &run.progress[stop.at], "retried");
+                }
+                Err(fail(stop.at, stop.reason))
+            }
+            None => Ok(()),
         }
-        out.flush(self.log.as_ref()).await.map_err(|e| {
-            let first = &lane[0];
-            BatchError {
-                function: function.to_owned(),
-                topic: first.topic.clone(),
-                partition: first.partition,
-                offset: first.offset,
-                reason: format!("publishing the batch's events failed: {e}"),
+    }
+
+    /// Settles, in offset order, the records that ended whose predecessors all did.
+    async fn settle_ended(&self, lane: &[Incoming], run: &mut Run) {
+        while run.settled < lane.len() && !run.stopped(run.settled) {
+            let i = run.settled;
+            let Some(outcome) = run.ended[i].take() else { break };
+            if let Some(reason) = self.settle(&lane[i], &run.progress[i], outcome).await {
+                run.stop = Some(Stop { at: i, reason, retried: false });
+                break;
             }
-        })
+            run.settled += 1;
+        }
+    }
+}
+
+/// Where a lane's records are.
+struct Run {
+    progress: Vec<Progress>,
+    /// How each record ended, until it is settled (`None` while it runs, and once settled).
+    ended: Vec<Option<Result<(), Failed>>>,
+    /// Records before this one are settled.
+    settled: usize,
+    /// The record the lane does not get past, if there is one.
+    stop: Option<Stop>,
+}
+
+/// The record a lane stops at, and why.
+struct Stop {
+    at: usize,
+    reason: String,
+    /// It failed retriably (rather than failing to be given up on): its log line says so.
+    retried: bool,
+}
+
+impl Run {
+    /// Record `i` ended: a retriable failure stops the lane there (the earliest such record
+    /// wins); anything else waits to be settled in order.
+    fn end(&mut self, i: usize, outcome: Result<(), Failed>) {
+        match outcome {
+            Err((_, e)) if e.is_retriable() => {
+                if !self.stopped(i) {
+                    self.stop = Some(Stop { at: i, reason: e.reason(), retried: true });
+                }
+            }
+            outcome => self.ended[i] = Some(outcome),
+        }
+    }
+
+    /// Whether record `i` is at or after the record the lane stops at.
+    fn stopped(&self, i: usize) -> bool {
+        self.stop.as_ref().is_some_and(|stop| i >= stop.at)
     }
 }
 
@@ -315,8 +533,9 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
     }
 
     async fn handle(&self, event: KafkaEvent) -> Result<(), FailedPartitions> {
+        let committer = Committer::new(self.store.as_ref());
         let outcomes: Vec<Result<(), BatchError>> =
-            futures_util::stream::iter(lanes(records(&event)).into_iter().map(|lane| self.lane(lane)))
+            futures_util::stream::iter(lanes(records(&event)).into_iter().map(|lane| self.lane(lane, &committer)))
                 .buffer_unordered(LANES)
                 .collect()
                 .await;

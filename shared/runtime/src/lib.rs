@@ -8,7 +8,10 @@
 //!   that can never succeed (see [`dead_letter`]), and on a retriable error fails that record's
 //!   partition from there (a partial-batch response) so it is retried in order. What handlers
 //!   publish waits in an [`outbox::Outbox`], flushed once per lane; an event over the record
-//!   limit fails its record, never the batch.
+//!   limit fails its record, never the batch. The store writes handlers name go to the store a
+//!   batch at a time ([`commit`]).
+//! - [`commit`]: a record's store write ([`commit::Write`]) and the group commit that applies
+//!   the writes of a batch's lanes in one `DesignStore::apply_batch`.
 //! - [`dead_letter`]: giving up on a record — its dead letter (the original bytes, the reason in
 //!   headers) and its revision marked `failed` with the reason.
 //! - [`esm`]: the event-source-mapping emulator that runs a consumer locally as the MSK trigger
@@ -21,6 +24,7 @@
 //! no AWS SDK, no command-line parser and no Lambda runtime. Choosing backends from settings and
 //! running under Lambda is `openqq-platform`'s.
 
+pub mod commit;
 pub mod consumer;
 pub mod dead_letter;
 pub mod esm;
@@ -28,5 +32,7 @@ pub mod kafka;
 pub mod outbox;
 pub mod response;
 
-pub use consumer::{BatchError, BatchHandler, Consumer, FailedPartitions, Outbox, RecordError, RecordHandler};
+pub use consumer::{
+    BatchError, BatchHandler, Consumer, FailedPartitions, Outbox, RecordError, RecordHandler, Step, Write,
+};
 pub use esm::{EventSourceMapping, MappingConfig};

@@ -8,43 +8,60 @@ use openqq_core::event::Cause;
 use openqq_core::ports::MAX_RECORD_BYTES;
 use openqq_core::*;
 use openqq_runtime::kafka::to_event;
-use openqq_runtime::{BatchHandler, Consumer, EventSourceMapping, MappingConfig, Outbox, RecordError, RecordHandler};
+use openqq_runtime::{
+    BatchHandler, Consumer, EventSourceMapping, MappingConfig, Outbox, RecordError, RecordHandler, Step, Write,
+};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Does what each record's payload says: `fail`, `panic`, `retry`, `huge` (publish an event over
-/// the record limit), anything else: publish `validation.requested`.
+/// Does what each record's payload says: `fail` (refused when planned, never written), `retry`
+/// (retriable failure after its write), `panic` (after its write), `slow`, `huge` (publish an
+/// event over the record limit), `unknown` (a write of a design that does not exist, which the
+/// store refuses for good), anything else: publish `validation.requested`. Every record but
+/// `fail` first writes its submission.
 struct Scripted;
 
 #[async_trait]
 impl RecordHandler for Scripted {
     type Payload = Value;
+    type State = Envelope<Value>;
     const KIND: EventKind = EventKind::DesignSubmitted;
 
     fn name(&self) -> &'static str {
         "scripted"
     }
 
-    async fn handle(&self, env: Envelope<Value>, out: &mut Outbox) -> Result<(), RecordError> {
-        match env.payload["do"].as_str() {
-            Some("fail") => Err(RecordError::Permanent("scripted: the payload can never be valid".into())),
-            Some("retry") => Err(RecordError::Retriable("scripted: the store is down".into())),
-            Some("panic") => panic!("scripted: index out of bounds"),
-            Some("slow") => {
-                tokio::time::sleep(Duration::from_secs(3)).await;
-                Ok(())
+    fn plan(&self, env: Envelope<Value>) -> Result<Step<Self::State>, RecordError> {
+        let (entry, change) = match env.payload["do"].as_str() {
+            Some("fail") => return Err(RecordError::Permanent("scripted: the payload can never be valid".into())),
+            Some("unknown") => {
+                let mut entry = env.timeline_entry();
+                entry.kind = EventKind::ResultsReady;
+                (entry, Change::ResultsReady { verdict: Verdict::Pass })
             }
+            _ => (env.timeline_entry(), Change::Submitted { name: None }),
+        };
+        Ok(Step::Write(Write::new(&env.cause(), false, entry, change), env))
+    }
+
+    async fn after(
+        &self,
+        env: Envelope<Value>,
+        _: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<Self::State>, RecordError> {
+        match env.payload["do"].as_str() {
+            Some("retry") => return Err(RecordError::Retriable("scripted: the store is down".into())),
+            Some("panic") => panic!("scripted: index out of bounds"),
+            Some("slow") => tokio::time::sleep(Duration::from_secs(3)).await,
             Some("huge") => {
                 let big = "x".repeat(MAX_RECORD_BYTES);
                 out.publish(&Envelope::new(EventKind::ValidationFinished, &env.cause(), "scripted", big));
-                Ok(())
             }
-            _ => {
-                out.publish(&Envelope::new(EventKind::ValidationRequested, &env.cause(), "scripted", json!({})));
-                Ok(())
-            }
+            _ => out.publish(&Envelope::new(EventKind::ValidationRequested, &env.cause(), "scripted", json!({}))),
         }
+        Ok(Step::Done)
     }
 }
 
@@ -296,4 +313,91 @@ async fn a_retriable_failure_fails_only_its_partition_from_its_record_and_the_re
     // The records the batch got through published their events: acme's first, the other tenant's
     // on the same partition, and partition 3's.
     assert_eq!(rig.published(EventKind::ValidationRequested).await, 3);
+}
+
+/// Issue 13: a batch's store writes go to the store together. Records of two tenants on one
+/// partition and a third tenant on another, three lanes, make one `apply_batch` call (one
+/// transaction on the embedded store) where each record made its own call before.
+#[test]
+fn the_writes_of_a_batch_across_tenants_and_partitions_are_one_store_call() {
+    let counting = Counting::default();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rig = rig();
+    let mut elsewhere = submitted_by("other", "o1", 0, "ok", 0);
+    elsewhere.partition = 3;
+    let batch = [
+        submitted("a1", 0, "ok", 0),
+        submitted_by("globex", "g1", 1, "ok", 0),
+        submitted("a2", 2, "ok", 0),
+        elsewhere,
+        submitted_by("globex", "g2", 3, "ok", 0),
+        submitted("a3", 4, "ok", 0),
+    ];
+    metrics::with_local_recorder(&counting, || runtime.block_on(rig.consumer().handle(to_event(&batch)))).unwrap();
+    let counts = counting.0.lock().unwrap().clone();
+    let calls =
+        |op: &str| counts.get(&format!("openqq_store_requests_total{{backend=embedded,operation={op}}}")).copied();
+    assert_eq!((calls("apply_batch"), calls("apply")), (Some(1), None), "{counts:?}");
+    runtime.block_on(async {
+        assert_eq!(rig.published(EventKind::ValidationRequested).await, 6, "every record went on");
+        for design in ["a1", "a2", "a3"] {
+            assert_eq!(rig.design(design).await.expect("materialised").status, DesignStatus::Submitted);
+        }
+    });
+}
+
+/// A write the store refuses for good (here: results for a design that never materialised)
+/// dead-letters its record; the writes after it in the same call, its own lane's and another
+/// tenant's, are applied in the next call, and their records go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_store_refuses_for_good_dead_letters_its_record_and_the_writes_after_it_go_on() {
+    let rig = rig();
+    let batch = [
+        submitted("before", 0, "ok", 0),
+        submitted("nowhere", 1, "unknown", 0),
+        submitted("after", 2, "ok", 0),
+        submitted_by("globex", "theirs", 3, "ok", 0),
+    ];
+    rig.consumer().handle(to_event(&batch)).await.expect("a refused write fails its record, not the batch");
+    let letters = rig.dead_letters().await;
+    assert_eq!(letters.iter().map(|l| l.source_offset).collect::<Vec<_>>(), [1], "only the refused record");
+    assert!(letters[0].reason.contains("not found"), "{}", letters[0].reason);
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 3);
+    assert!(rig.design("before").await.is_some() && rig.design("after").await.is_some());
+    let theirs = rig.b.store.get(&TenantId::parse("globex").unwrap(), &DesignId::parse("theirs").unwrap()).await;
+    assert!(theirs.unwrap().is_some(), "another tenant's write in the same call was applied");
+    assert_eq!(rig.design("nowhere").await.expect("its revision shows as failed").status, DesignStatus::Failed);
+}
+
+/// A retriable failure after a record's write stops its lane there: the records before it are
+/// done, the records after it are left to the retry, even though their first writes went in the
+/// same call (the retry applies them again as duplicates and goes on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retriable_failure_after_a_batched_write_leaves_the_records_after_it_to_the_retry() {
+    let rig = rig();
+    let batch = [submitted("done", 0, "ok", 0), submitted("stuck", 1, "retry", 0), submitted("later", 2, "ok", 0)];
+    let failed = rig.consumer().handle(to_event(&batch)).await.expect_err("the lane stopped");
+    assert_eq!(failed.0.iter().map(|e| (e.partition, e.offset)).collect::<Vec<_>>(), [(2, 1)]);
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 1, "only the record before the failure went on");
+    // The retry, from the failed record on, as the trigger makes it once the store is back.
+    let retried = [submitted("stuck", 1, "ok", 0), submitted("later", 2, "ok", 0)];
+    rig.consumer().handle(to_event(&retried)).await.expect("the retry succeeds");
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 3);
+    let timeline =
+        rig.b.store.timeline(&TenantId::parse("acme").unwrap(), &DesignId::parse("later").unwrap()).await.unwrap();
+    assert_eq!(timeline.unwrap().len(), 1, "the write applied before the failure was not applied twice");
+}
+
+/// A record that can never succeed, after a record that failed retriably in its lane, is left to
+/// the retry like the rest of the lane: dead-lettering it now would dead-letter it again when the
+/// retry reads it. (Its plan failed before the first record's write was even applied.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_after_a_retriable_failure_in_its_lane_is_not_dead_lettered_before_the_retry() {
+    let rig = rig();
+    let batch = [submitted("stuck", 0, "retry", 0), submitted("broken", 1, "fail", 0), submitted("x", 2, "panic", 0)];
+    let failed = rig.consumer().handle(to_event(&batch)).await.expect_err("the lane stopped");
+    assert_eq!(failed.0.iter().map(|e| e.offset).collect::<Vec<_>>(), [0]);
+    assert!(rig.dead_letters().await.is_empty(), "nothing is given up on before the records ahead of it end");
+    assert!(rig.design("broken").await.is_none(), "nor is its revision failed");
+    assert_eq!(rig.design("x").await.expect("its write went in the batch").status, DesignStatus::Submitted);
 }
