@@ -147,6 +147,20 @@ pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> 
         Ok(n) => n,
         Err((code, message)) => return unreadable(code, message),
     };
+    // Each family reads one constraints format (iCE40 PCF, ECP5 LPF).
+    if let Some(family) = openqq_fpga::Family::of_device(&spec.target.device) {
+        let (given, wanted) = (spec.constraints.format.name(), family.constraint_format());
+        if given != wanted {
+            let message = format!(
+                "the {} is an {} part, whose constraints are {}; these are {}",
+                spec.target.device,
+                family.name(),
+                wanted.to_uppercase(),
+                given.to_uppercase()
+            );
+            return unreadable("CONSTRAINTS_FORMAT_MISMATCH", message);
+        }
+    }
     let inline_pcf = spec.constraints.text_ref.is_none().then_some(spec.constraints.text.as_str());
     let pcf = match text(inline_pcf, fetched.constraints.as_deref(), Payload::Constraints) {
         Ok(p) => p,
@@ -380,6 +394,29 @@ mod tests {
         let garbage = Fetched { netlist: Some(vec![0xff, 0xfe]), ..Fetched::default() };
         let report = validate_with(&by_ref, &garbage, DEFAULT_BUDGET);
         assert!(report.findings.iter().any(|f| f.code == "PAYLOAD_MALFORMED"), "{:?}", report.findings);
+    }
+
+    #[test]
+    fn an_ecp5_target_takes_lpf_constraints_and_refuses_pcf_ones() {
+        let ecp5 = |format: &str, text: &str| -> DesignSpec {
+            serde_json::from_value(json!({
+                "target": {"device": "LFE5U-25F", "package": "CABGA256"},
+                "netlist": {"modules": {"top": {"attributes": {"top": "1"}, "ports": {"clk": {"direction": "input", "bits": [2]}}, "cells": {}}}},
+                "constraints": {"format": format, "text": text},
+            }))
+            .unwrap()
+        };
+        let report = validate(&ecp5("lpf", "LOCATE COMP \"clk\" SITE \"P6\";\n"), DEFAULT_BUDGET);
+        assert_eq!(report.verdict, openqq_fpga::Verdict::Pass, "{:?}", report.findings);
+        assert!(report.utilization.iter().any(|u| u.resource == "TRELLIS_IO" && u.used == 1));
+        let report = validate(&ecp5("pcf", "set_io clk P6\n"), DEFAULT_BUDGET);
+        let codes: Vec<&str> = report.findings.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["CONSTRAINTS_FORMAT_MISMATCH"]);
+        assert!(
+            report.findings[0].message.contains("constraints are LPF; these are PCF"),
+            "{}",
+            report.findings[0].message
+        );
     }
 
     fn by_ref_netlist() -> String {

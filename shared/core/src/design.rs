@@ -10,7 +10,8 @@ use serde_json::value::RawValue;
 /// Longest design name accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
 
-/// The device a design targets, named as nextpnr names it (`hx8k`, package `ct256`).
+/// The device a design targets: an iCE40 part as nextpnr names it (`hx8k`, package `ct256`) or
+/// an ECP5 part as Lattice does (`LFE5U-25F`, package `CABGA256`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
@@ -21,7 +22,20 @@ pub struct Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ConstraintFormat {
+    /// iCE40 physical constraints (`set_io`).
     Pcf,
+    /// ECP5 Lattice preferences (`LOCATE COMP`, `IOBUF PORT`, `FREQUENCY`).
+    Lpf,
+}
+
+impl ConstraintFormat {
+    /// The name the API gives the format (`pcf`, `lpf`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ConstraintFormat::Pcf => "pcf",
+            ConstraintFormat::Lpf => "lpf",
+        }
+    }
 }
 
 /// The constraints file. Its text travels inline, or, once over [`INLINE_PAYLOAD_MAX_BYTES`], as
