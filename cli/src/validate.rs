@@ -14,19 +14,23 @@ enum Format {
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    /// Device, as nextpnr names it (hx8k, lp384, up5k, …).
+    /// Device: an iCE40 part as nextpnr names it (hx8k, lp384, up5k, …) or an ECP5 part
+    /// (LFE5U-25F, LFE5UM5G-85F, …).
     #[arg(long)]
     device: String,
-    /// Package (ct256, sg48, …).
+    /// Package (ct256, sg48, …; CABGA256, CSFBGA285, …).
     #[arg(long)]
     package: String,
     /// Yosys JSON netlist (`write_json`).
     #[arg(long)]
     netlist: PathBuf,
-    /// PCF pin constraints.
-    #[arg(long)]
+    /// PCF pin constraints (iCE40).
+    #[arg(long, conflicts_with = "lpf")]
     pcf: Option<PathBuf>,
-    /// iCE40 bitstream (.bin).
+    /// LPF constraints (ECP5).
+    #[arg(long)]
+    lpf: Option<PathBuf>,
+    /// Bitstream (iCE40 .bin, ECP5 .bit).
     #[arg(long)]
     bitstream: Option<PathBuf>,
     /// Top module, when the netlist does not mark one.
@@ -54,13 +58,36 @@ fn text(path: &PathBuf) -> Result<String, String> {
     String::from_utf8(read(path)?).map_err(|_| format!("{} is not UTF-8 text", path.display()))
 }
 
+/// The constraints file given, after checking it is the format the device's family reads.
+fn constraints_path(args: &ValidateArgs) -> Result<Option<&PathBuf>, String> {
+    let (flag, path) = match (&args.pcf, &args.lpf) {
+        (Some(p), _) => ("--pcf", p),
+        (None, Some(p)) => ("--lpf", p),
+        (None, None) => return Ok(None),
+    };
+    if let Some(family) = openqq_fpga::Family::of_device(&args.device) {
+        let wanted = format!("--{}", family.constraint_format());
+        if flag != wanted {
+            return Err(format!(
+                "{} is an {} part: give its constraints with {wanted}, not {flag}",
+                args.device,
+                family.name()
+            ));
+        }
+    }
+    Ok(Some(path))
+}
+
 pub fn run(args: ValidateArgs) -> ExitCode {
+    let constraints = match constraints_path(&args) {
+        Ok(path) => path,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let loaded = (|| -> Result<_, String> {
-        Ok((
-            text(&args.netlist)?,
-            args.pcf.as_ref().map(text).transpose()?,
-            args.bitstream.as_ref().map(read).transpose()?,
-        ))
+        Ok((text(&args.netlist)?, constraints.map(text).transpose()?, args.bitstream.as_ref().map(read).transpose()?))
     })();
     let (netlist, pcf, bitstream) = match loaded {
         Ok(v) => v,
@@ -71,7 +98,7 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     };
     let names = (
         args.netlist.display().to_string(),
-        args.pcf.as_ref().map(|p| p.display().to_string()),
+        constraints.map(|p| p.display().to_string()),
         args.bitstream.as_ref().map(|p| p.display().to_string()),
     );
     let input = Input {
