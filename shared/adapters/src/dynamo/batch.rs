@@ -60,6 +60,12 @@ const ITEM_BYTES: usize = 2 * 1024;
 const MAX_ATTEMPTS: u32 = 32;
 /// Tenants whose feed head [`Memory`] keeps; past this it starts over.
 const MAX_REMEMBERED_TENANTS: usize = 10_000;
+/// Designs whose state [`Memory`] keeps; past this it starts over.
+const MAX_REMEMBERED_DESIGNS: usize = 100_000;
+/// After an unread write of a tenant guessed wrong, this many of the tenant's next writes read
+/// first: where other processes write the same tenant (Lambda), what one remembers is often old,
+/// and a wrong guess costs a request.
+const COOL_DOWN: u32 = 4;
 
 /// A tenant's webhooks and the kinds each wants.
 type Hooks = Arc<Vec<(WebhookId, Vec<EventKind>)>>;
@@ -67,16 +73,58 @@ type Hooks = Arc<Vec<(WebhookId, Vec<EventKind>)>>;
 /// The applied marker or feed-once item of one design, kind and revision.
 type Once = (TenantId, DesignId, EventKind, u64);
 
-/// What the store last knew of each tenant's feed, so that a submission can be written without a
-/// read: its head and webhook count with version as last read or written here, and its webhooks
-/// as listed at that version. A hint only: every write planned from it is conditional on it.
+/// What the store last knew, so that a write can be made without a read: each tenant's feed head
+/// and webhook count with version, its webhooks as listed at that version, and each design's
+/// item, as last read or written here. A hint only: every write planned from it is conditional
+/// on exactly what it assumed.
 #[derive(Default)]
 pub(crate) struct Memory {
     feeds: Mutex<HashMap<TenantId, Feed>>,
     hooks: Mutex<HashMap<TenantId, (u64, Hooks)>>,
+    designs: Mutex<HashMap<(TenantId, DesignId), Design>>,
+    /// Tenants whose next writes read first, and for how many more.
+    cooling: Mutex<HashMap<TenantId, u32>>,
 }
 
 impl Memory {
+    fn design(&self, tenant: &TenantId, design: &DesignId) -> Option<Design> {
+        let designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
+        designs.get(&(tenant.clone(), design.clone())).cloned()
+    }
+
+    fn remember_design(&self, key: &(TenantId, DesignId), design: &Design) {
+        let mut designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
+        if designs.len() >= MAX_REMEMBERED_DESIGNS && !designs.contains_key(key) {
+            designs.clear();
+        }
+        designs.insert(key.clone(), design.clone());
+    }
+
+    /// An unread write of `tenant` guessed wrong: its next [`COOL_DOWN`] writes read first.
+    fn missed(&self, tenant: &TenantId) {
+        let mut cooling = self.cooling.lock().unwrap_or_else(|p| p.into_inner());
+        if cooling.len() >= MAX_REMEMBERED_TENANTS && !cooling.contains_key(tenant) {
+            cooling.clear();
+        }
+        cooling.insert(tenant.clone(), COOL_DOWN);
+    }
+
+    /// Whether this write of `tenant` reads first (counting it against the cool-down).
+    fn cooling(&self, tenant: &TenantId) -> bool {
+        let mut cooling = self.cooling.lock().unwrap_or_else(|p| p.into_inner());
+        match cooling.get_mut(tenant) {
+            Some(left) if *left > 1 => {
+                *left -= 1;
+                true
+            }
+            Some(_) => {
+                cooling.remove(tenant);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn feed(&self, tenant: &TenantId) -> Option<Feed> {
         self.feeds.lock().unwrap_or_else(|p| p.into_inner()).get(tenant).copied()
     }
@@ -253,17 +301,29 @@ fn parse_design(item: &Item) -> PortResult<Design> {
     Ok(Design { held: Some(HeldDesign { revision: item.num("revision")?, status }), seq: item.num("seq")?, latest })
 }
 
-/// The state an unread write of `ops` assumes, when every op is a submission (not a replay) and
-/// the store remembers every tenant's feed and webhooks: each design new, each marker and entry
-/// absent, each head as remembered.
+/// The state an unread write of `ops` assumes, when no op is a replay and the store remembers
+/// every tenant's feed and webhooks and every design (a submission's design may be unknown: it is
+/// assumed new): each design as remembered, each marker and feed entry absent, each head as
+/// remembered. `None` when something is not remembered or a tenant is cooling down.
 fn assume(memory: &Memory, ops: &[ApplyOp<'_>]) -> Option<State> {
     let mut state = State::default();
     for op in ops {
-        if op.replayed || !matches!(op.change, Change::Submitted { .. }) {
+        if op.replayed {
             return None;
         }
-        state.designs.entry((op.tenant.clone(), op.design.clone())).or_default();
+        if let std::collections::hash_map::Entry::Vacant(slot) =
+            state.designs.entry((op.tenant.clone(), op.design.clone()))
+        {
+            slot.insert(match (memory.design(op.tenant, op.design), op.change) {
+                (Some(design), _) => design,
+                (None, Change::Submitted { .. }) => Design::default(),
+                (None, _) => return None,
+            });
+        }
         if !state.feeds.contains_key(op.tenant) {
+            if memory.cooling(op.tenant) {
+                return None;
+            }
             let feed = memory.feed(op.tenant)?;
             if let Some((_, version)) = feed.hooks.filter(|(count, _)| *count > 0) {
                 state.hooks.insert(op.tenant.clone(), memory.hooks(op.tenant, version)?);
@@ -367,6 +427,8 @@ struct Group {
     /// deliveries.
     items: Vec<TransactWriteItem>,
     bytes: usize,
+    /// Each design the group writes, as the group leaves it.
+    after: Vec<((TenantId, DesignId), Design)>,
 }
 
 impl Group {
@@ -532,6 +594,19 @@ impl Group {
         Ok(())
     }
 
+    /// Notes how the group leaves each design it writes (once the group is complete).
+    fn close(&mut self, state: &State) {
+        self.after = self
+            .designs
+            .iter()
+            .map(|d| {
+                let key = (d.tenant.clone(), d.design.clone());
+                let design = state.designs[&key].clone();
+                (key, design)
+            })
+            .collect();
+    }
+
     /// The group's transaction: each design item and feed head once, then every other item.
     fn into_items(self, table: &str) -> Vec<TransactWriteItem> {
         let mut items = Vec::with_capacity(self.len());
@@ -586,28 +661,47 @@ fn design_write(table: &str, d: DesignWrites) -> TransactWriteItem {
     TransactWriteItem::builder().update(update).build()
 }
 
+/// What [`group`] planned.
+struct Grouped {
+    groups: Vec<Group>,
+    /// The error of the first op that cannot be applied, where planning stopped.
+    stop: Option<PortError>,
+    /// Every op planned is applied and appended: nothing was decided without a write (what an
+    /// unread plan needs, since only a write checks what it assumed).
+    all_written: bool,
+}
+
 /// Plans `ops` in order over `state` into groups of at most [`MAX_TRANSACTION_ITEMS`] items and
 /// [`MAX_TRANSACTION_BYTES`]; stops at the first op that cannot be applied, with its error.
-fn group(table: &str, state: &mut State, ops: &[ApplyOp<'_>]) -> (Vec<Group>, Option<PortError>) {
-    let mut groups = vec![Group::default()];
+fn group(table: &str, state: &mut State, ops: &[ApplyOp<'_>]) -> Grouped {
+    let mut done = Grouped { groups: vec![Group::default()], stop: None, all_written: true };
     for op in ops {
         let planned = match plan(state, op) {
             Ok(planned) => planned,
-            Err(e) => return (groups, Some(e)),
+            Err(e) => {
+                done.stop = Some(e);
+                done.all_written = false;
+                break;
+            }
         };
-        let current = groups.last().expect("there is a group");
+        done.all_written &= planned.outcome == Applied::Applied && planned.append;
+        let current = done.groups.last_mut().expect("there is a group");
         let (items, bytes) = current.cost(state, op, &planned);
         if current.ops > 0
             && (current.len() + items > MAX_TRANSACTION_ITEMS || current.bytes + bytes > MAX_TRANSACTION_BYTES)
         {
-            groups.push(Group::default());
+            current.close(state);
+            done.groups.push(Group::default());
         }
-        let current = groups.last_mut().expect("there is a group");
+        let current = done.groups.last_mut().expect("there is a group");
         if let Err(e) = current.add(table, state, op, planned) {
-            return (groups, Some(e));
+            done.stop = Some(e);
+            done.all_written = false;
+            break;
         }
     }
-    (groups, None)
+    done.groups.last_mut().expect("there is a group").close(state);
+    done
 }
 
 /// A report too large for an item, refused before anything is sent.
@@ -642,32 +736,48 @@ pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[
             true => &rest[..1],
             false => &rest[..readable(rest)],
         };
-        let assumed = if lost { None } else { assume(memory, round) };
-        let guessed = assumed.is_some();
-        let mut state = match assumed {
-            Some(state) => state,
-            None => match read(client, table, round).await {
-                Ok(state) => {
-                    for (tenant, feed) in &state.feeds {
-                        memory.remember(tenant, *feed);
+        // Unread when the store remembers enough and the plan writes every op (an outcome
+        // without a write would rest on what was assumed, unchecked); else read.
+        let mut planned = None;
+        if !lost {
+            if let Some(mut state) = assume(memory, round) {
+                if list_hooks(client, table, memory, &mut state).await.is_ok() {
+                    let grouped = group(table, &mut state, round);
+                    if grouped.all_written {
+                        planned = Some(grouped);
                     }
-                    state
                 }
-                Err(e) => {
+            }
+        }
+        let guessed = planned.is_some();
+        let grouped = match planned {
+            Some(grouped) => grouped,
+            None => {
+                let mut state = match read(client, table, round).await {
+                    Ok(state) => state,
+                    Err(e) => {
+                        done.error = Some(e);
+                        return done;
+                    }
+                };
+                for (tenant, feed) in &state.feeds {
+                    memory.remember(tenant, *feed);
+                }
+                for (key, design) in &state.designs {
+                    memory.remember_design(key, design);
+                }
+                if let Err(e) = list_hooks(client, table, memory, &mut state).await {
                     done.error = Some(e);
                     return done;
                 }
-            },
+                group(table, &mut state, round)
+            }
         };
-        if let Err(e) = list_hooks(client, table, memory, &mut state).await {
-            done.error = Some(e);
-            return done;
-        }
-        let (groups, stop) = group(table, &mut state, round);
-        for group in groups {
+        for mut group in grouped.groups {
             let (ops_in_group, outcomes) = (group.ops, group.outcomes.clone());
             let heads: Vec<(TenantId, Feed)> =
                 group.heads.iter().map(|h| (h.tenant.clone(), Feed { head: h.head, hooks: h.hooks })).collect();
+            let after = std::mem::take(&mut group.after);
             let items = group.into_items(table);
             if items.is_empty() {
                 done.applied.extend(outcomes);
@@ -678,6 +788,9 @@ pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[
                     done.applied.extend(outcomes);
                     for (tenant, feed) in &heads {
                         memory.remember(tenant, *feed);
+                    }
+                    for (key, design) in &after {
+                        memory.remember_design(key, design);
                     }
                     attempt = 0;
                     lost = false;
@@ -693,9 +806,11 @@ pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[
                     }
                     tracing::debug!(attempt, "A design write with its feed entry lost a race; reading again.");
                     lost = true;
-                    // An unread write that failed guessed wrong: it reads at once.
-                    if !guessed {
-                        back_off(attempt).await;
+                    // An unread write that failed guessed wrong: it reads at once, and its
+                    // tenants' next writes read first for a while.
+                    match guessed {
+                        true => heads.iter().for_each(|(tenant, _)| memory.missed(tenant)),
+                        false => back_off(attempt).await,
                     }
                     continue 'rounds;
                 }
@@ -709,7 +824,7 @@ pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[
                 }
             }
         }
-        if let Some(e) = stop {
+        if let Some(e) = grouped.stop {
             done.error = Some(e);
             return done;
         }

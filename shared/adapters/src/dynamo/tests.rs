@@ -588,3 +588,63 @@ async fn a_batch_stops_at_an_event_for_a_design_that_never_materialised_keeping_
     assert_eq!(sent.len(), 2, "the read, and the first op's write");
     assert_eq!(written(&body(sent[1])).len(), 1 + 2 + 4, "the first op's writes only");
 }
+
+#[tokio::test]
+async fn a_design_this_store_wrote_is_written_again_without_a_read() {
+    let (t, d) = ids();
+    let (store, replay) = store(vec![feed_read(&[]), answer(200, "{}".into()), answer(200, "{}".into())]);
+    let e = entry(EventKind::DesignSubmitted, 1);
+    let submitted = Change::Submitted { name: None };
+    assert_eq!(store.apply_and_append(false, &t, &d, &e, &submitted).await.unwrap(), Applied::Applied);
+    let e = entry(EventKind::ValidationStarted, 1);
+    assert_eq!(store.apply_and_append(false, &t, &d, &e, &Change::ValidationStarted).await.unwrap(), Applied::Applied);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    assert_eq!(sent.len(), 3, "read, write, and the second write alone");
+    let second = body(sent[2]);
+    let items = second["TransactItems"].as_array().unwrap();
+    let design = &items[0]["Update"];
+    assert_eq!(design["ConditionExpression"], "#seq = :v0 AND #revision = :v1", "on the state it wrote: {second}");
+    assert_eq!(
+        (&design["ExpressionAttributeValues"][":v0"], &design["ExpressionAttributeValues"][":v1"]),
+        (&serde_json::json!({"N": "1"}), &serde_json::json!({"N": "1"}))
+    );
+    assert_eq!(items[1]["Update"]["ExpressionAttributeValues"][":last"], serde_json::json!({"N": "1"}));
+}
+
+#[tokio::test]
+async fn after_an_unread_write_guessed_wrong_the_tenants_next_writes_read_first() {
+    let (t, d) = ids();
+    let (store, replay) = store(vec![
+        feed_read(&[]),
+        answer(200, "{}".into()),
+        cancelled(7),
+        feed_read(&[HELD_DESIGN, &head(4)]),
+        answer(200, "{}".into()),
+        feed_read(&[&head(5)]),
+        answer(200, "{}".into()),
+    ]);
+    let submitted = Change::Submitted { name: None };
+    let e = entry(EventKind::DesignSubmitted, 1);
+    assert_eq!(store.apply_and_append(false, &t, &d, &e, &submitted).await.unwrap(), Applied::Applied);
+    // Another process moved the feed head meanwhile: the unread write is refused.
+    let e = entry(EventKind::ValidationStarted, 1);
+    assert_eq!(store.apply_and_append(false, &t, &d, &e, &Change::ValidationStarted).await.unwrap(), Applied::Applied);
+    let d2 = DesignId::parse("d-2").unwrap();
+    let e = entry(EventKind::DesignSubmitted, 1);
+    assert_eq!(store.apply_and_append(false, &t, &d2, &e, &submitted).await.unwrap(), Applied::Applied);
+    let sent: Vec<_> = replay.actual_requests().collect();
+    let targets: Vec<&str> = sent.iter().map(|r| target(r).trim_start_matches("DynamoDB_20120810.")).collect();
+    assert_eq!(
+        targets,
+        [
+            "BatchGetItem",
+            "TransactWriteItems",
+            "TransactWriteItems",
+            "BatchGetItem",
+            "TransactWriteItems",
+            "BatchGetItem",
+            "TransactWriteItems"
+        ],
+        "the refused guess reads again, and the tenant's next write reads first"
+    );
+}
