@@ -95,7 +95,11 @@ async function submit(event) {
     const parts = {
       name: JSON.stringify($("design-name").value.trim()),
       target: JSON.stringify({ device: $("design-device").value, package: $("design-package").value }),
-      constraints: JSON.stringify({ format: "pcf", text: await pcfFile.text() }),
+      // The device's family decides the format: PCF for iCE40, LPF for ECP5.
+      constraints: JSON.stringify({
+        format: devices.find((d) => d.device === $("design-device").value)?.constraints || "pcf",
+        text: await pcfFile.text(),
+      }),
     };
     const options = { allow_unconstrained: $("design-unconstrained").checked };
     if ($("design-top").value.trim()) options.top = $("design-top").value.trim();
