@@ -70,7 +70,7 @@ pub struct Iobuf {
 
 impl Iobuf {
     /// The attributes as (key, value, where), or the first word without `=`.
-    pub fn attributes(&self) -> Result<Vec<(&str, &str, At)>, (String, At)> {
+    pub fn attributes(&self) -> Result<Vec<Attribute<'_>>, (String, At)> {
         self.words
             .iter()
             .map(|(w, at)| match w.split_once('=') {
@@ -83,6 +83,9 @@ impl Iobuf {
             .collect()
     }
 }
+
+/// One `KEY=VALUE` of an `IOBUF`, with where it starts.
+pub type Attribute<'a> = (&'a str, &'a str, At);
 
 /// What a `FREQUENCY` statement constrains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -222,7 +222,6 @@ pub(crate) fn pack_within(
         })
         .collect();
     let mut iologic_pins: BTreeMap<&str, bool> = BTreeMap::new();
-    let mut nets = nets;
 
     let mut ccu2c = Vec::new();
     let mut clock_buffers = 0u32;
