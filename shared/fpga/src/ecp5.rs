@@ -8,6 +8,7 @@
 pub mod bitstream;
 pub(crate) mod constraints;
 pub mod device;
+pub(crate) mod dsp;
 pub mod lpf;
 pub mod pack;
 
@@ -68,6 +69,7 @@ pub(crate) fn validate(device: &'static Device, input: &Input<'_>) -> Report {
             let (rows, resource_findings) = resources(device, package, &module, &packed, input.files.netlist);
             utilization = rows;
             findings.extend(resource_findings);
+            findings.extend(dsp::check(&module, input.files.netlist));
             findings.extend(constraint_findings);
         }
     }

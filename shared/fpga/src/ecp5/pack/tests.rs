@@ -29,6 +29,9 @@ fn netlist(name: &str) -> &'static str {
         "muxes" => include_str!("fixtures/muxes.json"),
         "pll" => include_str!("fixtures/pll.json"),
         "rams" => include_str!("fixtures/rams.json"),
+        "alu_b" => include_str!("fixtures/alu_b.json"),
+        "alu_signed" => include_str!("fixtures/alu_signed.json"),
+        "alu_bits" => include_str!("fixtures/alu_bits.json"),
         other => panic!("no fixture {other}"),
     }
 }
@@ -127,4 +130,48 @@ fn ddr_primitives_on_unplaced_pins_are_errors_naming_the_cell_and_the_port() {
         report.findings.iter().filter(|f| f.code == "IOLOGIC_PIN_UNCONSTRAINED").map(|f| f.message.as_str()).collect();
     assert_eq!(found.len(), 1, "{:?}", report.findings);
     assert!(found[0].contains("'dout'"), "{}", found[0]);
+}
+
+/// Our errors for a case nextpnr rejected, and nextpnr's first error.
+fn rejected(name: &str) -> (Vec<(String, String)>, String) {
+    let expected: serde_json::Value = serde_json::from_str(EXPECTED).unwrap();
+    let case = &expected["cases"][name];
+    assert_ne!(case["exit"], 0, "{name}: nextpnr rejected it");
+    let report = validate(&Input {
+        device: part(case["device"].as_str().unwrap()),
+        package: case["package"].as_str().unwrap(),
+        netlist: netlist(name),
+        allow_unconstrained: true,
+        ..Input::default()
+    });
+    let errors =
+        report.findings.into_iter().filter(|f| f.severity == Severity::Error).map(|f| (f.code, f.message)).collect();
+    (errors, case["first_error"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn an_alu54b_without_a_multiplier_on_port_b_is_rejected_as_nextpnr_rejects_it() {
+    let (errors, theirs) = rejected("alu_b");
+    assert!(theirs.contains("No MULT18X18D found connected to ALU54B 'alu' port B"), "{theirs}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, "DSP_ALU_UNCONNECTED");
+    assert!(errors[0].1.contains("'alu'") && errors[0].1.contains("port B"), "{}", errors[0].1);
+}
+
+#[test]
+fn an_alu54b_whose_signed_input_is_not_the_multipliers_is_rejected_naming_both() {
+    let (errors, theirs) = rejected("alu_signed");
+    assert!(theirs.contains("input SIGNEDIB must be driven by SIGNEDP of MULT18X18D 'mb'"), "{theirs}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, "DSP_SIGNED_INPUT");
+    assert!(errors[0].1.contains("input SIGNEDIB must be driven by SIGNEDP of MULT18X18D 'mb'"), "{}", errors[0].1);
+}
+
+#[test]
+fn an_alu54b_whose_operand_bits_are_not_the_multipliers_is_rejected_at_the_first_bit() {
+    let (errors, theirs) = rejected("alu_bits");
+    assert!(theirs.contains("input A0 must be driven by ROA0 of MULT18X18D 'ma'"), "{theirs}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, "DSP_ALU_INPUT");
+    assert!(errors[0].1.contains("input A0 must be driven by ROA0 of MULT18X18D 'ma'"), "{}", errors[0].1);
 }
