@@ -12,13 +12,14 @@
 //!   `allow_unconstrained` (nextpnr's `--lpf-allow-unconstrained`); without one nextpnr checks
 //!   nothing and places every IO itself (a warning);
 //! - `IOBUF` attributes need `KEY=VALUE` (`LPF_SYNTAX`); keys nextpnr does not know are a warning;
-//!   an `IO_TYPE` Trellis does not know is `IO_TYPE_UNKNOWN` (nextpnr accepts it while packing
-//!   and stops when writing the bitstream); ports of different IO voltages in one bank are
-//!   `BANK_VCCIO_CONFLICT` (nextpnr's bitstream writer: "incompatible IO voltages");
+//!   an `IO_TYPE` Trellis does not know is `IO_TYPE_UNKNOWN`, an error (nextpnr places and
+//!   routes it and stops only when writing the bitstream); ports of different IO voltages in one
+//!   bank are a warning, `BANK_VCCIO_CONFLICT` (nextpnr's bitstream writer stops on it:
+//!   "incompatible IO voltages"; its place and route, whose verdict ours is, does not);
 //! - `PULLMODE`, `SLEWRATE` and `OPENDRAIN` values outside the sysIO's are a warning
 //!   (`IOBUF_VALUE_UNKNOWN`: nextpnr copies them into the configuration unread);
-//! - `FREQUENCY` of a port or net the design lacks is a warning; one that is not a positive
-//!   number of hertz is `FREQUENCY_INVALID` (an error: no clock has it).
+//! - `FREQUENCY` of a port or net the design lacks is a warning, and so is one that is not a
+//!   positive number of hertz (`FREQUENCY_INVALID`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -317,7 +318,7 @@ pub(crate) fn check(
             }
             Some(&(other_vcc, other)) if other_vcc != vcc => {
                 let name = &bits[*bit].name;
-                findings.push(Finding::error(
+                findings.push(Finding::warning(
                     "BANK_VCCIO_CONFLICT",
                     format!(
                         "port '{}' ({t}, {vcc}) on pin '{}' and port '{}' ({other_vcc}) are both in bank {}, which has one IO voltage",
@@ -337,7 +338,7 @@ pub(crate) fn check(
     let mut net_names: Option<HashSet<String>> = None;
     for f in &parsed.frequencies {
         if !(f.mhz.is_finite() && f.mhz > 0.0) {
-            findings.push(Finding::error(
+            findings.push(Finding::warning(
                 "FREQUENCY_INVALID",
                 format!(
                     "line {}: the frequency of '{}' is not a positive number of hertz",
