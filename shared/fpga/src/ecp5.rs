@@ -121,6 +121,10 @@ fn resources(
             ));
         }
     }
+    // Cells no bel takes: nextpnr's report lists their types with none available.
+    for (cell_type, used) in &packed.unsupported {
+        rows.push(Utilization { resource: cell_type.clone(), used: *used, available: 0 });
+    }
     let ios = packed.used.get("TRELLIS_IO").copied().unwrap_or(0);
     let pins = package.pins.len() as u32;
     rows.push(Utilization { resource: PACKAGE_PINS.to_owned(), used: ios, available: pins });
@@ -151,9 +155,9 @@ fn resources(
     for &ci in &packed.unknown_cells {
         let cell = &module.cells[ci];
         findings.push(Finding::error(
-            "CELL_TYPE_UNKNOWN",
+            "CELL_TYPE_UNSUPPORTED",
             format!(
-                "cell '{}' is a {}, which is no ECP5 primitive nextpnr-ecp5 can place (is the netlist from synth_ecp5?)",
+                "cell '{}' is a {}, which nextpnr-ecp5 does not support: no ECP5 bel takes it (is the netlist from synth_ecp5?)",
                 short_name(&cell.name),
                 short_name(&cell.cell_type)
             ),

@@ -38,8 +38,11 @@ const CELLS_PER_LOOK: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packing {
     pub used: BTreeMap<&'static str, u32>,
-    /// Indices of cells whose type nextpnr-ecp5 would not recognise.
+    /// Indices of cells of a type no ECP5 bel takes, which nextpnr-ecp5 packs as they are and
+    /// cannot place ("cell type … is unsupported").
     pub unknown_cells: Vec<usize>,
+    /// Those cells counted by type, as nextpnr's report lists them (with none available).
+    pub unsupported: BTreeMap<String, u32>,
     /// The netlist cells behind each hard resource, in netlist order, so a finding can name them.
     pub hard_cells: BTreeMap<&'static str, Vec<usize>>,
     /// IO logic cells whose pin is not placed, which nextpnr rejects: (cell index, port bit).
@@ -279,6 +282,7 @@ pub(crate) fn pack_within(
                     }
                 } else {
                     p.unknown_cells.push(i);
+                    *p.unsupported.entry(t.to_owned()).or_insert(0) += 1;
                 }
             }
         }
