@@ -175,3 +175,20 @@ fn an_alu54b_whose_operand_bits_are_not_the_multipliers_is_rejected_at_the_first
     assert_eq!(errors[0].0, "DSP_ALU_INPUT");
     assert!(errors[0].1.contains("input A0 must be driven by ROA0 of MULT18X18D 'ma'"), "{}", errors[0].1);
 }
+
+#[test]
+fn a_cell_no_ecp5_bel_takes_is_unsupported_and_listed_with_none_available() {
+    // yosys knows DPR16X4C; nextpnr-ecp5 packs it as it is and lists it in its report with
+    // `available` 0, then stops placing it ("cell type 'DPR16X4C' is unsupported").
+    let netlist = r#"{"modules": {"top": {"ports": {}, "cells": {"dpr1": {"type": "DPR16X4C", "port_directions": {}, "connections": {}}}}}}"#;
+    let report = validate(&Input { device: "LFE5U-25F", package: "CABGA256", netlist, ..Input::default() });
+    let row = report.utilization.iter().find(|u| u.resource == "DPR16X4C").expect("a row for the type");
+    assert_eq!((row.used, row.available), (1, 0));
+    let errors: Vec<(&str, Option<&str>)> = report
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| (f.code.as_str(), f.location.cell.as_deref()))
+        .collect();
+    assert_eq!(errors, [("CELL_TYPE_UNSUPPORTED", Some("dpr1"))]);
+}
