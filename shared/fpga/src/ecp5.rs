@@ -154,6 +154,17 @@ fn resources(
     }
     for &ci in &packed.unknown_cells {
         let cell = &module.cells[ci];
+        if cell.cell_type == "CCU2C" {
+            findings.push(Finding::error(
+                "CELL_TYPE_UNSUPPORTED",
+                format!(
+                    "carry '{}' reads a COUT that also feeds another carry's CIN; nextpnr-ecp5 follows one carry chain and leaves this CCU2C unpacked, which it cannot place",
+                    short_name(&cell.name)
+                ),
+                Location { cell: Some(cell.name.clone().into_owned()), ..at() },
+            ));
+            continue;
+        }
         findings.push(Finding::error(
             "CELL_TYPE_UNSUPPORTED",
             format!(

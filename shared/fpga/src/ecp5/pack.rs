@@ -293,7 +293,12 @@ pub(crate) fn pack_within(
     if deadline.passed() {
         return None;
     }
-    comb += 2 * carry_cells(m, &ccu2c, &nets, device.max_carry_chain());
+    let (carries, orphans) = carry_cells(m, &ccu2c, &nets, device.max_carry_chain());
+    comb += 2 * carries;
+    for ci in orphans {
+        p.unknown_cells.push(ci);
+        *p.unsupported.entry("CCU2C".to_owned()).or_insert(0) += 1;
+    }
 
     // Global promotion.
     let mut candidates: Vec<(u32, u32)> =
@@ -320,8 +325,9 @@ pub(crate) fn pack_within(
 }
 
 /// How many `CCU2C` cells the carry chains take once nextpnr has added feed-ins and feed-outs
-/// and split the chains too long for the die.
-fn carry_cells(m: &Module<'_>, ccu2c: &[usize], nets: &HashMap<u32, NetStat>, max_length: usize) -> u32 {
+/// and split the chains too long for the die, and the carries no chain reaches (which nextpnr
+/// leaves unpacked and cannot place).
+fn carry_cells(m: &Module<'_>, ccu2c: &[usize], nets: &HashMap<u32, NetStat>, max_length: usize) -> (u32, Vec<usize>) {
     let net = |ci: usize, port: &str| match m.bit(&m.cells[ci], port) {
         Some(Bit::Net(n)) => Some(n),
         _ => None,
@@ -342,19 +348,38 @@ fn carry_cells(m: &Module<'_>, ccu2c: &[usize], nets: &HashMap<u32, NetStat>, ma
     let next = |ci: usize| net(ci, "COUT").and_then(|n| by_cin.get(&n).copied());
     let prev = |ci: usize| net(ci, "CIN").and_then(|n| by_cout.get(&n).copied());
     let mut chained: HashSet<usize> = HashSet::new();
+    // The start each visited cell walks back to, so no cell is walked over twice: a carry whose
+    // COUT feeds several CINs (never from yosys, but a netlist may say so) shares its start.
+    let mut start_of: HashMap<usize, usize> = HashMap::new();
     let mut total = 0u32;
+    let mut orphans = Vec::new();
     for &ci in ccu2c {
         if chained.contains(&ci) {
             continue;
         }
-        // Walk back to the chain's start (stopping on a loop).
+        // Walk back to the chain's start (stopping on a loop or a cell already walked).
         let mut start = ci;
+        let mut path = vec![ci];
         let mut back = HashSet::from([ci]);
         while let Some(p) = prev(start) {
+            if let Some(&known) = start_of.get(&p) {
+                start = known;
+                break;
+            }
             if !back.insert(p) {
                 break;
             }
+            path.push(p);
             start = p;
+        }
+        for c in path {
+            start_of.insert(c, start);
+        }
+        // A start already packed: this cell hangs off a chain nextpnr does not follow into it,
+        // and stays an unpacked CCU2C there.
+        if chained.contains(&start) {
+            orphans.push(ci);
+            continue;
         }
         let mut chain = Vec::new();
         let mut at = Some(start);
@@ -396,7 +421,7 @@ fn carry_cells(m: &Module<'_>, ccu2c: &[usize], nets: &HashMap<u32, NetStat>, ma
             }
         }
     }
-    total
+    (total, orphans)
 }
 
 #[cfg(test)]

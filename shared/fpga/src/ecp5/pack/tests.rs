@@ -192,3 +192,34 @@ fn a_cell_no_ecp5_bel_takes_is_unsupported_and_listed_with_none_available() {
         .collect();
     assert_eq!(errors, [("CELL_TYPE_UNSUPPORTED", Some("dpr1"))]);
 }
+
+#[test]
+fn carries_hanging_off_a_shared_carry_out_stay_unpacked_as_in_nextpnr() {
+    // Two chained carries whose last COUT feeds three more. nextpnr-ecp5 0.11 (recorded):
+    // TRELLIS_COMB 13 (the chain, a feed-in, feed-outs and the ground LUT), CCU2C 2 with none
+    // available, and placement stops: "cell type 'CCU2C' is unsupported (instantiated as
+    // 'z000001')".
+    let ccu = |name: &str, cin: &str, cout: u32| {
+        format!(
+            r#""{name}": {{"type": "CCU2C", "port_directions": {{"CIN": "input", "COUT": "output"}}, "connections": {{"CIN": [{cin}], "COUT": [{cout}]}}}}"#
+        )
+    };
+    let cells = [
+        ccu("c000000", "\"0\"", 10),
+        ccu("c000001", "10", 11),
+        ccu("z000000", "11", 12),
+        ccu("z000001", "11", 13),
+        ccu("z000002", "11", 14),
+    ];
+    let netlist = format!(r#"{{"modules": {{"top": {{"ports": {{}}, "cells": {{{}}}}}}}}}"#, cells.join(", "));
+    let report = validate(&Input { device: "LFE5U-25F", package: "CABGA256", netlist: &netlist, ..Input::default() });
+    let used = |r: &str| report.utilization.iter().find(|u| u.resource == r).map(|u| (u.used, u.available));
+    assert_eq!((used("TRELLIS_COMB"), used("CCU2C")), (Some((13, 24288)), Some((2, 0))));
+    let unpacked: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == "CELL_TYPE_UNSUPPORTED")
+        .filter_map(|f| f.location.cell.as_deref())
+        .collect();
+    assert_eq!(unpacked, ["z000001", "z000002"]);
+}
