@@ -100,6 +100,11 @@ export FPGA_ORACLE_DIR=$oracle
 # full flow (3½ to 6 minutes on 2 cores; shared/fpga/HARDIP.md).
 python3 shared/fpga/fixtures/hardip/generate.py "$oracle/hardip"
 export FPGA_HARDIP_DIR=$oracle/hardip
+# The ECP5 corpus: 177 seeded designs, synthesised and placed by Yosys and nextpnr-ecp5 built to
+# WebAssembly (YoWASP, from PyPI once, into the tools cache: shared/fpga/scripts/ecp5-tools.sh;
+# shared/fpga/fixtures/ecp5/README.md says what it costs).
+python3 shared/fpga/fixtures/ecp5/generate.py "$oracle/ecp5"
+export FPGA_ECP5_DIR=$oracle/ecp5
 
 step "Checking formatting (rustfmt.toml) and lints (clippy, warnings are errors)"
 cargo fmt --all --check
