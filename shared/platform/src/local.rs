@@ -61,6 +61,11 @@ pub struct UpArgs {
     /// real Lambda binaries, driven by this trigger's batches, retries and partial-batch answers.
     #[arg(long, env = "OPENQQ_INVOKE")]
     pub invoke: Option<String>,
+    /// Serve the API only: the consumer functions (design-job, validation, results) do not run,
+    /// so accepted submissions wait in the log until an `openqq up` without this flag on the same
+    /// data dir consumes them. For measuring the API on its own (docs/BENCHMARKS.md, 11).
+    #[arg(long, env = "OPENQQ_API_ONLY", conflicts_with = "invoke")]
+    pub api_only: bool,
     /// Development only: `POST /v1/dev/tokens` mints a bearer token for any tenant (the web UI
     /// offers it), so anyone who reaches the API can act as any tenant. Loopback `--listen` only.
     #[arg(long, env = "OPENQQ_DEV_TOKENS")]
@@ -181,7 +186,13 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let keys = platform.local_keys()?;
     let (stop, stop_rx) = watch::channel(false);
     let mut mappings = Vec::new();
-    for kind in crate::CONSUMED {
+    let consumed: &[EventKind] = if args.api_only {
+        tracing::warn!("--api-only: the consumer functions do not run; submissions wait in the log.");
+        &[]
+    } else {
+        &crate::CONSUMED
+    };
+    for &kind in consumed {
         let b = &platform.backends;
         let handler = match &args.invoke {
             Some(url) => {
