@@ -11,6 +11,7 @@ pub mod device;
 pub(crate) mod dsp;
 pub mod lpf;
 pub mod pack;
+pub(crate) mod ports;
 
 use crate::budget;
 use crate::netlist::{self, Module};
@@ -135,12 +136,12 @@ fn resources(
             at(),
         ));
     }
+    let ports = ports::PortBits::new(module);
     for (ci, port) in &packed.unplaced_iologic {
         let cell = &module.cells[*ci];
-        let what = if port.is_empty() {
-            "its pad port reaches no top-level port".to_owned()
-        } else {
-            format!("port '{}' has no LOCATE COMP", short_name(port))
+        let what = match port {
+            None => "its pad port reaches no top-level port".to_owned(),
+            Some(bit) => format!("port '{}' has no LOCATE COMP", ports.display(*bit)),
         };
         findings.push(Finding::error(
             "IOLOGIC_PIN_UNCONSTRAINED",

@@ -21,12 +21,14 @@
 //! - `FREQUENCY` of a port or net the design lacks is a warning, and so is one that is not a
 //!   positive number of hertz (`FREQUENCY_INVALID`).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::device::{Device, Package};
 use super::lpf::{self, At, FrequencyOf, IOBUF_KEYS};
+use super::ports::PortBits;
 use crate::budget::Deadline;
-use crate::netlist::{bit_names, Direction, Module};
+use crate::netlist::{Direction, Module};
 use crate::report::{short_name, Finding, Location};
 
 /// IO types nextpnr-ecp5 and Trellis know (`ecp5/iotypes.inc`), with their bank voltage and
@@ -77,14 +79,9 @@ const IOBUF_VALUES: &[(&str, &[&str])] =
 /// nextpnr's IO type when the LPF gives none.
 const DEFAULT_IO_TYPE: &str = "LVCMOS33";
 
-/// One top-level port bit, as nextpnr names its IO cell.
-struct PortBit {
-    name: String,
-    direction: Direction,
-}
-
-/// The pin each placed port bit ended on, by port bit name, for the packer's IO logic.
-pub(crate) type PinRows = HashMap<String, u8>;
+/// The row of the pin each placed port bit (by [`PortBits`] number) ended on, for the packer's
+/// IO logic.
+pub(crate) type PinRows = HashMap<usize, u8>;
 
 /// Runs every constraint check. `text` is `None` when the design came without an LPF. Also
 /// returns the row of each placed port bit's pin, for the IO logic count.
@@ -104,13 +101,7 @@ pub(crate) fn check(
         pin: pin.map(str::to_owned),
         ..Location::default()
     };
-    let mut bits: Vec<PortBit> = Vec::new();
-    for port in &module.ports {
-        for (_, name) in bit_names(&port.name, &port.bits, port.offset, port.upto) {
-            bits.push(PortBit { name, direction: port.direction });
-        }
-    }
-    let index: HashMap<&str, usize> = bits.iter().enumerate().map(|(i, b)| (b.name.as_str(), i)).collect();
+    let ports = PortBits::new(module);
     let Some(text) = text else {
         let finding = Finding::warning(
             "PORT_UNCONSTRAINED",
@@ -136,7 +127,7 @@ pub(crate) fn check(
             return (findings, PinRows::new());
         }
         let comp = locate.comp.as_str();
-        let bit = index.get(comp).or_else(|| comp.strip_suffix("[0]").and_then(|c| index.get(c))).copied();
+        let bit = ports.lookup(comp).or_else(|| comp.strip_suffix("[0]").and_then(|c| ports.lookup(c)));
         let Some(bit) = bit else {
             if !cells.contains(comp) {
                 findings.push(unknown_port("LOCATE", comp, locate.at));
@@ -159,12 +150,12 @@ pub(crate) fn check(
                 "PORT_CONSTRAINED_TWICE",
                 format!(
                     "port '{}' is located twice: at pin '{}' (line {}) and at pin '{}'; nextpnr keeps the last",
-                    short_name(&bits[bit].name),
+                    ports.display(bit),
                     short_name(old),
                     before.at.line,
                     short_name(pin)
                 ),
-                at(locate.at, Some(&bits[bit].name), Some(pin)),
+                at(locate.at, Some(&ports.display(bit)), Some(pin)),
             ));
         }
     }
@@ -176,7 +167,8 @@ pub(crate) fn check(
     let mut ordered: Vec<(&usize, &(&str, &lpf::Locate))> = site.iter().collect();
     ordered.sort_unstable_by_key(|(_, (_, l))| (l.at.line, l.at.column));
     for (&bit, &(pin, locate)) in ordered {
-        let name = bits[bit].name.as_str();
+        let name = ports.display(bit);
+        let name = name.as_str();
         let Some(p) = package.pin(pin) else {
             findings.push(Finding::error(
                 "PIN_NOT_IN_PACKAGE",
@@ -196,8 +188,8 @@ pub(crate) fn check(
                 "PIN_DOUBLE_ASSIGNED",
                 format!(
                     "ports '{}' and '{}' are both located at pin '{}'; nextpnr cannot place both",
-                    short_name(&bits[other].name),
-                    short_name(name),
+                    ports.display(other),
+                    name,
                     p.name
                 ),
                 at(locate.site_at, Some(name), Some(p.name)),
@@ -205,20 +197,21 @@ pub(crate) fn check(
             continue;
         }
         pin_owner.insert(p.name, bit);
-        rows.insert(name.to_owned(), p.row);
+        rows.insert(bit, p.row);
         placed.push((bit, p, locate));
     }
 
     // Every port bit needs a LOCATE.
-    for (i, b) in bits.iter().enumerate() {
+    for i in 0..ports.len() {
         if i % 1024 == 0 && deadline.passed() {
             return (findings, rows);
         }
         if site.contains_key(&i) {
             continue;
         }
-        let message = format!("port '{}' has no LOCATE COMP in the LPF", short_name(&b.name));
-        let location = Location { file: file.map(str::to_owned), port: Some(b.name.clone()), ..Location::default() };
+        let name = ports.display(i);
+        let message = format!("port '{name}' has no LOCATE COMP in the LPF");
+        let location = Location { file: file.map(str::to_owned), port: Some(name), ..Location::default() };
         findings.push(if allow_unconstrained {
             Finding::warning("PORT_UNCONSTRAINED", format!("{message}; nextpnr will place it automatically"), location)
         } else {
@@ -233,7 +226,7 @@ pub(crate) fn check(
     // IOBUF attributes.
     let mut io_type: HashMap<usize, (&str, At)> = HashMap::new();
     for iobuf in &parsed.iobufs {
-        let Some(&bit) = index.get(iobuf.port.as_str()) else {
+        let Some(bit) = ports.lookup(&iobuf.port) else {
             if !cells.contains(iobuf.port.as_str()) {
                 findings.push(unknown_port("IOBUF", &iobuf.port, iobuf.at));
             }
@@ -309,7 +302,7 @@ pub(crate) fn check(
     for (bit, pin, locate) in &placed {
         let t = io_type.get(bit).map_or(DEFAULT_IO_TYPE, |(t, _)| t);
         let Some(&(_, vcc, referenced)) = IO_TYPES.iter().find(|(n, _, _)| *n == t) else { continue };
-        if bits[*bit].direction == Direction::Input && !referenced {
+        if ports.direction(*bit) == Direction::Input && !referenced {
             continue;
         }
         match bank_vcc.get(&pin.bank) {
@@ -317,17 +310,16 @@ pub(crate) fn check(
                 bank_vcc.insert(pin.bank, (vcc, *bit));
             }
             Some(&(other_vcc, other)) if other_vcc != vcc => {
-                let name = &bits[*bit].name;
+                let name = ports.display(*bit);
                 findings.push(Finding::warning(
                     "BANK_VCCIO_CONFLICT",
                     format!(
-                        "port '{}' ({t}, {vcc}) on pin '{}' and port '{}' ({other_vcc}) are both in bank {}, which has one IO voltage",
-                        short_name(name),
+                        "port '{name}' ({t}, {vcc}) on pin '{}' and port '{}' ({other_vcc}) are both in bank {}, which has one IO voltage",
                         pin.name,
-                        short_name(&bits[other].name),
+                        ports.display(other),
                         pin.bank
                     ),
-                    at(locate.at, Some(name), Some(pin.name)),
+                    at(locate.at, Some(&name), Some(pin.name)),
                 ));
             }
             Some(_) => {}
@@ -335,7 +327,8 @@ pub(crate) fn check(
     }
 
     // FREQUENCY.
-    let mut net_names: Option<HashSet<String>> = None;
+    // Net names: (width, offset, upto) by name, each name stored once.
+    let mut net_names: Option<HashMap<Cow<'_, str>, (usize, i64, bool)>> = None;
     for f in &parsed.frequencies {
         if !(f.mhz.is_finite() && f.mhz > 0.0) {
             findings.push(Finding::warning(
@@ -350,18 +343,16 @@ pub(crate) fn check(
             continue;
         }
         let known = match f.of {
-            FrequencyOf::Port => index.contains_key(f.name.as_str()),
+            FrequencyOf::Port => ports.lookup(&f.name).is_some(),
             FrequencyOf::Net => {
                 let names = net_names.get_or_insert_with(|| {
-                    let mut names = HashSet::new();
+                    let mut names = HashMap::new();
                     module.each_net_name(|name, bits, offset, upto| {
-                        for (_, n) in bit_names(&name, bits, offset, upto) {
-                            names.insert(n);
-                        }
+                        names.entry(name).or_insert((bits.len(), offset, upto));
                     });
                     names
                 });
-                names.contains(&f.name) || index.contains_key(f.name.as_str())
+                net_bit_exists(names, &f.name) || ports.lookup(&f.name).is_some()
             }
         };
         if !known {
@@ -374,6 +365,16 @@ pub(crate) fn check(
         }
     }
     (findings, rows)
+}
+
+/// Whether a net bit spelt `text` as nextpnr spells it (`n`, `bus[i]`) is among `names`.
+fn net_bit_exists(names: &HashMap<Cow<'_, str>, (usize, i64, bool)>, text: &str) -> bool {
+    if names.get(text).is_some_and(|(width, _, _)| *width == 1) {
+        return true;
+    }
+    let Some((base, digits)) = text.strip_suffix(']').and_then(|t| t.rsplit_once('[')) else { return false };
+    let Some(index) = digits.parse::<i64>().ok().filter(|i| i.to_string() == digits) else { return false };
+    names.get(base).is_some_and(|&(width, offset, _)| width > 1 && (offset..offset + width as i64).contains(&index))
 }
 
 #[cfg(test)]

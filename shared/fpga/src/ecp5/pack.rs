@@ -28,6 +28,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::device::Device;
+use super::ports::PortBits;
 use crate::budget::Deadline;
 use crate::netlist::{Bit, Direction, Module};
 
@@ -45,8 +46,9 @@ pub struct Packing {
     pub unsupported: BTreeMap<String, u32>,
     /// The netlist cells behind each hard resource, in netlist order, so a finding can name them.
     pub hard_cells: BTreeMap<&'static str, Vec<usize>>,
-    /// IO logic cells whose pin is not placed, which nextpnr rejects: (cell index, port bit).
-    pub unplaced_iologic: Vec<(usize, String)>,
+    /// IO logic cells whose pin is not placed, which nextpnr rejects: (cell index, the
+    /// [`PortBits`] number of the port bit it reaches, if any).
+    pub unplaced_iologic: Vec<(usize, Option<usize>)>,
 }
 
 /// Cell types nextpnr-ecp5 maps one to one onto a bel type of the same or another name.
@@ -113,16 +115,16 @@ struct NetStat {
 pub(crate) fn pack_within(
     m: &Module<'_>,
     device: &Device,
-    pin_rows: &HashMap<String, u8>,
+    pin_rows: &HashMap<usize, u8>,
     deadline: &Deadline,
 ) -> Option<Packing> {
     let mut p = Packing::default();
     let mut nets: HashMap<u32, NetStat> = HashMap::new();
     let (mut gnd, mut vcc) = (false, false);
     // Top-level ports: inputs drive their nets, outputs read them.
-    let mut port_bits: Vec<(Bit, String, Direction)> = Vec::new();
+    let ports = PortBits::new(m);
     for port in &m.ports {
-        for (bit, name) in crate::netlist::bit_names(&port.name, &port.bits, port.offset, port.upto) {
+        for &bit in &port.bits {
             match bit {
                 Bit::Net(n) => {
                     let s = nets.entry(n).or_default();
@@ -139,7 +141,6 @@ pub(crate) fn pack_within(
                 Bit::One => vcc = true,
                 Bit::Undriven => {}
             }
-            port_bits.push((bit, name, port.direction));
         }
     }
     // Cells: drivers, users and clock weights; constants anywhere.
@@ -213,18 +214,18 @@ pub(crate) fn pack_within(
             }
         }
     }
-    let new_ios = port_bits.iter().filter(|(b, _, _)| !matches!(b, Bit::Net(n) if pad_nets.contains(n))).count();
+    let new_ios =
+        m.ports.iter().flat_map(|p| &p.bits).filter(|b| !matches!(b, Bit::Net(n) if pad_nets.contains(n))).count();
     add(&mut p, "TRELLIS_IO", new_ios as u32);
 
     // The port bit on each net, for IO logic.
-    let port_of_net: HashMap<u32, &str> = port_bits
-        .iter()
-        .filter_map(|(b, name, _)| match b {
-            Bit::Net(n) => Some((*n, name.as_str())),
+    let port_of_net: HashMap<u32, usize> = (0..ports.len())
+        .filter_map(|b| match ports.bit(b) {
+            Bit::Net(n) => Some((n, b)),
             _ => None,
         })
         .collect();
-    let mut iologic_pins: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut iologic_pins: BTreeMap<usize, bool> = BTreeMap::new();
 
     let mut ccu2c = Vec::new();
     let mut clock_buffers = 0u32;
@@ -252,7 +253,7 @@ pub(crate) fn pack_within(
                         Bit::Net(n) => port_of_net.get(&n).copied(),
                         _ => None,
                     });
-                    match pin.and_then(|name| pin_rows.get(name).map(|row| (name, *row))) {
+                    match pin.and_then(|bit| pin_rows.get(&bit).map(|row| (bit, *row))) {
                         Some((name, row)) => {
                             let edge = row == 0 || u32::from(row) + 1 == device.height;
                             // The pin's IO logic takes the primitive's clock: one clock user of
@@ -265,7 +266,7 @@ pub(crate) fn pack_within(
                                 }
                             }
                         }
-                        None => p.unplaced_iologic.push((i, pin.unwrap_or("").to_owned())),
+                        None => p.unplaced_iologic.push((i, pin)),
                     }
                 } else if let Some(r) = hard_resource(t) {
                     add(&mut p, r, 1);

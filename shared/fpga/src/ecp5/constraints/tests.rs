@@ -152,3 +152,20 @@ fn frequencies_of_known_ports_pass_and_unknown_ones_warn() {
     assert_eq!(codes(&format!("{PLACED}FREQUENCY PORT \"nope\" 25 MHZ;")), ["CONSTRAINT_UNKNOWN_PORT"]);
     assert_eq!(codes(&format!("{PLACED}FREQUENCY PORT \"clk\" -5 MHZ;")), ["FREQUENCY_INVALID"]);
 }
+
+#[test]
+fn a_long_named_wide_bus_costs_its_bits_not_its_bits_times_its_name() {
+    // One finding per unconstrained bit: each names the bit with the port name shortened, so a
+    // 10 000-byte name on 2 000 bits is not 20 MB of findings.
+    let name = "w".repeat(10_000);
+    let text = module_text(&[(name.as_str(), "input", 2000)]);
+    let module = netlist::parse(&text, None).unwrap();
+    let d = device("LFE5U-25F").unwrap();
+    let (findings, _) = check(d, d.package("").unwrap(), &module, Some(""), false, None, &Deadline::default());
+    assert_eq!(findings.len(), 2000);
+    for f in &findings {
+        let port = f.location.port.as_deref().unwrap();
+        assert!(port.len() < 200 && f.message.len() < 300, "{} bytes", port.len() + f.message.len());
+    }
+    assert!(findings[1999].location.port.as_deref().unwrap().ends_with("…[1999]"));
+}
