@@ -151,3 +151,63 @@ fn a_lone_quote_names_the_empty_string_as_in_nextpnr() {
     assert_eq!(strip_quotes("\"\""), Ok(""));
     assert_eq!(strip_quotes("x\""), Ok("x\""));
 }
+
+mod properties {
+    use super::super::*;
+    use proptest::prelude::*;
+
+    /// Words LPF statements are made of, including every keyword nextpnr-ecp5 reads.
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("LOCATE".to_owned()),
+            Just("COMP".to_owned()),
+            Just("SITE".to_owned()),
+            Just("IOBUF".to_owned()),
+            Just("PORT".to_owned()),
+            Just("NET".to_owned()),
+            Just("FREQUENCY".to_owned()),
+            Just("SYSCONFIG".to_owned()),
+            Just("BLOCK".to_owned()),
+            Just("MHZ".to_owned()),
+            Just(";".to_owned()),
+            Just("\"".to_owned()),
+            Just("//".to_owned()),
+            Just("#".to_owned()),
+            "\"?[a-z]{1,4}(\\[[0-9]\\])?\"?",
+            "[A-Z_]{1,8}=[A-Z0-9]{0,4}",
+            "-?[0-9]{0,3}\\.?[0-9]{0,2}(e[0-9]{1,3})?",
+            "\\PC{0,3}",
+        ]
+    }
+
+    fn lpf_text() -> impl Strategy<Value = String> {
+        let line = prop::collection::vec(word(), 0..8).prop_map(|w| w.join(" "));
+        prop::collection::vec(line, 0..12).prop_map(|l| l.join("\n"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn lpf_parsing_never_panics_on_arbitrary_text(text in "\\PC*") {
+            let _ = parse(&text, None);
+        }
+
+        #[test]
+        fn every_finding_points_at_a_line_and_column_of_the_text(text in lpf_text()) {
+            let (_, findings) = parse(&text, Some("x.lpf"));
+            let lines: Vec<&str> = text.split('\n').collect();
+            for f in &findings {
+                prop_assert_eq!(f.location.file.as_deref(), Some("x.lpf"));
+                let line = f.location.line.expect("a line") as usize;
+                prop_assert!(line >= 1 && line <= lines.len(), "line {} of {}", line, lines.len());
+                let column: usize = f.message
+                    .strip_prefix(&format!("line {line}, column "))
+                    .and_then(|rest| rest.split(':').next())
+                    .and_then(|c| c.parse().ok())
+                    .expect("the message starts with the line and column");
+                prop_assert!(column >= 1 && column <= lines[line - 1].len() + 1, "column {} of {:?}", column, lines[line - 1]);
+            }
+        }
+    }
+}
