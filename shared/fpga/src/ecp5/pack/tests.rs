@@ -223,3 +223,24 @@ fn carries_hanging_off_a_shared_carry_out_stay_unpacked_as_in_nextpnr() {
         .collect();
     assert_eq!(unpacked, ["z000001", "z000002"]);
 }
+
+#[test]
+fn more_io_than_the_package_bonds_out_is_an_error_though_the_die_has_the_pios() {
+    // nextpnr-ecp5 places the extra IO on PIOs the TQFP144 does not bond out and exits 0; no
+    // design works that way, so we say so (ECP5.md).
+    let ports: Vec<String> =
+        (0..99).map(|i| format!(r#""p{i}": {{"direction": "input", "bits": [{}]}}"#, i + 2)).collect();
+    let netlist = format!(r#"{{"modules": {{"top": {{"ports": {{{}}}, "cells": {{}}}}}}}}"#, ports.join(", "));
+    let report = validate(&Input {
+        device: "LFE5U-25F",
+        package: "TQFP144",
+        netlist: &netlist,
+        allow_unconstrained: true,
+        ..Input::default()
+    });
+    let pins = report.utilization.iter().find(|u| u.resource == super::super::PACKAGE_PINS).unwrap();
+    assert_eq!((pins.used, pins.available), (99, 98));
+    let errors: Vec<&str> =
+        report.findings.iter().filter(|f| f.severity == Severity::Error).map(|f| f.code.as_str()).collect();
+    assert_eq!(errors, ["IO_EXCEEDS_PACKAGE"]);
+}
