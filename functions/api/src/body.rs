@@ -19,6 +19,19 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = Problem;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Problem> {
+        let JsonBytes(bytes) = JsonBytes::from_request(req, state).await?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+/// An `application/json` body as its bytes, read within `AppState::max_body_bytes` and not
+/// parsed yet: for handlers that parse it once, into exactly what they need.
+pub struct JsonBytes(pub Bytes);
+
+impl FromRequest<AppState> for JsonBytes {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Problem> {
         let is_json =
             req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| {
                 ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
@@ -32,18 +45,17 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
             ));
         }
         let limit = state.max_body_bytes;
-        // Behind the tenant guard the body is already buffered and this is immediate; the
-        // limit still holds wherever the router is used without it.
-        let bytes = match collect(req.into_body(), limit).await {
-            Ok(bytes) => bytes,
+        // Behind the tenant guard the body is already buffered and this is immediate (and takes
+        // the buffer as it is); the limit still holds wherever the router is used without it.
+        match collect(req.into_body(), limit).await {
+            Ok(bytes) => Ok(JsonBytes(bytes)),
             Err((e, rest)) => {
                 if matches!(e, BodyError::TooLarge { .. }) {
                     drain(rest, DRAIN_BYTES).await;
                 }
-                return Err(e.into());
+                Err(e.into())
             }
-        };
-        parse(&bytes).map(JsonBody)
+        }
     }
 }
 
@@ -110,20 +122,35 @@ pub async fn drain(body: axum::body::Body, cap: usize) {
 
 /// Reads the whole body, at most `limit` bytes, within `timeout`. On failure the rest of the
 /// body comes back with the error, for the caller to drain or drop.
+///
+/// A body that arrives as one frame (an already buffered one, say) is returned as it is, not
+/// copied; otherwise the frames are copied once into a buffer of the body's exact size hint.
 pub async fn read_within(
     body: axum::body::Body,
     limit: usize,
     timeout: Duration,
 ) -> Result<Bytes, (BodyError, axum::body::Body)> {
     use http_body_util::BodyExt;
+    use hyper::body::Body as _;
     let mut body = body;
+    let hint = body.size_hint().exact().map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX).min(limit));
+    let mut first: Option<Bytes> = None;
     let mut out = Vec::new();
     let read = tokio::time::timeout(timeout, async {
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(BodyError::Broken)?;
             let Ok(data) = frame.into_data() else { continue };
-            if out.len() + data.len() > limit {
+            let held = first.as_ref().map_or(0, Bytes::len) + out.len();
+            if held + data.len() > limit {
                 return Err(BodyError::TooLarge { limit });
+            }
+            if first.is_none() && out.is_empty() {
+                first = Some(data);
+                continue;
+            }
+            if let Some(f) = first.take() {
+                out.reserve(hint.max(f.len() + data.len()));
+                out.extend_from_slice(&f);
             }
             out.extend_from_slice(&data);
         }
@@ -131,7 +158,7 @@ pub async fn read_within(
     })
     .await;
     match read {
-        Ok(Ok(())) => Ok(Bytes::from(out)),
+        Ok(Ok(())) => Ok(first.unwrap_or_else(|| Bytes::from(out))),
         Ok(Err(e)) => Err((e, body)),
         Err(_) => Err((BodyError::TimedOut { after: timeout }, body)),
     }

@@ -8,7 +8,7 @@
 
 pub mod idempotency;
 
-use crate::body::JsonBody;
+use crate::body::JsonBytes;
 use crate::problem::Problem;
 use crate::AppState;
 use axum::extract::{Path, Query, State};
@@ -202,7 +202,10 @@ async fn by_reference(state: &AppState, tenant: &TenantId, mut spec: DesignSpec)
     }
     for payload in spec.outsized(INLINE_PAYLOAD_MAX_BYTES) {
         let bytes = match payload {
-            Payload::Netlist => spec.netlist.as_ref().map(|n| n.get().as_bytes().to_vec()).unwrap_or_default(),
+            // The netlist's text moves into the object store's buffer; `refer` drops it anyway.
+            Payload::Netlist => {
+                spec.netlist.take().map(|n| Box::<str>::from(n).into_boxed_bytes().into_vec()).unwrap_or_default()
+            }
             Payload::Constraints => spec.constraints.text.as_bytes().to_vec(),
             Payload::Bitstream => {
                 use base64::Engine;
@@ -220,9 +223,33 @@ async fn by_reference(state: &AppState, tenant: &TenantId, mut spec: DesignSpec)
     Ok(spec)
 }
 
-/// Parses a submission body kept raw, so its fingerprint is taken over the bytes as sent.
-fn submission(raw: &RawValue) -> Result<SubmitRequest, Problem> {
-    crate::body::parse(raw.get().as_bytes())
+/// Parses a submission body once, straight into the request (the netlist kept as raw JSON text,
+/// checked but never built into a tree). A body that fails is answered exactly as when it was
+/// first read whole as JSON and then as a submission: a syntax error anywhere in the body (400)
+/// comes before a field's error (422), so the failure path reads the body a second time.
+fn submission(body: &[u8]) -> Result<SubmitRequest, Problem> {
+    crate::body::parse::<SubmitRequest>(body).map_err(|field_error| match crate::body::parse::<Box<RawValue>>(body) {
+        Err(syntax_error) => syntax_error,
+        Ok(_) => field_error,
+    })
+}
+
+/// The idempotency fingerprint of a body, taken only when the request sent a key: over the
+/// body's JSON text without the whitespace around it, as it always was.
+fn fingerprint(key: &Option<openqq_core::IdempotencyKey>, path: &str, body: &[u8]) -> [u8; 32] {
+    match key {
+        Some(_) => idempotency::fingerprint(path, trim_json_whitespace(body)),
+        None => [0; 32],
+    }
+}
+
+/// `body` without JSON's insignificant whitespace (space, tab, line feed, carriage return) at
+/// either end.
+fn trim_json_whitespace(body: &[u8]) -> &[u8] {
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let start = body.iter().position(|b| !ws(b)).unwrap_or(body.len());
+    let end = body.iter().rposition(|b| !ws(b)).map_or(start, |i| i + 1);
+    &body[start..end]
 }
 
 pub async fn submit(
@@ -230,10 +257,10 @@ pub async fn submit(
     Extension(tenant): Extension<TenantId>,
     Extension(corr): Extension<CorrelationId>,
     headers: HeaderMap,
-    JsonBody(raw): JsonBody<Box<RawValue>>,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Response, Problem> {
     let key = idempotency::key(&headers)?;
-    let req = submission(&raw)?;
+    let req = submission(&body)?;
     if req.revision.is_some_and(|r| r != 1) {
         return Err(Problem::invalid_field(
             "revision",
@@ -244,7 +271,8 @@ pub async fn submit(
         return Err(Problem::invalid_field("name", "is required for a new design"));
     }
     let spec = req.into_spec()?;
-    let fingerprint = idempotency::fingerprint("/v1/designs", &raw);
+    let fingerprint = fingerprint(&key, "/v1/designs", &body);
+    drop(body);
     idempotency::once(state.store.as_ref(), &tenant, key, fingerprint, || async {
         publish(&state, tenant.clone(), DesignId::generate(), 1, corr, spec).await
     })
@@ -263,11 +291,11 @@ pub async fn revise(
     Extension(corr): Extension<CorrelationId>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    JsonBody(raw): JsonBody<Box<RawValue>>,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Response, Problem> {
     let design = design_id(&id)?;
     let key = idempotency::key(&headers)?;
-    let req = submission(&raw)?;
+    let req = submission(&body)?;
     let revision = req
         .revision
         .ok_or_else(|| Problem::invalid_field("revision", "is required: the client numbers its revisions"))?;
@@ -275,7 +303,8 @@ pub async fn revise(
         return Err(Problem::invalid_field("revision", format!("must be between 1 and {MAX_REVISION}")));
     }
     let spec = req.into_spec()?;
-    let fingerprint = idempotency::fingerprint(&format!("/v1/designs/{design}/revisions"), &raw);
+    let fingerprint = fingerprint(&key, &format!("/v1/designs/{design}/revisions"), &body);
+    drop(body);
     idempotency::once(state.store.as_ref(), &tenant, key, fingerprint, || async {
         // Only designs the tenant created (accepted or materialised) take revisions; another
         // tenant's design is as unknown as one that never existed.
@@ -388,4 +417,54 @@ pub async fn events(
     timeline
         .map(|events| Json(serde_json::json!({ "events": events })).into_response())
         .ok_or_else(Problem::design_not_found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How a submission body was read before it was parsed once: whole as JSON, then as a
+    /// submission from the text of that value.
+    fn read_twice(body: &[u8]) -> Result<SubmitRequest, Problem> {
+        let raw: Box<RawValue> = crate::body::parse(body)?;
+        crate::body::parse(raw.get().as_bytes())
+    }
+
+    fn answer(r: Result<SubmitRequest, Problem>) -> Result<(Option<u64>, String), (StatusCode, String, String)> {
+        r.map(|req| (req.revision, req.netlist.map(|n| n.get().to_owned()).unwrap_or_default()))
+            .map_err(|p| (p.status, p.field.unwrap_or_default(), p.detail))
+    }
+
+    #[test]
+    fn a_submission_parsed_once_is_answered_exactly_as_when_it_was_read_twice() {
+        let good = r#"{"name":"n","target":{"device":"hx8k","package":"ct256"},"netlist":{"modules":{"a":[1,2]}},"constraints":{"format":"pcf","text":""}}"#;
+        let bodies = [
+            good.to_owned(),
+            format!("  \n{good}\n "),
+            format!("{good} trailing"),
+            r#"{"revision": "x", "netlist": {"modules": tru"#.to_owned(),
+            r#"{"revision": 1.5, "netlist": {}}"#.to_owned(),
+            r#"{"target": {"device": 5}}"#.to_owned(),
+            r#"{"surprise": 1}"#.to_owned(),
+            r#"{"name":"n"}"#.to_owned(),
+            "[1, 2]".to_owned(),
+            "{".repeat(200) + &"}".repeat(200),
+            format!(r#"{{"netlist": {}1{}, "name": 5}}"#, "[".repeat(130), "]".repeat(130)),
+            String::new(),
+        ];
+        for body in &bodies {
+            assert_eq!(answer(submission(body.as_bytes())), answer(read_twice(body.as_bytes())), "{body}");
+        }
+        assert!(submission(good.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn the_fingerprint_is_taken_over_the_body_without_its_surrounding_whitespace_and_only_for_a_key() {
+        let key = Some(openqq_core::IdempotencyKey::parse("k").unwrap());
+        let body = b" \r\n\t{\"a\": 1} \n";
+        let raw: Box<RawValue> = serde_json::from_slice(body).unwrap();
+        assert_eq!(fingerprint(&key, "/p", body), idempotency::fingerprint("/p", raw.get().as_bytes()));
+        assert_eq!(fingerprint(&None, "/p", body), [0; 32], "no key, no hashing");
+        assert_eq!(trim_json_whitespace(b"  "), b"");
+    }
 }

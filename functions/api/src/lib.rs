@@ -30,7 +30,8 @@
 //! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
 //! TCP listener with a header read timeout and a connection ceiling.
 //!
-//! Submissions are published to the log and answered 202 once durable. Of the store, the API
+//! Submissions are published to the log and answered 202 once durable; submissions arriving
+//! together share one append ([`group_commit`]). Of the store, the API
 //! writes only what it needs to answer: the accepted marker of each submission (so the design
 //! reads at once) and idempotency keys; the designs, timelines and reports are materialised by
 //! the consumer functions.
@@ -45,6 +46,7 @@ pub mod correlation;
 pub mod designs;
 pub mod dev_tokens;
 pub mod downstream;
+pub mod group_commit;
 pub mod limit;
 pub mod observe;
 pub mod pool;
@@ -114,6 +116,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 4608 * 1024;
 
 /// The API router with every layer.
 pub fn router(state: AppState, pool: PoolConfig) -> Router {
+    // Submissions arriving together share their log appends ([`group_commit`]).
+    let state = AppState { log: Arc::new(group_commit::GroupCommit::new(state.log)), ..state };
     let v1 = Router::new()
         .route("/v1/designs", post(designs::submit).get(designs::list))
         .route("/v1/designs/{id}", get(designs::get_one))

@@ -1,0 +1,300 @@
+//! Concurrent submissions share one log append: [`GroupCommit`] wraps the event log the API
+//! publishes to, so that the records of every `publish` waiting while an append is under way go
+//! together in the next one (one transaction in the embedded log, one produce per topic on
+//! Kafka) rather than one append each.
+//!
+//! Each caller still gets its answer only once its own records are durable, and the records of
+//! one call keep their order (they are appended together, in order, after those of calls that
+//! came earlier). An append that fails fails every call whose records were in it, each with the
+//! same kind of error, so each client is answered as if its own append had failed. At idle a
+//! lone call is appended at once: nothing waits for company, a call only joins an append that
+//! has not started yet.
+//!
+//! The appends run on a task of their own, so a request that goes away (its client closed the
+//! connection) never strands the calls that joined its group.
+
+use async_trait::async_trait;
+use openqq_core::ports::{check_record_sizes, Failure, PortResult, Record};
+use openqq_core::{EventLog, PortError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::oneshot;
+
+/// Most record bytes one grouped append carries; the calls past it wait for the next append.
+/// A single call over it is appended alone.
+pub const MAX_GROUP_BYTES: usize = 4 << 20;
+
+/// Histogram of the `publish` calls per grouped append.
+pub const GROUP_CALLS_METRIC: &str = "openqq_api_log_append_calls";
+
+/// The event log, with concurrent calls to `publish` grouped into shared appends.
+pub struct GroupCommit {
+    inner: Arc<dyn EventLog>,
+    pending: Arc<Mutex<Pending>>,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Whether an appending task is running; it takes every call queued before it stops.
+    running: bool,
+    queue: Vec<Waiting>,
+}
+
+/// Where a call waits for its append's outcome.
+type Answer = oneshot::Sender<PortResult<()>>;
+
+struct Waiting {
+    topic: String,
+    records: Vec<Record>,
+    done: Answer,
+}
+
+impl GroupCommit {
+    pub fn new(inner: Arc<dyn EventLog>) -> Self {
+        Self { inner, pending: Arc::new(Mutex::new(Pending::default())) }
+    }
+}
+
+fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
+    // Nothing that holds the lock can panic half-way through a change; take the queue as it is.
+    pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[async_trait]
+impl EventLog for GroupCommit {
+    async fn publish(&self, topic: &str, records: Vec<Record>) -> PortResult<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        // A record the log refuses is this call's own problem, not its group's.
+        check_record_sizes(&records)?;
+        let (done, answer) = oneshot::channel();
+        let start = {
+            let mut pending = lock(&self.pending);
+            pending.queue.push(Waiting { topic: topic.to_owned(), records, done });
+            !std::mem::replace(&mut pending.running, true)
+        };
+        if start {
+            tokio::spawn(append(self.inner.clone(), self.pending.clone()));
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(PortError::Unavailable(Failure::from("the log append this record joined was interrupted")))
+        })
+    }
+}
+
+/// Stops the appending task's claim when it panics, so the next call starts another (the calls
+/// it had taken are answered with an error as their senders drop).
+struct Running(Arc<Mutex<Pending>>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            lock(&self.0).running = false;
+        }
+    }
+}
+
+/// Appends what is queued, group after group, until the queue is empty.
+async fn append(inner: Arc<dyn EventLog>, pending: Arc<Mutex<Pending>>) {
+    let _running = Running(pending.clone());
+    loop {
+        let group = {
+            let mut pending = lock(&pending);
+            if pending.queue.is_empty() {
+                pending.running = false;
+                return;
+            }
+            take_group(&mut pending.queue)
+        };
+        metrics::histogram!(GROUP_CALLS_METRIC).record(group.len() as f64);
+        // One append per topic, the topics in the order their first call came.
+        let mut topics: Vec<(String, Vec<Record>, Vec<Answer>)> = Vec::new();
+        for w in group {
+            match topics.iter_mut().find(|(t, _, _)| *t == w.topic) {
+                Some((_, records, waiters)) => {
+                    records.extend(w.records);
+                    waiters.push(w.done);
+                }
+                None => topics.push((w.topic, w.records, vec![w.done])),
+            }
+        }
+        for (topic, records, waiters) in topics {
+            let result = inner.publish(&topic, records).await;
+            answer_all(waiters, result);
+        }
+    }
+}
+
+/// The first calls of `queue`, up to [`MAX_GROUP_BYTES`] of records (at least one call).
+fn take_group(queue: &mut Vec<Waiting>) -> Vec<Waiting> {
+    let mut bytes = 0;
+    let mut n = 0;
+    for w in queue.iter() {
+        let size: usize = w.records.iter().map(|r| r.value.len() + r.key.len()).sum();
+        if n > 0 && bytes + size > MAX_GROUP_BYTES {
+            break;
+        }
+        bytes += size;
+        n += 1;
+    }
+    queue.drain(..n).collect()
+}
+
+fn answer_all(waiters: Vec<Answer>, result: PortResult<()>) {
+    match result {
+        Ok(()) => {
+            for w in waiters {
+                let _ = w.send(Ok(()));
+            }
+        }
+        Err(e) => {
+            let shared = Arc::new(e);
+            for w in waiters {
+                let _ = w.send(Err(same_kind(&shared)));
+            }
+        }
+    }
+}
+
+/// An error of the same kind and message as `e`, with `e` kept as its cause.
+fn same_kind(e: &Arc<PortError>) -> PortError {
+    let cause = || Shared(e.clone());
+    match e.as_ref() {
+        PortError::NotFound => PortError::NotFound,
+        PortError::ConditionFailed(m) => PortError::ConditionFailed(m.clone()),
+        PortError::Throttled { retry_after } => PortError::Throttled { retry_after: *retry_after },
+        PortError::Unavailable(f) => PortError::Unavailable(Failure::new(f.message(), cause())),
+        PortError::Invalid(m) => PortError::Invalid(m.clone()),
+        PortError::Backend { message, retriable, .. } => {
+            PortError::Backend { message: message.clone(), retriable: *retriable, source: Some(Box::new(cause())) }
+        }
+        PortError::Settings(f) => PortError::Settings(Failure::new(f.message(), cause())),
+    }
+}
+
+/// The error of a shared append, as the cause of each call's own error.
+#[derive(Debug)]
+struct Shared(Arc<PortError>);
+
+impl std::fmt::Display for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the shared log append failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for Shared {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(self.0.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::sync::Semaphore;
+
+    /// A log that counts its appends, holds each until let go, and fails them on demand.
+    #[derive(Default)]
+    struct Held {
+        appends: AtomicUsize,
+        records: Mutex<Vec<(String, String)>>,
+        gate: Option<Arc<Semaphore>>,
+        fail: bool,
+    }
+
+    #[async_trait]
+    impl EventLog for Held {
+        async fn publish(&self, topic: &str, records: Vec<Record>) -> PortResult<()> {
+            if let Some(gate) = &self.gate {
+                gate.acquire().await.unwrap().forget();
+            }
+            self.appends.fetch_add(1, Ordering::SeqCst);
+            if self.fail {
+                return Err(PortError::Unavailable(Failure::from("the disk is gone")));
+            }
+            let mut seen = self.records.lock().unwrap();
+            seen.extend(records.into_iter().map(|r| (topic.to_owned(), String::from_utf8(r.value).unwrap())));
+            Ok(())
+        }
+    }
+
+    fn record(value: &str) -> Record {
+        Record { key: "acme".into(), value: value.as_bytes().to_vec(), headers: Vec::new() }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn calls_waiting_while_an_append_runs_share_the_next_one_and_each_keeps_its_order() {
+        let gate = Arc::new(Semaphore::new(0));
+        let inner = Arc::new(Held { gate: Some(gate.clone()), ..Held::default() });
+        let log = Arc::new(GroupCommit::new(inner.clone()));
+        let first = tokio::spawn({
+            let log = log.clone();
+            async move { log.publish("t", vec![record("first")]).await }
+        });
+        // The first append is under way (held at the gate); ten more calls queue behind it.
+        while lock(&log.pending).queue.len() == 1 || !lock(&log.pending).running {
+            tokio::task::yield_now().await;
+        }
+        let later: Vec<_> = (0..10)
+            .map(|i| {
+                let log = log.clone();
+                tokio::spawn(
+                    async move { log.publish("t", vec![record(&format!("{i}a")), record(&format!("{i}b"))]).await },
+                )
+            })
+            .collect();
+        while lock(&log.pending).queue.len() < 10 {
+            tokio::task::yield_now().await;
+        }
+        gate.add_permits(2);
+        first.await.unwrap().unwrap();
+        for l in later {
+            l.await.unwrap().unwrap();
+        }
+        assert_eq!(inner.appends.load(Ordering::SeqCst), 2, "one append for the first call, one for the ten");
+        let seen = inner.records.lock().unwrap();
+        assert_eq!(seen.len(), 21);
+        for i in 0..10 {
+            let a = seen.iter().position(|(_, v)| *v == format!("{i}a")).unwrap();
+            assert_eq!(seen[a + 1].1, format!("{i}b"), "a call's records stay together and in order");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_append_fails_every_call_in_it_with_the_same_kind_of_error() {
+        let log = GroupCommit::new(Arc::new(Held { fail: true, ..Held::default() }));
+        let (a, b) = tokio::join!(log.publish("t", vec![record("a")]), log.publish("u", vec![record("b")]));
+        for e in [a.unwrap_err(), b.unwrap_err()] {
+            assert!(matches!(&e, PortError::Unavailable(f) if f.message() == "the disk is gone"), "{e}");
+        }
+        // The log recovers: nothing is left claimed.
+        assert!(!lock(&log.pending).running);
+    }
+
+    #[tokio::test]
+    async fn a_record_over_the_log_limit_is_refused_alone_before_it_joins_a_group() {
+        let inner = Arc::new(Held::default());
+        let log = GroupCommit::new(inner.clone());
+        let huge =
+            Record { key: "acme".into(), value: vec![b'x'; openqq_core::ports::MAX_RECORD_BYTES + 1], headers: vec![] };
+        assert!(matches!(log.publish("t", vec![huge]).await, Err(PortError::Invalid(_))));
+        assert_eq!(inner.appends.load(Ordering::SeqCst), 0);
+        log.publish("t", vec![record("fine")]).await.unwrap();
+        assert_eq!(inner.appends.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_group_stops_at_its_byte_bound_but_always_takes_one_call() {
+        let waiting = |bytes: usize| Waiting {
+            topic: "t".into(),
+            records: vec![Record { key: String::new(), value: vec![0; bytes], headers: vec![] }],
+            done: oneshot::channel().0,
+        };
+        let mut queue = vec![waiting(MAX_GROUP_BYTES + 1), waiting(10)];
+        assert_eq!(take_group(&mut queue).len(), 1, "an oversized call goes alone");
+        let mut queue = vec![waiting(MAX_GROUP_BYTES / 2), waiting(MAX_GROUP_BYTES / 2), waiting(1)];
+        assert_eq!(take_group(&mut queue).len(), 2);
+        assert_eq!(queue.len(), 1, "the rest waits for the next append");
+    }
+}
