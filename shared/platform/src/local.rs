@@ -250,4 +250,12 @@ mod tests {
         assert!(err.contains("--auth api-gateway (OPENQQ_AUTH)"), "{err}");
         UpArgs::from_args(["--auth", "token"]).unwrap().check().unwrap();
     }
+
+    #[test]
+    fn api_only_runs_no_consumer_so_it_cannot_invoke_remote_ones() {
+        assert!(UpArgs::from_args(["--api-only"]).unwrap().api_only);
+        assert!(!UpArgs::from_args(Vec::<String>::new()).unwrap().api_only);
+        let err = UpArgs::from_args(["--api-only", "--invoke", "http://127.0.0.1:9000"]).err().unwrap().to_string();
+        assert!(err.contains("--invoke"), "{err}");
+    }
 }
