@@ -39,6 +39,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::future_producer::Delivery;
 use rdkafka::producer::Producer;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use std::collections::HashMap;
@@ -179,7 +180,7 @@ impl KafkaSettings {
 }
 
 /// A partition reader, shared by the calls that read that partition.
-type SharedReader = Arc<Mutex<source::Reader>>;
+type SharedReader = Arc<source::Reader>;
 
 /// A consumer group's member in this process and the partitions it holds.
 #[derive(Clone)]
@@ -201,6 +202,9 @@ pub struct KafkaEventLog {
     partitions: Mutex<HashMap<String, u32>>,
     /// One reader per (topic, partition), positioned where the last read stopped.
     readers: Mutex<HashMap<(String, u32), SharedReader>>,
+    /// Per (topic, partition), the offset after the last record this process's producer had
+    /// acknowledged: where the partition ends at least, known without asking the broker.
+    acknowledged: Mutex<HashMap<(String, u32), u64>>,
     /// One member per consumer group: it holds the group's partitions for this process, and
     /// fetches and commits its offsets.
     groups: Mutex<HashMap<String, GroupMember>>,
@@ -229,6 +233,7 @@ impl KafkaEventLog {
             meta,
             partitions: Mutex::new(HashMap::new()),
             readers: Mutex::new(HashMap::new()),
+            acknowledged: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
             appended: AppendSignal::default(),
         };
@@ -274,7 +279,7 @@ impl EventLog for KafkaEventLog {
         // on here may still be delivered later, as after any timeout: at least once.
         let deadline = self.settings.timeout + Duration::from_secs(1);
         match tokio::time::timeout(deadline, self.enqueue_and_wait(topic, &records)).await {
-            Ok(outcome) => outcome?,
+            Ok(outcome) => self.acknowledged(topic, outcome?),
             Err(_) => {
                 return Err(PortError::Unavailable(
                     format!("Kafka did not acknowledge the publish within {deadline:?}").into(),
@@ -287,12 +292,24 @@ impl EventLog for KafkaEventLog {
 }
 
 impl KafkaEventLog {
-    /// Enqueues every record, then waits for every acknowledgement.
-    async fn enqueue_and_wait(&self, topic: &str, records: &[Record]) -> PortResult<()> {
+    /// Notes where the acknowledged records landed (each partition ends after them at least)
+    /// before the waiting consumers are woken.
+    fn acknowledged(&self, topic: &str, delivered: Vec<Delivery>) {
+        let mut ends = self.acknowledged.lock().unwrap();
+        for d in delivered.iter().filter(|d| d.partition >= 0 && d.offset >= 0) {
+            let end = ends.entry((topic.to_owned(), d.partition as u32)).or_default();
+            *end = (*end).max(d.offset as u64 + 1);
+        }
+    }
+
+    /// Enqueues every record, then waits for every acknowledgement; says where each record
+    /// landed.
+    async fn enqueue_and_wait(&self, topic: &str, records: &[Record]) -> PortResult<Vec<Delivery>> {
         // Enqueue everything first so the records travel in as few requests as possible, then
         // wait for every acknowledgement. The idempotent producer keeps enqueue order within a
         // partition, retries included.
         let mut pending: Vec<DeliveryFuture> = Vec::with_capacity(records.len());
+        let mut delivered = Vec::with_capacity(records.len());
         for r in records {
             let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
             for (k, v) in &r.headers {
@@ -313,28 +330,34 @@ impl KafkaEventLog {
                         if in_flight.is_empty() {
                             tokio::time::sleep(Duration::from_millis(10)).await;
                         } else {
-                            await_all(in_flight).await?;
+                            delivered.extend(await_all(in_flight).await?);
                         }
                     }
                     Err((e, _)) => return Err(produce_error(e)),
                 }
             }
         }
-        await_all(pending).await
+        delivered.extend(await_all(pending).await?);
+        Ok(delivered)
     }
 }
 
-async fn await_all(pending: Vec<DeliveryFuture>) -> PortResult<()> {
+/// Waits for every delivery; the first error, if any, once all have ended.
+async fn await_all(pending: Vec<DeliveryFuture>) -> PortResult<Vec<Delivery>> {
     let mut first_error = None;
+    let mut delivered = Vec::with_capacity(pending.len());
     for f in pending {
         let outcome = match f.await {
-            Ok(Ok(_)) => continue,
+            Ok(Ok(d)) => {
+                delivered.push(d);
+                continue;
+            }
             Ok(Err((e, _))) => produce_error(e),
             Err(_) => PortError::Unavailable("the producer dropped a delivery before it was acknowledged".into()),
         };
         first_error.get_or_insert(outcome);
     }
-    first_error.map_or(Ok(()), Err)
+    first_error.map_or(Ok(delivered), Err)
 }
 
 /// Permanent for records the broker will never take; everything else (timeouts, brokers down,

@@ -5,6 +5,11 @@
 //!   or commits offsets itself. It stays positioned after the last record returned, so a
 //!   consumer reading a partition in order keeps librdkafka's prefetched records; reading from
 //!   elsewhere re-assigns it at that offset.
+//! - Where a partition ends is known without a request to the broker once its reader exists:
+//!   the reader keeps fetching, and each fetch response carries the partition's high watermark,
+//!   which librdkafka keeps; this process's own acknowledged publishes raise it at once. Only a
+//!   partition without a reader, or whose reader has had no fetch response yet, is asked for
+//!   its watermarks, and it gets a reader then (positioned at its end until a read moves it).
 //! - Offsets of a consumer group are fetched and committed through this process's member of that
 //!   group, which `join` subscribes so the group divides the partitions among processes
 //!   (`group.rs`); it is also the only member whose commits the coordinator accepts.
@@ -27,10 +32,11 @@ use std::time::{Duration, Instant};
 /// that are not fetching).
 const EXTERNAL_APPEND_POLL: Duration = Duration::from_millis(200);
 
-/// A consumer assigned to one partition, and where its next record will come from.
+/// A consumer assigned to one partition, and where its next record will come from (held for
+/// the whole of a read; the consumer's cached watermarks are read without it).
 pub(super) struct Reader {
     consumer: BaseConsumer<KafkaContext>,
-    next: Option<u64>,
+    next: std::sync::Mutex<Option<u64>>,
 }
 
 /// Runs a blocking librdkafka call without stalling the other tasks of a multi-threaded runtime.
@@ -86,7 +92,9 @@ impl KafkaEventLog {
         }
     }
 
-    fn reader(&self, topic: &str, partition: u32) -> PortResult<Arc<std::sync::Mutex<Reader>>> {
+    /// The partition's reader. A new one is assigned at the partition's end, so that it fetches
+    /// (and keeps the high watermark current) until a read positions it.
+    fn reader(&self, topic: &str, partition: u32) -> PortResult<Arc<Reader>> {
         let mut readers = self.readers.lock().unwrap();
         if let Some(r) = readers.get(&(topic.to_owned(), partition)) {
             return Ok(r.clone());
@@ -94,9 +102,32 @@ impl KafkaEventLog {
         let consumer =
             self.settings.consumer("openqq-reader", &self.context).map_err(|e| unavailable("creating a reader", e))?;
         self.context.seed(consumer.client())?;
-        let r = Arc::new(std::sync::Mutex::new(Reader { consumer, next: None }));
+        consumer
+            .assign(&partition_list(topic, partition, Offset::End)?)
+            .map_err(|e| unavailable("assigning a partition", e))?;
+        let r = Arc::new(Reader { consumer, next: std::sync::Mutex::new(None) });
         readers.insert((topic.to_owned(), partition), r.clone());
         Ok(r)
+    }
+
+    /// The offset after the last record of the partition, as far as this process knows without
+    /// asking: the high watermark of its reader's last fetch response, or past this process's
+    /// own acknowledged publishes if those are further. `None` before the first fetch response.
+    fn known_end(&self, reader: &Reader, topic: &str, partition: u32) -> Option<u64> {
+        let fetched = cached_high_watermark(&reader.consumer, topic, partition)?;
+        let acknowledged = self.acknowledged.lock().unwrap().get(&(topic.to_owned(), partition)).copied();
+        Some(fetched.max(acknowledged.unwrap_or(0)))
+    }
+
+    /// The offset after the partition's last record: known, or else asked of the broker.
+    fn end(&self, topic: &str, partition: u32) -> PortResult<u64> {
+        let reader = self.reader(topic, partition)?;
+        if let Some(end) = self.known_end(&reader, topic, partition) {
+            return Ok(end);
+        }
+        let (_, hi) = self.watermarks(topic, partition)?;
+        let acknowledged = self.acknowledged.lock().unwrap().get(&(topic.to_owned(), partition)).copied();
+        Ok(hi.max(acknowledged.unwrap_or(0)))
     }
 
     /// This process's member of `group`: it fetches and commits the group's offsets and, once
@@ -132,6 +163,29 @@ impl KafkaEventLog {
     }
 }
 
+/// The high watermark of the partition in `consumer`'s last fetch response, which librdkafka
+/// keeps (`rd_kafka_get_watermark_offsets`; rdkafka has no wrapper for it): no request is made.
+/// `None` before the first response.
+fn cached_high_watermark(consumer: &BaseConsumer<KafkaContext>, topic: &str, partition: u32) -> Option<u64> {
+    let topic = std::ffi::CString::new(topic).ok()?;
+    let (mut low, mut high) = (-1i64, -1i64);
+    // SAFETY: the client pointer is live for the borrow of `consumer`; `topic` is NUL-terminated
+    // and outlives the call, which only reads it; `low` and `high` are writable i64s.
+    let code = unsafe {
+        rdkafka::bindings::rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            partition as i32,
+            &mut low,
+            &mut high,
+        )
+    };
+    if code != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        return None;
+    }
+    u64::try_from(high).ok()
+}
+
 fn partition_list(topic: &str, partition: u32, offset: Offset) -> PortResult<TopicPartitionList> {
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, partition as i32, offset)
@@ -157,19 +211,20 @@ impl LogSource for KafkaEventLog {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let (_, end) = self.watermarks(topic, partition)?;
+        let end = self.end(topic, partition)?;
         if from >= end {
             return Ok(Vec::new());
         }
         let reader = self.reader(topic, partition)?;
         let timeout = self.settings.timeout;
         blocking(move || {
-            let mut r = reader.lock().unwrap();
-            if r.next != Some(from) {
-                r.consumer
+            let mut next = reader.next.lock().unwrap();
+            if *next != Some(from) {
+                reader
+                    .consumer
                     .assign(&partition_list(topic, partition, Offset::Offset(from as i64))?)
                     .map_err(|e| unavailable("assigning a partition", e))?;
-                r.next = Some(from);
+                *next = Some(from);
             }
             let want = max.min((end - from) as usize);
             let mut out = Vec::with_capacity(want);
@@ -179,11 +234,11 @@ impl LogSource for KafkaEventLog {
                 if left.is_zero() {
                     break;
                 }
-                let m = match r.consumer.poll(left) {
+                let m = match reader.consumer.poll(left) {
                     None => break,
                     Some(Err(e)) => {
                         // Leave the reader to be re-assigned: its position is unknown now.
-                        r.next = None;
+                        *next = None;
                         return Err(unavailable("reading", e));
                     }
                     Some(Ok(m)) => m,
@@ -204,13 +259,13 @@ impl LogSource for KafkaEventLog {
                         .map(|h| h.iter().map(|h| (h.key.to_owned(), h.value.unwrap_or_default().to_vec())).collect())
                         .unwrap_or_default(),
                 });
-                r.next = Some(offset + 1);
+                *next = Some(offset + 1);
                 if offset + 1 >= end {
                     break;
                 }
             }
             if out.is_empty() {
-                r.next = None;
+                *next = None;
                 return Err(PortError::Unavailable(
                     format!("no record of {topic}/{partition} from offset {from} arrived within {timeout:?}").into(),
                 ));
@@ -220,7 +275,7 @@ impl LogSource for KafkaEventLog {
     }
 
     async fn end_offsets(&self, topic: &str) -> PortResult<Vec<u64>> {
-        (0..self.partitions(topic)).map(|p| self.watermarks(topic, p).map(|(_, hi)| hi)).collect()
+        (0..self.partitions(topic)).map(|p| self.end(topic, p)).collect()
     }
 
     async fn committed(&self, group: &str, topic: &str, partition: u32) -> PortResult<u64> {
