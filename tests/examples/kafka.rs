@@ -235,11 +235,21 @@ async fn sample_records(brokers: &str, design: &serde_json::Value) -> HashMap<(E
     tokio::task::block_in_place(|| {
         for kind in EventKind::ALL {
             let topic = topics.of(kind);
+            // The run ends once the last record is applied, which may be before its own
+            // publishes (results.ready) are: wait until every tenant's are in.
+            let deadline = Instant::now() + Duration::from_secs(30);
             let mut tpl = TopicPartitionList::new();
-            let mut left = 0;
+            let mut left = loop {
+                let ends = (0..PARTITIONS as i32)
+                    .map(|p| reader.fetch_watermarks(&topic, p, Duration::from_secs(10)).expect("watermarks").1.max(0));
+                let total: i64 = ends.sum();
+                if total >= TENANTS as i64 {
+                    break total;
+                }
+                assert!(Instant::now() < deadline, "the sampling run did not write {topic} for every tenant");
+                std::thread::sleep(Duration::from_millis(50));
+            };
             for p in 0..PARTITIONS as i32 {
-                let (_, hi) = reader.fetch_watermarks(&topic, p, Duration::from_secs(10)).expect("watermarks");
-                left += hi.max(0);
                 tpl.add_partition_offset(&topic, p, Offset::Beginning).unwrap();
             }
             reader.assign(&tpl).expect("assigning the sampled topic");
