@@ -182,8 +182,9 @@ pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> 
 
 /// Where a validation record is between its two writes.
 pub enum Stage {
-    /// `validation.started` was written: validate next.
-    Started { request: Envelope<ValidationRequested>, started: Envelope<ValidationStarted> },
+    /// `validation.started` was written: validate next. (The request is boxed: it holds the
+    /// specification, far larger than the other stage.)
+    Started { request: Box<Envelope<ValidationRequested>>, started: Envelope<ValidationStarted> },
     /// `validation.finished` was written: publish it.
     Finished(Envelope<ValidationFinished>),
 }
@@ -204,7 +205,7 @@ impl RecordHandler for Validation {
         // A replayed request may revive its revision at either write (see `apply_for`).
         let write =
             Write::new(&cause, request.replay_of.is_some(), started.timeline_entry(), Change::ValidationStarted);
-        Ok(Step::Write(write, Stage::Started { request, started }))
+        Ok(Step::Write(write, Stage::Started { request: Box::new(request), started }))
     }
 
     async fn after(&self, stage: Stage, applied: Applied, out: &mut Outbox) -> Result<Step<Stage>, RecordError> {
@@ -215,7 +216,7 @@ impl RecordHandler for Validation {
             }
             Stage::Started { request, started } => {
                 out.publish(&started);
-                self.validated(request).await
+                self.validated(*request).await
             }
             Stage::Finished(finished) => {
                 out.publish(&finished);
