@@ -13,15 +13,13 @@
 
 use async_trait::async_trait;
 use openqq_core::event::DesignSubmitted;
-use openqq_core::{Applied, Change, DesignStore, Envelope, EventKind};
+use openqq_core::{Applied, Change, Envelope, EventKind};
 use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
-use std::sync::Arc;
 
 pub const NAME: &str = "design-job";
 
-pub struct DesignJob {
-    pub store: Arc<dyn DesignStore>,
-}
+/// Its store writes are named to the consumer ([`RecordHandler::plan`]), which applies them.
+pub struct DesignJob;
 
 #[async_trait]
 impl RecordHandler for DesignJob {

@@ -8,15 +8,13 @@
 
 use async_trait::async_trait;
 use openqq_core::event::{ResultsReady, ValidationFinished};
-use openqq_core::{Applied, Change, DesignStatus, DesignStore, Envelope, EventKind};
+use openqq_core::{Applied, Change, DesignStatus, Envelope, EventKind};
 use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
-use std::sync::Arc;
 
 pub const NAME: &str = "results";
 
-pub struct Results {
-    pub store: Arc<dyn DesignStore>,
-}
+/// Its store writes are named to the consumer ([`RecordHandler::plan`]), which applies them.
+pub struct Results;
 
 #[async_trait]
 impl RecordHandler for Results {

@@ -25,7 +25,7 @@ use base64::Engine;
 use openqq_core::design::{Payload, INLINE_PAYLOAD_MAX_BYTES};
 use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
 use openqq_core::{
-    Applied, Change, DesignSpec, DesignStore, Envelope, EventKind, ObjectRef, ObjectStore, PortError, TenantId, Verdict,
+    Applied, Change, DesignSpec, Envelope, EventKind, ObjectRef, ObjectStore, PortError, TenantId, Verdict,
 };
 use openqq_fpga::{FileNames, Finding, Input, Location, Report, MAX_REPORT_FINDINGS};
 use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
@@ -37,7 +37,6 @@ use std::time::Duration;
 pub const NAME: &str = "validation";
 
 pub struct Validation {
-    pub store: Arc<dyn DesignStore>,
     /// How long one design's validation may take ([`DEFAULT_BUDGET`] unless set): a netlist
     /// that is slow to check ends in a `VALIDATION_BUDGET_EXCEEDED` finding and a `fail`
     /// verdict instead of holding its partition.
@@ -425,7 +424,7 @@ mod tests {
     }
 
     fn validation(b: &Backends) -> Validation {
-        Validation { store: b.store.clone(), objects: b.objects.clone(), budget: DEFAULT_BUDGET }
+        Validation { objects: b.objects.clone(), budget: DEFAULT_BUDGET }
     }
 
     #[tokio::test]

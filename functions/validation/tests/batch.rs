@@ -53,7 +53,7 @@ async fn two_revisions_of_a_design_in_one_batch_start_then_finish_in_order_and_e
             headers: rec.headers,
         });
     }
-    let validation = Validation { store: b.store.clone(), objects: b.objects.clone(), budget: DEFAULT_BUDGET };
+    let validation = Validation { objects: b.objects.clone(), budget: DEFAULT_BUDGET };
     let consumer = Consumer::new(validation, b.log.clone(), b.store.clone(), topics.clone());
     consumer.handle(to_event(&records)).await.expect("the batch succeeds");
 

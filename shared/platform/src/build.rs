@@ -111,13 +111,12 @@ impl Platform {
     pub fn handler(&self, kind: EventKind) -> Result<Arc<dyn BatchHandler>> {
         let b = &self.backends;
         Ok(match kind {
-            EventKind::DesignSubmitted => self.consumer(openqq_design_job::DesignJob { store: b.store.clone() }),
+            EventKind::DesignSubmitted => self.consumer(openqq_design_job::DesignJob),
             EventKind::ValidationRequested => self.consumer(openqq_validation::Validation {
-                store: b.store.clone(),
                 objects: b.objects.clone(),
                 budget: self.settings.validation_budget,
             }),
-            EventKind::ValidationFinished => self.consumer(openqq_results::Results { store: b.store.clone() }),
+            EventKind::ValidationFinished => self.consumer(openqq_results::Results),
             other => anyhow::bail!("no function consumes {other}"),
         })
     }

@@ -45,7 +45,7 @@ pub async fn validated(name: &str, spec: DesignSpec, budget: Duration) -> Rig {
         value: rec.value,
         headers: rec.headers,
     };
-    let validation = Validation { store: b.store.clone(), objects: b.objects.clone(), budget };
+    let validation = Validation { objects: b.objects.clone(), budget };
     let consumer = Consumer::new(validation, b.log.clone(), b.store.clone(), topics.clone());
     consumer
         .handle(to_event(&[incoming]))
