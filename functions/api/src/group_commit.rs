@@ -14,7 +14,7 @@
 //! connection) never strands the calls that joined its group.
 
 use async_trait::async_trait;
-use openqq_core::ports::{check_record_sizes, Failure, PortResult, Record};
+use openqq_core::ports::{by_topic, check_record_sizes, Failure, PortResult, Record};
 use openqq_core::{EventLog, PortError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
@@ -108,18 +108,9 @@ async fn append(inner: Arc<dyn EventLog>, pending: Arc<Mutex<Pending>>) {
         };
         metrics::histogram!(GROUP_CALLS_METRIC).record(group.len() as f64);
         // One append per topic, the topics in the order their first call came.
-        let mut topics: Vec<(String, Vec<Record>, Vec<Answer>)> = Vec::new();
-        for w in group {
-            match topics.iter_mut().find(|(t, _, _)| *t == w.topic) {
-                Some((_, records, waiters)) => {
-                    records.extend(w.records);
-                    waiters.push(w.done);
-                }
-                None => topics.push((w.topic, w.records, vec![w.done])),
-            }
-        }
-        for (topic, records, waiters) in topics {
-            let result = inner.publish(&topic, records).await;
+        for (topic, calls) in by_topic(group.into_iter().map(|w| (w.topic, (w.records, w.done)))) {
+            let (records, waiters): (Vec<Vec<Record>>, Vec<Answer>) = calls.into_iter().unzip();
+            let result = inner.publish(&topic, records.into_iter().flatten().collect()).await;
             answer_all(waiters, result);
         }
     }

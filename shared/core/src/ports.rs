@@ -190,6 +190,19 @@ pub fn check_record_sizes(records: &[Record]) -> PortResult<()> {
     }
 }
 
+/// `items` gathered by topic: one entry per topic, topics in the order they first appear, each
+/// topic's items in the order they came. What one append per topic publishes.
+pub fn by_topic<T>(items: impl IntoIterator<Item = (String, T)>) -> Vec<(String, Vec<T>)> {
+    let mut grouped: Vec<(String, Vec<T>)> = Vec::new();
+    for (topic, item) in items {
+        match grouped.iter_mut().find(|(t, _)| *t == topic) {
+            Some((_, run)) => run.push(item),
+            None => grouped.push((topic, vec![item])),
+        }
+    }
+    grouped
+}
+
 /// A record as stored in a partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRecord {

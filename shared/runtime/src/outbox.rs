@@ -1,6 +1,6 @@
 //! The events a batch's handlers publish, kept in order until the batch flushes them.
 
-use openqq_core::ports::check_record_sizes;
+use openqq_core::ports::{by_topic, check_record_sizes};
 use openqq_core::{Envelope, EventLog, PortError, Record, Topics};
 use serde::Serialize;
 
@@ -54,14 +54,7 @@ impl Outbox {
     /// appends a batch, not two a record: each append waits for its acknowledgement.) Order
     /// across topics is not something consumers can rely on: each topic has its own consumers.
     pub async fn flush(&mut self, log: &dyn EventLog) -> Result<(), PortError> {
-        let mut by_topic: Vec<(String, Vec<Record>)> = Vec::new();
-        for (topic, record) in std::mem::take(&mut self.records) {
-            match by_topic.iter_mut().find(|(t, _)| *t == topic) {
-                Some((_, run)) => run.push(record),
-                None => by_topic.push((topic, vec![record])),
-            }
-        }
-        for (topic, run) in by_topic {
+        for (topic, run) in by_topic(std::mem::take(&mut self.records)) {
             log.publish(&topic, run).await?;
         }
         Ok(())
