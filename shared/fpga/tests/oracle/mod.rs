@@ -13,6 +13,8 @@ use std::path::PathBuf;
 use openqq_fpga::{FileNames, Input, Report};
 use serde_json::Value;
 
+pub mod corpus;
+
 pub struct Oracle {
     dir: PathBuf,
     texts: HashMap<String, String>,
