@@ -110,24 +110,17 @@ impl KafkaEventLog {
         Ok(r)
     }
 
-    /// The offset after the last record of the partition, as far as this process knows without
-    /// asking: the high watermark of its reader's last fetch response, or past this process's
-    /// own acknowledged publishes if those are further. `None` before the first fetch response.
-    fn known_end(&self, reader: &Reader, topic: &str, partition: u32) -> Option<u64> {
-        let fetched = cached_high_watermark(&reader.consumer, topic, partition)?;
-        let acknowledged = self.acknowledged.lock().unwrap().get(&(topic.to_owned(), partition)).copied();
-        Some(fetched.max(acknowledged.unwrap_or(0)))
-    }
-
-    /// The offset after the partition's last record: known, or else asked of the broker.
+    /// The offset after the partition's last record: the high watermark of its reader's last
+    /// fetch response (asked of the broker only before the first response), or past this
+    /// process's own acknowledged publishes if those are further.
     fn end(&self, topic: &str, partition: u32) -> PortResult<u64> {
         let reader = self.reader(topic, partition)?;
-        if let Some(end) = self.known_end(&reader, topic, partition) {
-            return Ok(end);
-        }
-        let (_, hi) = self.watermarks(topic, partition)?;
+        let fetched = match cached_high_watermark(&reader.consumer, topic, partition) {
+            Some(hi) => hi,
+            None => self.watermarks(topic, partition)?.1,
+        };
         let acknowledged = self.acknowledged.lock().unwrap().get(&(topic.to_owned(), partition)).copied();
-        Ok(hi.max(acknowledged.unwrap_or(0)))
+        Ok(fetched.max(acknowledged.unwrap_or(0)))
     }
 
     /// This process's member of `group`: it fetches and commits the group's offsets and, once
