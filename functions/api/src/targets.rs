@@ -36,18 +36,19 @@ pub fn devices() -> Vec<DeviceView> {
     let capacity = |caps: Vec<(&'static str, u32)>| -> Vec<Capacity> {
         caps.into_iter().map(|(resource, available)| Capacity { resource, available }).collect()
     };
+    use openqq_fpga::Family;
     let ice40 = openqq_fpga::device::devices().iter().map(|d| DeviceView {
         device: d.name,
-        family: "iCE40",
-        constraints: "pcf",
+        family: Family::Ice40(d).name(),
+        constraints: Family::Ice40(d).constraint_format(),
         default_package: d.default_package,
         packages: d.packages.iter().map(|p| p.name).collect(),
         capacity: capacity(d.capacities()),
     });
     let ecp5 = openqq_fpga::ecp5::device::devices().iter().map(|d| DeviceView {
         device: d.name,
-        family: "ECP5",
-        constraints: "lpf",
+        family: Family::Ecp5(d).name(),
+        constraints: Family::Ecp5(d).constraint_format(),
         default_package: d.default_package(),
         packages: d.packages.iter().map(|p| p.name).collect(),
         capacity: capacity(d.capacities()),
