@@ -79,39 +79,54 @@ type Once = (TenantId, DesignId, EventKind, u64);
 /// on exactly what it assumed.
 #[derive(Default)]
 pub(crate) struct Memory {
-    feeds: Mutex<HashMap<TenantId, Feed>>,
-    hooks: Mutex<HashMap<TenantId, (u64, Hooks)>>,
-    designs: Mutex<HashMap<(TenantId, DesignId), Design>>,
+    feeds: Bounded<TenantId, Feed, MAX_REMEMBERED_TENANTS>,
+    hooks: Bounded<TenantId, (u64, Hooks), MAX_REMEMBERED_TENANTS>,
+    designs: Bounded<(TenantId, DesignId), Design, MAX_REMEMBERED_DESIGNS>,
     /// Tenants whose next writes read first, and for how many more.
-    cooling: Mutex<HashMap<TenantId, u32>>,
+    cooling: Bounded<TenantId, u32, MAX_REMEMBERED_TENANTS>,
+}
+
+/// A map of at most `CAP` entries that starts over when a new key would pass it: what
+/// [`Memory`] forgets only costs a read.
+struct Bounded<K, V, const CAP: usize>(Mutex<HashMap<K, V>>);
+
+impl<K, V, const CAP: usize> Default for Bounded<K, V, CAP> {
+    fn default() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V, const CAP: usize> Bounded<K, V, CAP> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, V>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn insert(&self, key: K, value: V) {
+        let mut map = self.lock();
+        if map.len() >= CAP && !map.contains_key(&key) {
+            map.clear();
+        }
+        map.insert(key, value);
+    }
 }
 
 impl Memory {
     fn design(&self, tenant: &TenantId, design: &DesignId) -> Option<Design> {
-        let designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
-        designs.get(&(tenant.clone(), design.clone())).cloned()
+        self.designs.lock().get(&(tenant.clone(), design.clone())).cloned()
     }
 
     fn remember_design(&self, key: &(TenantId, DesignId), design: &Design) {
-        let mut designs = self.designs.lock().unwrap_or_else(|p| p.into_inner());
-        if designs.len() >= MAX_REMEMBERED_DESIGNS && !designs.contains_key(key) {
-            designs.clear();
-        }
-        designs.insert(key.clone(), design.clone());
+        self.designs.insert(key.clone(), design.clone());
     }
 
     /// An unread write of `tenant` guessed wrong: its next [`COOL_DOWN`] writes read first.
     fn missed(&self, tenant: &TenantId) {
-        let mut cooling = self.cooling.lock().unwrap_or_else(|p| p.into_inner());
-        if cooling.len() >= MAX_REMEMBERED_TENANTS && !cooling.contains_key(tenant) {
-            cooling.clear();
-        }
-        cooling.insert(tenant.clone(), COOL_DOWN);
+        self.cooling.insert(tenant.clone(), COOL_DOWN);
     }
 
     /// Whether this write of `tenant` reads first (counting it against the cool-down).
     fn cooling(&self, tenant: &TenantId) -> bool {
-        let mut cooling = self.cooling.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cooling = self.cooling.lock();
         match cooling.get_mut(tenant) {
             Some(left) if *left > 1 => {
                 *left -= 1;
@@ -126,28 +141,19 @@ impl Memory {
     }
 
     fn feed(&self, tenant: &TenantId) -> Option<Feed> {
-        self.feeds.lock().unwrap_or_else(|p| p.into_inner()).get(tenant).copied()
+        self.feeds.lock().get(tenant).copied()
     }
 
     fn remember(&self, tenant: &TenantId, feed: Feed) {
-        let mut feeds = self.feeds.lock().unwrap_or_else(|p| p.into_inner());
-        if feeds.len() >= MAX_REMEMBERED_TENANTS && !feeds.contains_key(tenant) {
-            feeds.clear();
-        }
-        feeds.insert(tenant.clone(), feed);
+        self.feeds.insert(tenant.clone(), feed);
     }
 
     fn hooks(&self, tenant: &TenantId, version: u64) -> Option<Hooks> {
-        let hooks = self.hooks.lock().unwrap_or_else(|p| p.into_inner());
-        hooks.get(tenant).filter(|(v, _)| *v == version).map(|(_, h)| h.clone())
+        self.hooks.lock().get(tenant).filter(|(v, _)| *v == version).map(|(_, h)| h.clone())
     }
 
     fn remember_hooks(&self, tenant: &TenantId, version: u64, list: Hooks) {
-        let mut hooks = self.hooks.lock().unwrap_or_else(|p| p.into_inner());
-        if hooks.len() >= MAX_REMEMBERED_TENANTS && !hooks.contains_key(tenant) {
-            hooks.clear();
-        }
-        hooks.insert(tenant.clone(), (version, list));
+        self.hooks.insert(tenant.clone(), (version, list));
     }
 }
 
