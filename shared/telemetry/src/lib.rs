@@ -59,6 +59,9 @@ pub fn init_logs(format: LogFormat) {
 /// Latency buckets (seconds) for every `*_seconds` histogram: 1 ms to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
+/// Buckets of the histograms that count things per operation (names ending in `_calls`).
+const COUNT_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// The crate version of this build.
@@ -102,6 +105,8 @@ pub fn metrics(service: &str) -> PrometheusHandle {
         .get_or_init(|| {
             let handle = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .expect("buckets are not empty")
+                .set_buckets_for_metric(Matcher::Suffix("_calls".into()), COUNT_BUCKETS)
                 .expect("buckets are not empty")
                 .install_recorder()
                 .expect("no other metrics recorder is installed");
