@@ -159,7 +159,7 @@ async fn publish(
         correlation_id: corr.clone(),
         accepted_at: env.occurred_at,
     };
-    if let Err(e) = state.store.record_accepted(&cause.tenant_id, &marker).await {
+    if let Err(e) = state.accepted.submit((cause.tenant_id.clone(), marker)).await {
         tracing::warn!(error = %e, tenant_id = %cause.tenant_id, design_id = %design, revision,
             "The accepted revision could not be recorded for reads; it shows once materialised.");
     }

@@ -1,62 +1,152 @@
-//! Concurrent submissions share one log append: [`GroupCommit`] wraps the event log the API
-//! publishes to, so that the records of every `publish` waiting while an append is under way go
-//! together in the next one (one transaction in the embedded log, one produce per topic on
-//! Kafka) rather than one append each.
+//! Concurrent submissions share their durable writes: [`Grouped`] queues what callers hand it
+//! while a write is under way and does the whole queue in the next one (one transaction in the
+//! embedded log and store, one produce per topic on Kafka) rather than one write each. Two kinds
+//! of work are grouped: log appends ([`GroupCommit`], the event log the API publishes to) and the
+//! accepted-revision markers written once a submission is durable ([`AcceptedMarkers`]).
 //!
-//! Each caller still gets its answer only once its own records are durable, and the records of
-//! one call keep their order (they are appended together, in order, after those of calls that
-//! came earlier). An append that fails fails every call whose records were in it, each with the
-//! same kind of error, so each client is answered as if its own append had failed. At idle a
-//! lone call is appended at once: nothing waits for company, a call only joins an append that
-//! has not started yet.
+//! Each caller still gets its answer only once its own write is done, and the items of one call
+//! keep their order (they go together, in order, after those of calls that came earlier). A
+//! write that fails fails every call in it, each with the same kind of error, so each client is
+//! answered as if its own write had failed. At idle a lone call is written at once: nothing
+//! waits for company, a call only joins a write that has not started yet.
 //!
-//! The appends run on a task of their own, so a request that goes away (its client closed the
+//! The writes run on a task of their own, so a request that goes away (its client closed the
 //! connection) never strands the calls that joined its group.
 
 use async_trait::async_trait;
 use openqq_core::ports::{by_topic, check_record_sizes, Failure, PortResult, Record};
-use openqq_core::{EventLog, PortError};
+use openqq_core::{AcceptedRevision, DesignStore, EventLog, PortError, TenantId};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
-/// Most record bytes one grouped append carries; the calls past it wait for the next append.
-/// A single call over it is appended alone.
+/// Most bytes one group carries; the calls past it wait for the next write. A single call over
+/// it is written alone.
 pub const MAX_GROUP_BYTES: usize = 4 << 20;
 
-/// Histogram of the `publish` calls per grouped append.
-pub const GROUP_CALLS_METRIC: &str = "openqq_api_log_append_calls";
+/// Histogram of the calls per grouped write, labelled by `group` ([`GroupWork::NAME`]).
+pub const GROUP_CALLS_METRIC: &str = "openqq_api_group_calls";
 
-/// The event log, with concurrent calls to `publish` grouped into shared appends.
-pub struct GroupCommit {
-    inner: Arc<dyn EventLog>,
-    pending: Arc<Mutex<Pending>>,
+/// Where a call waits for its write's outcome.
+pub type Answer = oneshot::Sender<PortResult<()>>;
+
+/// Work that callers hand over one item at a time and that is done a group at a time.
+#[async_trait]
+pub trait GroupWork: Send + Sync + 'static {
+    type Item: Send + 'static;
+    /// The `group` label of [`GROUP_CALLS_METRIC`].
+    const NAME: &'static str;
+    /// Bytes `item` adds to its group (see [`MAX_GROUP_BYTES`]).
+    fn bytes(item: &Self::Item) -> usize;
+    /// Does the work of `group`, in order, and answers each of its callers.
+    async fn run(&self, group: Vec<(Self::Item, Answer)>);
 }
 
-#[derive(Default)]
-struct Pending {
-    /// Whether an appending task is running; it takes every call queued before it stops.
+/// Calls to [`Grouped::submit`] made while a write is under way, done together in the next.
+pub struct Grouped<W: GroupWork> {
+    work: Arc<W>,
+    pending: Arc<Mutex<Pending<W::Item>>>,
+}
+
+struct Pending<T> {
+    /// Whether a writing task is running; it takes every call queued before it stops.
     running: bool,
-    queue: Vec<Waiting>,
+    queue: Vec<(T, Answer)>,
 }
 
-/// Where a call waits for its append's outcome.
-type Answer = oneshot::Sender<PortResult<()>>;
+impl<W: GroupWork> Grouped<W> {
+    pub fn new(work: W) -> Self {
+        Self { work: Arc::new(work), pending: Arc::new(Mutex::new(Pending { running: false, queue: Vec::new() })) }
+    }
 
-struct Waiting {
-    topic: String,
-    records: Vec<Record>,
-    done: Answer,
-}
-
-impl GroupCommit {
-    pub fn new(inner: Arc<dyn EventLog>) -> Self {
-        Self { inner, pending: Arc::new(Mutex::new(Pending::default())) }
+    /// Queues `item` for the next write and waits for that write's outcome.
+    pub async fn submit(&self, item: W::Item) -> PortResult<()> {
+        let (done, answer) = oneshot::channel();
+        let start = {
+            let mut pending = lock(&self.pending);
+            pending.queue.push((item, done));
+            !std::mem::replace(&mut pending.running, true)
+        };
+        if start {
+            tokio::spawn(drain(self.work.clone(), self.pending.clone()));
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(PortError::Unavailable(Failure::from("the shared write this call joined was interrupted")))
+        })
     }
 }
 
-fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
+fn lock<T>(pending: &Mutex<Pending<T>>) -> MutexGuard<'_, Pending<T>> {
     // Nothing that holds the lock can panic half-way through a change; take the queue as it is.
     pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Stops the writing task's claim when it panics, so the next call starts another (the calls it
+/// had taken are answered with an error as their senders drop).
+struct Running<'a, T>(&'a Mutex<Pending<T>>);
+
+impl<T> Drop for Running<'_, T> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            lock(self.0).running = false;
+        }
+    }
+}
+
+/// Writes what is queued, group after group, until the queue is empty.
+async fn drain<W: GroupWork>(work: Arc<W>, pending: Arc<Mutex<Pending<W::Item>>>) {
+    let _running = Running(&pending);
+    loop {
+        let group = {
+            let mut pending = lock(&pending);
+            if pending.queue.is_empty() {
+                pending.running = false;
+                return;
+            }
+            take_group::<W>(&mut pending.queue)
+        };
+        metrics::histogram!(GROUP_CALLS_METRIC, "group" => W::NAME).record(group.len() as f64);
+        work.run(group).await;
+    }
+}
+
+/// The first calls of `queue`, up to [`MAX_GROUP_BYTES`] (at least one call).
+fn take_group<W: GroupWork>(queue: &mut Vec<(W::Item, Answer)>) -> Vec<(W::Item, Answer)> {
+    let mut bytes = 0;
+    let mut n = 0;
+    for (item, _) in queue.iter() {
+        let size = W::bytes(item);
+        if n > 0 && bytes + size > MAX_GROUP_BYTES {
+            break;
+        }
+        bytes += size;
+        n += 1;
+    }
+    queue.drain(..n).collect()
+}
+
+/// Log appends: a call's records for one topic.
+pub struct Appends(pub Arc<dyn EventLog>);
+
+/// The event log, with concurrent calls to `publish` grouped into shared appends.
+pub type GroupCommit = Grouped<Appends>;
+
+#[async_trait]
+impl GroupWork for Appends {
+    type Item = (String, Vec<Record>);
+    const NAME: &'static str = "log_append";
+
+    fn bytes((_, records): &Self::Item) -> usize {
+        records.iter().map(|r| r.value.len() + r.key.len()).sum()
+    }
+
+    async fn run(&self, group: Vec<(Self::Item, Answer)>) {
+        // One append per topic, the topics in the order their first call came.
+        for (topic, calls) in by_topic(group.into_iter().map(|((topic, records), done)| (topic, (records, done)))) {
+            let (records, waiters): (Vec<Vec<Record>>, Vec<Answer>) = calls.into_iter().unzip();
+            let result = self.0.publish(&topic, records.into_iter().flatten().collect()).await;
+            answer_all(waiters, result);
+        }
+    }
 }
 
 #[async_trait]
@@ -67,68 +157,35 @@ impl EventLog for GroupCommit {
         }
         // A record the log refuses is this call's own problem, not its group's.
         check_record_sizes(&records)?;
-        let (done, answer) = oneshot::channel();
-        let start = {
-            let mut pending = lock(&self.pending);
-            pending.queue.push(Waiting { topic: topic.to_owned(), records, done });
-            !std::mem::replace(&mut pending.running, true)
-        };
-        if start {
-            tokio::spawn(append(self.inner.clone(), self.pending.clone()));
-        }
-        answer.await.unwrap_or_else(|_| {
-            Err(PortError::Unavailable(Failure::from("the log append this record joined was interrupted")))
-        })
+        self.submit((topic.to_owned(), records)).await
     }
 }
 
-/// Stops the appending task's claim when it panics, so the next call starts another (the calls
-/// it had taken are answered with an error as their senders drop).
-struct Running(Arc<Mutex<Pending>>);
+/// Accepted-revision markers ([`DesignStore::record_accepted_many`]).
+pub struct AcceptedMarkers(pub Arc<dyn DesignStore>);
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            lock(&self.0).running = false;
-        }
-    }
+/// The accepted-revision markers of `store`, with concurrent calls grouped into shared writes.
+pub type Markers = Grouped<AcceptedMarkers>;
+
+/// [`Markers`] of `store`.
+pub fn markers(store: Arc<dyn DesignStore>) -> Arc<Markers> {
+    Arc::new(Grouped::new(AcceptedMarkers(store)))
 }
 
-/// Appends what is queued, group after group, until the queue is empty.
-async fn append(inner: Arc<dyn EventLog>, pending: Arc<Mutex<Pending>>) {
-    let _running = Running(pending.clone());
-    loop {
-        let group = {
-            let mut pending = lock(&pending);
-            if pending.queue.is_empty() {
-                pending.running = false;
-                return;
-            }
-            take_group(&mut pending.queue)
-        };
-        metrics::histogram!(GROUP_CALLS_METRIC).record(group.len() as f64);
-        // One append per topic, the topics in the order their first call came.
-        for (topic, calls) in by_topic(group.into_iter().map(|w| (w.topic, (w.records, w.done)))) {
-            let (records, waiters): (Vec<Vec<Record>>, Vec<Answer>) = calls.into_iter().unzip();
-            let result = inner.publish(&topic, records.into_iter().flatten().collect()).await;
-            answer_all(waiters, result);
-        }
-    }
-}
+#[async_trait]
+impl GroupWork for AcceptedMarkers {
+    type Item = (TenantId, AcceptedRevision);
+    const NAME: &'static str = "accepted";
 
-/// The first calls of `queue`, up to [`MAX_GROUP_BYTES`] of records (at least one call).
-fn take_group(queue: &mut Vec<Waiting>) -> Vec<Waiting> {
-    let mut bytes = 0;
-    let mut n = 0;
-    for w in queue.iter() {
-        let size: usize = w.records.iter().map(|r| r.value.len() + r.key.len()).sum();
-        if n > 0 && bytes + size > MAX_GROUP_BYTES {
-            break;
-        }
-        bytes += size;
-        n += 1;
+    fn bytes((_, a): &Self::Item) -> usize {
+        // The marker's row: its ids and timestamps, and the design's name.
+        256 + a.name.as_ref().map_or(0, String::len)
     }
-    queue.drain(..n).collect()
+
+    async fn run(&self, group: Vec<(Self::Item, Answer)>) {
+        let (markers, waiters): (Vec<Self::Item>, Vec<Answer>) = group.into_iter().unzip();
+        answer_all(waiters, self.0.record_accepted_many(&markers).await);
+    }
 }
 
 fn answer_all(waiters: Vec<Answer>, result: PortResult<()>) {
@@ -218,7 +275,7 @@ mod tests {
     async fn calls_waiting_while_an_append_runs_share_the_next_one_and_each_keeps_its_order() {
         let gate = Arc::new(Semaphore::new(0));
         let inner = Arc::new(Held { gate: Some(gate.clone()), ..Held::default() });
-        let log = Arc::new(GroupCommit::new(inner.clone()));
+        let log = Arc::new(GroupCommit::new(Appends(inner.clone())));
         let first = tokio::spawn({
             let log = log.clone();
             async move { log.publish("t", vec![record("first")]).await }
@@ -254,7 +311,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_append_fails_every_call_in_it_with_the_same_kind_of_error() {
-        let log = GroupCommit::new(Arc::new(Held { fail: true, ..Held::default() }));
+        let log = GroupCommit::new(Appends(Arc::new(Held { fail: true, ..Held::default() })));
         let (a, b) = tokio::join!(log.publish("t", vec![record("a")]), log.publish("u", vec![record("b")]));
         for e in [a.unwrap_err(), b.unwrap_err()] {
             assert!(matches!(&e, PortError::Unavailable(f) if f.message() == "the disk is gone"), "{e}");
@@ -266,7 +323,7 @@ mod tests {
     #[tokio::test]
     async fn a_record_over_the_log_limit_is_refused_alone_before_it_joins_a_group() {
         let inner = Arc::new(Held::default());
-        let log = GroupCommit::new(inner.clone());
+        let log = GroupCommit::new(Appends(inner.clone()));
         let huge =
             Record { key: "acme".into(), value: vec![b'x'; openqq_core::ports::MAX_RECORD_BYTES + 1], headers: vec![] };
         assert!(matches!(log.publish("t", vec![huge]).await, Err(PortError::Invalid(_))));
@@ -277,15 +334,13 @@ mod tests {
 
     #[test]
     fn a_group_stops_at_its_byte_bound_but_always_takes_one_call() {
-        let waiting = |bytes: usize| Waiting {
-            topic: "t".into(),
-            records: vec![Record { key: String::new(), value: vec![0; bytes], headers: vec![] }],
-            done: oneshot::channel().0,
+        let waiting = |bytes: usize| {
+            (("t".to_owned(), vec![Record { key: String::new(), value: vec![0; bytes], headers: vec![] }]), oneshot::channel().0)
         };
         let mut queue = vec![waiting(MAX_GROUP_BYTES + 1), waiting(10)];
-        assert_eq!(take_group(&mut queue).len(), 1, "an oversized call goes alone");
+        assert_eq!(take_group::<Appends>(&mut queue).len(), 1, "an oversized call goes alone");
         let mut queue = vec![waiting(MAX_GROUP_BYTES / 2), waiting(MAX_GROUP_BYTES / 2), waiting(1)];
-        assert_eq!(take_group(&mut queue).len(), 2);
+        assert_eq!(take_group::<Appends>(&mut queue).len(), 2);
         assert_eq!(queue.len(), 1, "the rest waits for the next append");
     }
 }

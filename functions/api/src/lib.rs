@@ -80,6 +80,9 @@ pub use tenant_guard::{TenantGuard, TenantLimits};
 pub struct AppState {
     pub log: Arc<dyn EventLog>,
     pub store: Arc<dyn DesignStore>,
+    /// The store's accepted-revision markers, written together for concurrent submissions:
+    /// `group_commit::markers(store.clone())`.
+    pub accepted: Arc<group_commit::Markers>,
     /// Large payloads: uploads and netlists put there before publishing ([`uploads`],
     /// [`designs`]), full validation reports read by `GET /v1/designs/{id}/report/full`.
     pub objects: Arc<dyn openqq_core::ObjectStore>,
@@ -117,7 +120,7 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 4608 * 1024;
 /// The API router with every layer.
 pub fn router(state: AppState, pool: PoolConfig) -> Router {
     // Submissions arriving together share their log appends ([`group_commit`]).
-    let state = AppState { log: Arc::new(group_commit::GroupCommit::new(state.log)), ..state };
+    let state = AppState { log: Arc::new(group_commit::GroupCommit::new(group_commit::Appends(state.log))), ..state };
     let v1 = Router::new()
         .route("/v1/designs", post(designs::submit).get(designs::list))
         .route("/v1/designs/{id}", get(designs::get_one))

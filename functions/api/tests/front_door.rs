@@ -33,6 +33,7 @@ fn app_with(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize, ident
     let state = AppState {
         log: backends.log.clone(),
         store: backends.store.clone(),
+        accepted: openqq_api::group_commit::markers(backends.store.clone()),
         objects: backends.objects.clone(),
         limiter: backends.limiter.clone(),
         limits: Arc::new(LimitPolicy::new(Quota { limit: 1000, window: Duration::from_secs(1) })),

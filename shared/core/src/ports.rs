@@ -463,6 +463,16 @@ pub trait DesignStore: crate::feed::EventFeed + crate::webhook::WebhookStore + S
     /// one changes nothing. Never touches the materialised design or its timeline.
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()>;
 
+    /// [`record_accepted`](Self::record_accepted) for each marker, in order: what the API's
+    /// concurrent submissions write together. Adapters that can write them in one request or
+    /// transaction override this; an error means some of them may not be recorded.
+    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
+        for (tenant, marker) in accepted {
+            self.record_accepted(tenant, marker).await?;
+        }
+        Ok(())
+    }
+
     /// Claims `key` for a request of `tenant` whose fingerprint (SHA-256) is `fingerprint`.
     /// Keys whose lifetime ended are ignored (and purged). A fresh claim holds the key for
     /// `lease`, after which an unfinished claim (its handler crashed) may be claimed again.

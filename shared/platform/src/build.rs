@@ -64,6 +64,7 @@ impl Platform {
         AppState {
             log: self.backends.log.clone(),
             store: self.backends.store.clone(),
+            accepted: openqq_api::group_commit::markers(self.backends.store.clone()),
             objects: self.backends.objects.clone(),
             limiter: self.limiter.clone(),
             limits: self.limits.clone(),

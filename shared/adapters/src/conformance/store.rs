@@ -62,6 +62,7 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     replay::a_replay_that_fails_again_fails_its_revision_again(store).await;
     an_accepted_revision_reads_as_submitted_until_a_newer_one_is_materialised(store).await;
     listing_merges_accepted_and_materialised_designs_newest_first(store).await;
+    markers_recorded_together_each_keep_the_highest_revision_of_their_own_design(store).await;
     an_idempotency_key_replays_its_response_and_refuses_another_request(store).await;
     a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again(store).await;
     racing_writers_on_one_design_each_land_once(store).await;
@@ -278,6 +279,32 @@ pub async fn an_accepted_revision_reads_as_submitted_until_a_newer_one_is_materi
     store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap();
     let v = store.get(&t, &d).await.unwrap().unwrap();
     assert_eq!((v.revision, v.status), (2, DesignStatus::Validating), "the marker never holds a design back");
+}
+
+pub async fn markers_recorded_together_each_keep_the_highest_revision_of_their_own_design<
+    S: DesignStore + ?Sized,
+>(
+    store: &S,
+) {
+    let (t, d) = ids();
+    let other = TenantId::parse(unique("other")).unwrap();
+    let e = DesignId::generate();
+    store.record_accepted(&t, &accepted(&e, 5, Some("ahead"))).await.unwrap();
+    let markers = [
+        (t.clone(), accepted(&d, 1, Some("one"))),
+        (t.clone(), accepted(&d, 3, None)),
+        (t.clone(), accepted(&d, 2, Some("lower, later"))),
+        (t.clone(), accepted(&e, 4, Some("behind"))),
+        (other.clone(), accepted(&d, 7, Some("theirs"))),
+    ];
+    store.record_accepted_many(&markers).await.unwrap();
+    store.record_accepted_many(&[]).await.unwrap();
+    let v = store.get(&t, &d).await.unwrap().expect("each marker of the call is recorded");
+    assert_eq!((v.name.as_str(), v.revision), ("one", 3), "the highest revision, with the name it kept");
+    let v = store.get(&t, &e).await.unwrap().unwrap();
+    assert_eq!((v.name.as_str(), v.revision), ("ahead", 5), "a lower marker in the call changes nothing");
+    let v = store.get(&other, &d).await.unwrap().unwrap();
+    assert_eq!((v.name.as_str(), v.revision), ("theirs", 7), "markers stay with their own tenant");
 }
 
 pub async fn listing_merges_accepted_and_materialised_designs_newest_first<S: DesignStore + ?Sized>(store: &S) {

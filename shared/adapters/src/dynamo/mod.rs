@@ -39,7 +39,7 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
-use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage};
+use openqq_core::ports::{ApplyOp, BatchApplied, Failure, PortResult, Usage};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::PortError;
 use openqq_core::{
@@ -206,6 +206,38 @@ impl DesignStore for DynamoDesignStore {
 
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
         reads::record_accepted(&self.client, &self.table, tenant, accepted).await
+    }
+
+    /// One conditional update per marker, the designs' in flight at once and each design's in
+    /// order: each update keeps the higher revision on its own, which one transaction would not
+    /// allow (a single lower revision would cancel them all).
+    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
+        let mut per_design: Vec<Vec<(TenantId, AcceptedRevision)>> = Vec::new();
+        for (tenant, marker) in accepted {
+            let same = |m: &Vec<(TenantId, AcceptedRevision)>| m[0].0 == *tenant && m[0].1.design_id == marker.design_id;
+            match per_design.iter_mut().find(|m| same(m)) {
+                Some(markers) => markers.push((tenant.clone(), marker.clone())),
+                None => per_design.push(vec![(tenant.clone(), marker.clone())]),
+            }
+        }
+        let mut calls = tokio::task::JoinSet::new();
+        for markers in per_design {
+            let (client, table) = (self.client.clone(), self.table.clone());
+            calls.spawn(async move {
+                for (tenant, marker) in &markers {
+                    reads::record_accepted(&client, &table, tenant, marker).await?;
+                }
+                Ok(())
+            });
+        }
+        let mut outcome = Ok(());
+        while let Some(done) = calls.join_next().await {
+            let done = done.unwrap_or_else(|e| {
+                Err(PortError::Unavailable(Failure::from(format!("record accepted revision: {e}"))))
+            });
+            outcome = outcome.and(done);
+        }
+        outcome
     }
 
     async fn claim_idempotency_key(

@@ -525,6 +525,23 @@ impl DesignStore for EmbeddedDesignStore {
         self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted)).await
     }
 
+    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
+        if accepted.is_empty() {
+            return Ok(());
+        }
+        count("record_accepted_many");
+        let rows: Vec<(String, AcceptedRevision)> = accepted.iter().map(|(t, a)| (t.to_string(), a.clone())).collect();
+        self.writer
+            .call(move |conn| {
+                let tx = begin_immediate(conn)?;
+                for (tenant, marker) in &rows {
+                    accepted::record(&tx, tenant, marker)?;
+                }
+                tx.commit().map_err(|e| sqlite_error("commit", e))
+            })
+            .await
+    }
+
     async fn claim_idempotency_key(
         &self,
         tenant: &TenantId,
