@@ -335,7 +335,10 @@ mod tests {
     #[test]
     fn a_group_stops_at_its_byte_bound_but_always_takes_one_call() {
         let waiting = |bytes: usize| {
-            (("t".to_owned(), vec![Record { key: String::new(), value: vec![0; bytes], headers: vec![] }]), oneshot::channel().0)
+            (
+                ("t".to_owned(), vec![Record { key: String::new(), value: vec![0; bytes], headers: vec![] }]),
+                oneshot::channel().0,
+            )
         };
         let mut queue = vec![waiting(MAX_GROUP_BYTES + 1), waiting(10)];
         assert_eq!(take_group::<Appends>(&mut queue).len(), 1, "an oversized call goes alone");

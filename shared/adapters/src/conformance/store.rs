@@ -281,9 +281,7 @@ pub async fn an_accepted_revision_reads_as_submitted_until_a_newer_one_is_materi
     assert_eq!((v.revision, v.status), (2, DesignStatus::Validating), "the marker never holds a design back");
 }
 
-pub async fn markers_recorded_together_each_keep_the_highest_revision_of_their_own_design<
-    S: DesignStore + ?Sized,
->(
+pub async fn markers_recorded_together_each_keep_the_highest_revision_of_their_own_design<S: DesignStore + ?Sized>(
     store: &S,
 ) {
     let (t, d) = ids();

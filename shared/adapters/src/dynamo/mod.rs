@@ -214,7 +214,8 @@ impl DesignStore for DynamoDesignStore {
     async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
         let mut per_design: Vec<Vec<(TenantId, AcceptedRevision)>> = Vec::new();
         for (tenant, marker) in accepted {
-            let same = |m: &Vec<(TenantId, AcceptedRevision)>| m[0].0 == *tenant && m[0].1.design_id == marker.design_id;
+            let same =
+                |m: &Vec<(TenantId, AcceptedRevision)>| m[0].0 == *tenant && m[0].1.design_id == marker.design_id;
             match per_design.iter_mut().find(|m| same(m)) {
                 Some(markers) => markers.push((tenant.clone(), marker.clone())),
                 None => per_design.push(vec![(tenant.clone(), marker.clone())]),

@@ -19,17 +19,26 @@ pub enum Durability {
     Power,
 }
 
-pub(crate) fn open(path: &Path, durability: Durability, schema: &str) -> Result<Connection, PortError> {
+/// SQLite page size of the event log: 16 KiB pages keep large values (netlists) on short
+/// overflow chains.
+pub(crate) const LOG_PAGE_SIZE: u32 = 16384;
+
+/// SQLite page size of the design store: its rows are small, and every page a commit touches is
+/// written whole to the WAL, so smaller pages mean fewer bytes per commit.
+pub(crate) const STORE_PAGE_SIZE: u32 = 4096;
+
+/// Opens (or creates, with `page_size`) the database at `path` and runs `schema`.
+pub(crate) fn open(path: &Path, durability: Durability, page_size: u32, schema: &str) -> Result<Connection, PortError> {
     let conn = Connection::open(path).map_err(|e| sqlite_error(&format!("open {}", path.display()), e))?;
     let sync = match durability {
         Durability::Process => "NORMAL",
         Durability::Power => "FULL",
     };
     conn.execute_batch(&format!(
-        // page_size only takes effect on a new file (before WAL is enabled): 16 KiB pages keep
-        // large values (netlists) on short overflow chains. auto_vacuum too (before WAL writes the
-        // header) so the log's retention can give space back. Reads go through a memory map.
-        "PRAGMA page_size=16384; PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; \
+        // page_size only takes effect on a new file (before WAL is enabled). auto_vacuum too
+        // (before WAL writes the header) so the log's retention can give space back. Reads go
+        // through a memory map.
+        "PRAGMA page_size={page_size}; PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; \
          PRAGMA foreign_keys=ON; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-65536; {schema}"
     ))
     .map_err(|e| sqlite_error("initialise schema", e))?;
@@ -137,7 +146,7 @@ pub(crate) fn default_readers() -> usize {
 /// Opens `n` reader connections on `path` (the schema exists already: the writer made it).
 /// Readers keep a smaller page cache than the writer: their reads go through the memory map.
 pub(crate) fn open_readers(path: &Path, durability: Durability, n: usize) -> Result<Vec<Connection>, PortError> {
-    (0..n.max(1)).map(|_| open(path, durability, "PRAGMA cache_size=-8192;")).collect()
+    (0..n.max(1)).map(|_| open(path, durability, STORE_PAGE_SIZE, "PRAGMA cache_size=-8192;")).collect()
 }
 
 #[cfg(test)]

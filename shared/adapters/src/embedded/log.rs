@@ -10,7 +10,7 @@
 //! system. Deleting never moves offsets: the next offset of each partition is kept in `starts`
 //! once its records are gone, and a read from a deleted range answers the next records kept.
 
-use super::db::{open, sqlite_error, Db, Durability};
+use super::db::{open, sqlite_error, Db, Durability, LOG_PAGE_SIZE};
 use super::retention::Compactor;
 pub use super::retention::{Compacted, Retention};
 use crate::append_signal::AppendSignal;
@@ -75,7 +75,7 @@ impl EmbeddedEventLog {
             return Err(crate::SettingsError::new("partitions must be at least 1").into());
         }
         let path = dir.join("log.db");
-        let writer = open(&path, durability, SCHEMA)?;
+        let writer = open(&path, durability, LOG_PAGE_SIZE, SCHEMA)?;
         let stored: Option<String> = writer
             .query_row("SELECT value FROM meta WHERE key='partitions'", [], |r| r.get(0))
             .optional()
@@ -120,7 +120,7 @@ impl EmbeddedEventLog {
                 *end = (*end).max(first as u64);
             }
         }
-        let reader = open(&path, durability, "")?;
+        let reader = open(&path, durability, LOG_PAGE_SIZE, "")?;
         Ok(Self {
             writer: Db::new(writer),
             reader: Db::new(reader),

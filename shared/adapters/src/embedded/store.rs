@@ -7,7 +7,7 @@
 //! ([`openqq_core::revision::plan_replay`]). `apply_batch` runs a consumer batch's writes in one
 //! transaction, each in a savepoint, so a batch costs one commit however many events it applies.
 
-use super::db::{default_readers, open, open_readers, sqlite_error, Db, Durability};
+use super::db::{default_readers, open, open_readers, sqlite_error, Db, Durability, STORE_PAGE_SIZE};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
@@ -69,7 +69,7 @@ impl EmbeddedDesignStore {
     /// Opens (or creates) `dir/store.db` with `readers` reader connections (at least one).
     pub fn open_with_readers(dir: &Path, durability: Durability, readers: usize) -> PortResult<Self> {
         let path = dir.join("store.db");
-        let writer = open(&path, durability, SCHEMA)?;
+        let writer = open(&path, durability, STORE_PAGE_SIZE, SCHEMA)?;
         migrate(&writer)?;
         // The API's own tables (accepted-revision markers and idempotency keys), and the feed,
         // webhooks and deliveries.
