@@ -43,7 +43,7 @@ use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
 use futures_util::{FutureExt, StreamExt};
 use openqq_core::event::headers;
-use openqq_core::{Applied, DesignStore, Envelope, EventKind, EventLog, PortError, Topics};
+use openqq_core::{Applied, DesignStore, Envelope, EventKind, EventLog, LogRecord, PortError, Topics};
 use serde::de::DeserializeOwned;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -136,6 +136,11 @@ pub trait BatchHandler: Send + Sync {
     fn name(&self) -> &str;
     /// Handles a batch; an error names, per failed partition, the record to resume from.
     async fn handle(&self, event: KafkaEvent) -> Result<(), FailedPartitions>;
+    /// Handles records the local trigger read from the log, as [`handle`](Self::handle) would
+    /// handle the MSK event carrying them (which is what it does unless a handler overrides it).
+    async fn handle_records(&self, batch: &[LogRecord]) -> Result<(), FailedPartitions> {
+        self.handle(crate::kafka::to_event(batch)).await
+    }
     /// The trigger is about to dead-letter a batch that failed every retry, for `reason`;
     /// `records` are the ones the handler never got past (the record its error named and those
     /// after it; all of them after a panic). The function records what that means for them. An
@@ -239,6 +244,22 @@ type Failed = (GiveUp, RecordError);
 impl<H: RecordHandler> Consumer<H> {
     pub fn new(handler: H, log: Arc<dyn EventLog>, store: Arc<dyn DesignStore>, topics: Topics) -> Self {
         Self { handler, log, store, topics }
+    }
+
+    /// Handles a batch's records, lane by lane ([`lanes`]).
+    async fn handle_incoming(&self, records: Vec<Incoming>) -> Result<(), FailedPartitions> {
+        let committer = Committer::new(self.store.as_ref());
+        let outcomes: Vec<Result<(), BatchError>> =
+            futures_util::stream::iter(lanes(records).into_iter().map(|lane| self.lane(lane, &committer)))
+                .buffer_unordered(LANES)
+                .collect()
+                .await;
+        // Every lane ran to its end or its first retriable failure; each failed partition resumes
+        // from its earliest failure (later records of other lanes there are applied again as no-ops).
+        match FailedPartitions::earliest(outcomes.into_iter().filter_map(Result::err)) {
+            Some(failed) => Err(failed),
+            None => Ok(()),
+        }
     }
 
     /// Decodes the record and plans its first write, with panics caught.
@@ -533,18 +554,12 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
     }
 
     async fn handle(&self, event: KafkaEvent) -> Result<(), FailedPartitions> {
-        let committer = Committer::new(self.store.as_ref());
-        let outcomes: Vec<Result<(), BatchError>> =
-            futures_util::stream::iter(lanes(records(&event)).into_iter().map(|lane| self.lane(lane, &committer)))
-                .buffer_unordered(LANES)
-                .collect()
-                .await;
-        // Every lane ran to its end or its first retriable failure; each failed partition resumes
-        // from its earliest failure (later records of other lanes there are applied again as no-ops).
-        match FailedPartitions::earliest(outcomes.into_iter().filter_map(Result::err)) {
-            Some(failed) => Err(failed),
-            None => Ok(()),
-        }
+        self.handle_incoming(records(&event)).await
+    }
+
+    /// The records as they are: no round trip through the event's base64.
+    async fn handle_records(&self, batch: &[LogRecord]) -> Result<(), FailedPartitions> {
+        self.handle_incoming(crate::kafka::in_event_order(batch)).await
     }
 
     async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), PortError> {

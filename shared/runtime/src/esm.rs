@@ -290,7 +290,7 @@ impl EventSourceMapping {
         let started = Instant::now();
         // A panic that escapes the handler is a failed batch, not a dead worker holding its
         // partitions for good.
-        let result = match AssertUnwindSafe(self.handler.handle(to_event(&batch))).catch_unwind().await {
+        let result = match AssertUnwindSafe(self.handler.handle_records(&batch)).catch_unwind().await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(failed)) => Err(failed
                 .0

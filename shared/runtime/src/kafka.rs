@@ -88,6 +88,14 @@ impl From<&LogRecord> for Incoming {
     }
 }
 
+/// The records of a batch read from the log in the order [`records`] gives the event that
+/// carries them: partition by partition, each in offset order.
+pub fn in_event_order(batch: &[LogRecord]) -> Vec<Incoming> {
+    let mut sorted: Vec<&LogRecord> = batch.iter().collect();
+    sorted.sort_by(|a, b| (&a.topic, a.partition, a.offset).cmp(&(&b.topic, b.partition, b.offset)));
+    sorted.into_iter().map(Incoming::from).collect()
+}
+
 /// The records of an event, partition by partition (sorted by topic-partition key, so the order
 /// is deterministic), each partition in offset order.
 pub fn records(event: &KafkaEvent) -> Vec<Incoming> {
@@ -160,5 +168,34 @@ mod tests {
         assert_eq!(back[0].value.as_ref().unwrap(), &rec.value);
         assert_eq!(back[0].key.as_deref(), Some(&b"tenant"[..]));
         assert_eq!(back[0].headers, rec.headers);
+    }
+
+    #[test]
+    fn records_taken_straight_from_the_log_are_those_the_event_carries_partition_by_partition() {
+        let rec = |partition: u32, offset: u64| LogRecord {
+            topic: "t".into(),
+            partition,
+            offset,
+            timestamp_ms: 1_700_000_000_000,
+            key: format!("tenant-{}", offset % 3),
+            value: format!("value {partition}/{offset}").into_bytes(),
+            headers: vec![("h".into(), vec![200, offset as u8])],
+        };
+        // As the log hands a batch over: partitions interleaved, 10 after 2.
+        let batch = [rec(10, 5), rec(2, 7), rec(10, 3), rec(2, 8), rec(0, 1), rec(10, 4)];
+        let shape = |recs: Vec<Incoming>| {
+            let mut by_partition: HashMap<u32, Vec<(u64, Option<Vec<u8>>, Vec<u8>, Vec<(String, Vec<u8>)>)>> =
+                HashMap::new();
+            for r in recs {
+                by_partition.entry(r.partition).or_default().push((r.offset, r.key, r.value.unwrap(), r.headers));
+            }
+            by_partition
+        };
+        let direct = in_event_order(&batch);
+        assert_eq!(
+            direct.iter().map(|r| (r.partition, r.offset)).collect::<Vec<_>>(),
+            [(0, 1), (2, 7), (2, 8), (10, 3), (10, 4), (10, 5)]
+        );
+        assert_eq!(shape(direct), shape(records(&to_event(&batch))));
     }
 }
