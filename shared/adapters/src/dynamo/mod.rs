@@ -213,13 +213,13 @@ impl DesignStore for DynamoDesignStore {
     /// allow (a single lower revision would cancel them all).
     async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
         let mut per_design: Vec<Vec<(TenantId, AcceptedRevision)>> = Vec::new();
+        let mut index: std::collections::HashMap<(&TenantId, &DesignId), usize> = std::collections::HashMap::new();
         for (tenant, marker) in accepted {
-            let same =
-                |m: &Vec<(TenantId, AcceptedRevision)>| m[0].0 == *tenant && m[0].1.design_id == marker.design_id;
-            match per_design.iter_mut().find(|m| same(m)) {
-                Some(markers) => markers.push((tenant.clone(), marker.clone())),
-                None => per_design.push(vec![(tenant.clone(), marker.clone())]),
-            }
+            let at = *index.entry((tenant, &marker.design_id)).or_insert_with(|| {
+                per_design.push(Vec::new());
+                per_design.len() - 1
+            });
+            per_design[at].push((tenant.clone(), marker.clone()));
         }
         let mut calls = tokio::task::JoinSet::new();
         for markers in per_design {
