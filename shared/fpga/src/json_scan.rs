@@ -49,6 +49,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The next non-whitespace byte, without consuming it.
+    #[inline]
     pub fn peek(&mut self) -> Option<u8> {
         let b = self.bytes();
         while let Some(c) = b.get(self.pos) {
@@ -60,6 +61,7 @@ impl<'a> Scanner<'a> {
         None
     }
 
+    #[inline]
     fn eat(&mut self, want: u8) -> Scan<()> {
         if self.peek() == Some(want) {
             self.pos += 1;
@@ -78,19 +80,33 @@ impl<'a> Scanner<'a> {
     }
 
     /// A JSON string.
+    #[inline]
     pub fn string(&mut self) -> Scan<Cow<'a, str>> {
+        match self.plain_string() {
+            Some(text) => Ok(Cow::Borrowed(text)),
+            None => self.any_string(),
+        }
+    }
+
+    /// The next value if it is a string without escapes, consumed; `None`, consuming nothing
+    /// but whitespace, for anything else.
+    #[inline]
+    fn plain_string(&mut self) -> Option<&'a str> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let end = plain_string_end(self.bytes(), self.pos)?;
+        let text = &self.text[self.pos + 1..end - 1];
+        self.pos = end;
+        Some(text)
+    }
+
+    /// A JSON string, escapes decoded; every error is found here.
+    fn any_string(&mut self) -> Scan<Cow<'a, str>> {
         self.eat(b'"')?;
         let start = self.pos;
         let b = self.bytes();
-        // Fast path: find the closing quote eight bytes at a time while no byte is a quote, a
-        // backslash or a control character.
-        while self.pos + 8 <= b.len() {
-            let w = u64::from_le_bytes(b[self.pos..self.pos + 8].try_into().unwrap_or_default());
-            if special(w) {
-                break;
-            }
-            self.pos += 8;
-        }
+        self.pos = start + special_offset(&b[start..]);
         loop {
             match b.get(self.pos) {
                 Some(b'"') => {
@@ -187,37 +203,37 @@ impl<'a> Scanner<'a> {
     pub fn number(&mut self) -> Scan<&'a str> {
         self.peek();
         let start = self.pos;
-        let b = self.bytes();
-        let digits = |pos: &mut usize| {
-            let from = *pos;
-            while b.get(*pos).is_some_and(u8::is_ascii_digit) {
-                *pos += 1;
+        match number_end(self.bytes(), start) {
+            Some(end) => {
+                self.pos = end;
+                Ok(&self.text[start..end])
             }
-            *pos - from
-        };
-        let mut p = self.pos;
-        if b.get(p) == Some(&b'-') {
-            p += 1;
+            None => self.error("invalid number"),
         }
-        let int = digits(&mut p);
-        let ok = int > 0
-            && !(int > 1 && b[p - int] == b'0')
-            && (b.get(p) != Some(&b'.') || {
-                p += 1;
-                digits(&mut p) > 0
-            })
-            && (!matches!(b.get(p), Some(b'e' | b'E')) || {
-                p += 1;
-                if matches!(b.get(p), Some(b'+' | b'-')) {
-                    p += 1;
-                }
-                digits(&mut p) > 0
-            });
-        if !ok {
-            return self.error("invalid number");
+    }
+
+    /// A number of one to nine digits without sign, fraction or exponent (a net number as
+    /// yosys writes it), consumed; `None`, consuming nothing, for anything else, which the
+    /// caller reads with [`Scanner::number`].
+    #[inline]
+    pub fn small_unsigned(&mut self) -> Option<u32> {
+        let b = self.bytes();
+        let start = self.pos;
+        let mut p = start;
+        let mut value = 0u32;
+        while let Some(d @ b'0'..=b'9') = b.get(p) {
+            value = value * 10 + u32::from(d - b'0');
+            p += 1;
+            if p - start > 9 {
+                return None;
+            }
+        }
+        let plain = p > start && !(b[start] == b'0' && p - start > 1);
+        if !plain || matches!(b.get(p), Some(b'.' | b'e' | b'E')) {
+            return None;
         }
         self.pos = p;
-        Ok(&self.text[start..p])
+        Some(value)
     }
 
     /// An object: calls `field` with each key, which must read (or skip) the value.
@@ -261,10 +277,26 @@ impl<'a> Scanner<'a> {
 
     /// Skips any value, checking it; returns its text.
     pub fn skip(&mut self) -> Scan<&'a str> {
+        self.peek();
+        let start = self.pos;
+        match plain_value_end(self.bytes(), start, MAX_DEPTH.saturating_sub(self.depth)) {
+            Some(end) => {
+                self.pos = end;
+                Ok(&self.text[start..end])
+            }
+            // Escapes, exponents, deep nesting and every error: checked again, one value at a
+            // time, by the reader that says what is wrong and where. Its nested values are not
+            // tried on the quick path again, so no byte is read more than twice.
+            None => self.skip_checked(),
+        }
+    }
+
+    /// [`Scanner::skip`] the slow way, with an error for anything that is not JSON.
+    fn skip_checked(&mut self) -> Scan<&'a str> {
         let start = self.peek().map(|_| self.pos);
         match self.peek() {
-            Some(b'{') => self.object(|s, _| s.skip().map(drop))?,
-            Some(b'[') => self.array(|s| s.skip().map(drop))?,
+            Some(b'{') => self.object(|s, _| s.skip_checked().map(drop))?,
+            Some(b'[') => self.array(|s| s.skip_checked().map(drop))?,
             Some(b'"') => drop(self.string()?),
             Some(b't') => self.literal("true")?,
             Some(b'f') => self.literal("false")?,
@@ -295,13 +327,161 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Whether any byte of `w` is `"`, `\` or below 0x20 (the classic has-zero-byte trick).
-fn special(w: u64) -> bool {
+/// How far into `b` the first `"`, `\\` or control character is (`b.len()` when there is
+/// none), eight bytes at a time.
+#[inline]
+fn special_offset(b: &[u8]) -> usize {
+    let mut at = 0;
+    while let Some(w) = b.get(at..at + 8) {
+        let mask = special(u64::from_le_bytes(w.try_into().unwrap_or_default()));
+        if mask != 0 {
+            return at + (mask.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + b[at..].iter().position(|c| *c == b'"' || *c == b'\\' || *c < 0x20).unwrap_or(b.len() - at)
+}
+
+/// Where the string opening at `b[start]` (a quote) ends, just past its closing quote, if it
+/// has no escapes and no control characters; `None` otherwise.
+#[inline]
+fn plain_string_end(b: &[u8], start: usize) -> Option<usize> {
+    let end = start + 1 + special_offset(b.get(start + 1..)?);
+    (b.get(end) == Some(&b'"')).then_some(end + 1)
+}
+
+/// Where the JSON number starting at `b[start]` ends, or `None` if it is not one.
+fn number_end(b: &[u8], start: usize) -> Option<usize> {
+    let digits = |pos: &mut usize| {
+        let from = *pos;
+        while b.get(*pos).is_some_and(u8::is_ascii_digit) {
+            *pos += 1;
+        }
+        *pos - from
+    };
+    let mut p = start;
+    if b.get(p) == Some(&b'-') {
+        p += 1;
+    }
+    let int = digits(&mut p);
+    let ok = int > 0
+        && !(int > 1 && b[p - int] == b'0')
+        && (b.get(p) != Some(&b'.') || {
+            p += 1;
+            digits(&mut p) > 0
+        })
+        && (!matches!(b.get(p), Some(b'e' | b'E')) || {
+            p += 1;
+            if matches!(b.get(p), Some(b'+' | b'-')) {
+                p += 1;
+            }
+            digits(&mut p) > 0
+        });
+    ok.then_some(p)
+}
+
+/// How deep the quick path nests before it hands the value to the checked reader.
+const PLAIN_DEPTH: u32 = 64;
+
+/// Where the JSON value starting at `b[start]` ends, for the common case, in one loop without
+/// recursion or building anything: strings without escapes, numbers, literals, and objects and
+/// arrays nested at most `max_depth` (and [`PLAIN_DEPTH`]) deep. `None` for anything else,
+/// valid or not, which the caller then reads the checked way; `Some` only for valid JSON.
+fn plain_value_end(b: &[u8], start: usize, max_depth: u32) -> Option<usize> {
+    let ws = |p: &mut usize| {
+        while matches!(b.get(*p), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            *p += 1;
+        }
+    };
+    // A key and its colon, at `p` (whitespace first); returns where its value starts.
+    let key = |mut p: usize| {
+        ws(&mut p);
+        if b.get(p) != Some(&b'"') {
+            return None;
+        }
+        p = plain_string_end(b, p)?;
+        ws(&mut p);
+        (b.get(p) == Some(&b':')).then_some(p + 1)
+    };
+    let max_depth = max_depth.min(PLAIN_DEPTH);
+    let mut p = start;
+    // Bit `i` is set when the container at depth `i + 1` (counting from the innermost) is an
+    // object.
+    let mut objects: u64 = 0;
+    let mut depth = 0;
+    loop {
+        ws(&mut p);
+        match *b.get(p)? {
+            open @ (b'{' | b'[') => {
+                depth += 1;
+                if depth > max_depth {
+                    return None;
+                }
+                let object = open == b'{';
+                objects = objects << 1 | u64::from(object);
+                p += 1;
+                ws(&mut p);
+                if b.get(p) != Some(if object { &b'}' } else { &b']' }) {
+                    if object {
+                        p = key(p)?;
+                    }
+                    continue;
+                }
+                p += 1;
+                depth -= 1;
+                objects >>= 1;
+            }
+            b'"' => p = plain_string_end(b, p)?,
+            b'-' | b'0'..=b'9' => p = number_end(b, p)?,
+            c => {
+                let word: &[u8] = match c {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    b'n' => b"null",
+                    _ => return None,
+                };
+                if !b[p..].starts_with(word) {
+                    return None;
+                }
+                p += word.len();
+            }
+        }
+        // After a value: a comma and the next one, or the end of one or more containers.
+        loop {
+            if depth == 0 {
+                return Some(p);
+            }
+            ws(&mut p);
+            let object = objects & 1 == 1;
+            match *b.get(p)? {
+                b',' => {
+                    p += 1;
+                    if object {
+                        p = key(p)?;
+                    }
+                    break;
+                }
+                b'}' if object => {}
+                b']' if !object => {}
+                _ => return None,
+            }
+            p += 1;
+            depth -= 1;
+            objects >>= 1;
+        }
+    }
+}
+
+/// A mask whose lowest set bit is the high bit of the first byte of `w` (little-endian) that
+/// is `"`, `\` or below 0x20, or zero when there is none (the classic has-zero-byte trick: a
+/// borrow can only mark bytes above a true match, so the lowest mark is exact).
+#[inline]
+fn special(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
     let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
-    zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) | below_space != 0
+    zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) | below_space
 }
 
 #[cfg(test)]

@@ -190,6 +190,8 @@ fn bit_array(s: &mut Scanner<'_>, out: &mut Vec<Bit>) -> Scan<()> {
                 "x" | "z" => Bit::Undriven,
                 other => return s.error(format!("bit {other:?} is neither a net number nor 0/1/x/z")),
             }
+        } else if let Some(n) = s.small_unsigned() {
+            Bit::Net(n)
         } else {
             let text = s.number()?;
             Bit::Net(net_number(s, text)?)
