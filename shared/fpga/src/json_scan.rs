@@ -332,6 +332,15 @@ impl<'a> Scanner<'a> {
 #[inline]
 fn special_offset(b: &[u8]) -> usize {
     let mut at = 0;
+    // Sixteen bytes a round, so most strings in a netlist end in the first one.
+    while let Some(w) = b.get(at..at + 16) {
+        let word = |i: usize| u64::from_le_bytes(w[i..i + 8].try_into().unwrap_or_default());
+        let mask = u128::from(special(word(0))) | u128::from(special(word(8))) << 64;
+        if mask != 0 {
+            return at + (mask.trailing_zeros() / 8) as usize;
+        }
+        at += 16;
+    }
     while let Some(w) = b.get(at..at + 8) {
         let mask = special(u64::from_le_bytes(w.try_into().unwrap_or_default()));
         if mask != 0 {

@@ -104,8 +104,8 @@ pub(crate) struct Use<'a> {
 
 /// yosys net numbers to dense [`Net`] indices.
 enum NetIds {
-    /// Indexed by net number; `u32::MAX` for numbers not in the netlist.
-    Table(Vec<u32>),
+    /// Indexed by net number; `u32::MAX` for numbers not in the netlist. `len` nets in all.
+    Table { table: Vec<u32>, len: usize },
     /// For sparse or huge numbers, which yosys never writes but input may contain.
     Map(HashMap<u32, u32>),
 }
@@ -114,39 +114,54 @@ impl NetIds {
     fn new(m: &Module<'_>) -> Self {
         // First-seen order (cells by name, ports by name, then top-level ports) sets the
         // dense indices, and ties in global promotion go to the lowest index.
-        let cell_bits = m.cells.iter().flat_map(|c| m.connections(c).iter().flat_map(|conn| m.bits(conn)));
-        let numbers = || {
-            cell_bits.clone().chain(m.ports.iter().flat_map(|p| &p.bits)).filter_map(|b| match b {
-                Bit::Net(n) => Some(*n),
-                _ => None,
-            })
+        let each_number = |visit: &mut dyn FnMut(u32)| {
+            for c in &m.cells {
+                for conn in m.connections(c) {
+                    for b in m.bits(conn) {
+                        if let Bit::Net(n) = b {
+                            visit(*n);
+                        }
+                    }
+                }
+            }
+            for p in &m.ports {
+                for b in &p.bits {
+                    if let Bit::Net(n) = b {
+                        visit(*n);
+                    }
+                }
+            }
         };
-        let (count, max) = numbers().fold((0usize, 0u32), |(c, mx), n| (c + 1, mx.max(n)));
+        let (mut count, mut max) = (0usize, 0u32);
+        each_number(&mut |n| {
+            count += 1;
+            max = max.max(n);
+        });
         let mut next = 0u32;
         if (max as usize) <= 4 * count + 1024 {
             let mut table = vec![u32::MAX; max as usize + 1];
-            for n in numbers() {
+            each_number(&mut |n| {
                 if table[n as usize] == u32::MAX {
                     table[n as usize] = next;
                     next += 1;
                 }
-            }
-            NetIds::Table(table)
+            });
+            NetIds::Table { table, len: next as usize }
         } else {
             let mut map = HashMap::new();
-            for n in numbers() {
+            each_number(&mut |n| {
                 map.entry(n).or_insert_with(|| {
                     next += 1;
                     next - 1
                 });
-            }
+            });
             NetIds::Map(map)
         }
     }
 
     fn get(&self, n: u32) -> Option<Net> {
         let id = match self {
-            NetIds::Table(t) => t.get(n as usize).copied().filter(|i| *i != u32::MAX),
+            NetIds::Table { table, .. } => table.get(n as usize).copied().filter(|i| *i != u32::MAX),
             NetIds::Map(m) => m.get(&n).copied(),
         };
         id.map(|i| i as Net)
@@ -154,7 +169,7 @@ impl NetIds {
 
     fn len(&self) -> usize {
         match self {
-            NetIds::Table(t) => t.iter().filter(|i| **i != u32::MAX).count(),
+            NetIds::Table { len, .. } => *len,
             NetIds::Map(m) => m.len(),
         }
     }
