@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use rustc_hash::FxHashMap;
+
 use crate::budget::Deadline;
 use crate::device::Device;
 use crate::netlist::{Bit, Module};
@@ -15,7 +17,7 @@ mod chains;
 mod globals;
 mod graph;
 
-pub(crate) use graph::{Graph, Kind, LcPort, Net, Owner, Role, Use};
+pub(crate) use graph::{Graph, Kind, LcPort, Net, Owner, Role};
 
 /// A logic cell (`ICESTORM_LC`) as the packer builds it.
 #[derive(Debug, Clone, Default)]
@@ -180,11 +182,10 @@ fn pair_luts_with_ffs(g: &mut Graph, deadline: &Deadline) -> Option<()> {
             continue;
         }
         let dff = g.pin(ci, Role::O).and_then(|o| match g.users(o) {
-            [Use { owner: Owner::Cell(d), role: Role::D, .. }]
-                if g.kinds[*d] == Kind::Ff && g.cell_lc[*d].is_none() =>
-            {
-                Some(*d)
-            }
+            [u] if u.role == Role::D => match u.owner() {
+                Owner::Cell(d) if g.kinds[d] == Kind::Ff && g.cell_lc[d].is_none() => Some(d),
+                _ => None,
+            },
             _ => None,
         });
         let inputs = [Role::I0, Role::I1, Role::I2, Role::I3].map(|p| g.pin(ci, p));
@@ -293,7 +294,7 @@ fn lock_needs_a_lut(g: &Graph, ci: usize) -> bool {
     let users = g.users(lock);
     let mut luts = 0;
     for u in users {
-        let Owner::Cell(user) = u.owner else { return true };
+        let Owner::Cell(user) = u.owner() else { return true };
         let Some(lc) = g.cell_lc[user] else { return true };
         if g.lcs[lc].carry {
             return true;
@@ -348,7 +349,7 @@ fn pack_carries(g: &mut Graph) -> Vec<usize> {
     // Carries only ever become Cin/I1/I2 users, so which LC takes a net on I3 is fixed here.
     let i3_of = g.first_lc_on(LcPort::I3);
     // Candidate LCs by the nets on their I1 and I2; an LC leaves when a carry takes it.
-    let mut by_operands: HashMap<(Option<Net>, Option<Net>), BTreeSet<usize>> = HashMap::new();
+    let mut by_operands: FxHashMap<(Option<Net>, Option<Net>), BTreeSet<usize>> = FxHashMap::default();
     for (lc, l) in g.lcs.iter().enumerate().filter(|(_, l)| l.lut) {
         by_operands.entry((l.inputs[1], l.inputs[2])).or_default().insert(lc);
     }

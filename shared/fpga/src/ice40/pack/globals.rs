@@ -109,9 +109,9 @@ pub(crate) fn taken_networks(g: &Graph, device: &Device, gb_io_networks: &HashMa
                     Some((_, LcPort::Sr)) => Some(Use::Reset),
                     Some((_, LcPort::Cen)) => Some(Use::Enable),
                     Some(_) => None,
-                    None => match u.owner {
+                    None => match u.owner() {
                         Owner::Cell(user) if user != ci => {
-                            hard_use(&m.cells[user].cell_type, u.port).filter(|k| *k != Use::Clock)
+                            hard_use(&m.cells[user].cell_type, g.port(u)).filter(|k| *k != Use::Clock)
                         }
                         _ => None,
                     },
@@ -150,8 +150,8 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32, taken: (u32, u32)) -> Vec<Ne
                 Some((_, LcPort::Sr)) => Some(Use::Reset),
                 Some((_, LcPort::Cen)) => Some(Use::Enable),
                 Some(_) => None,
-                None => match u.owner {
-                    Owner::Cell(ci) => hard_use(&g.module.cells[ci].cell_type, u.port),
+                None => match u.owner() {
+                    Owner::Cell(ci) => hard_use(&g.module.cells[ci].cell_type, g.port(u)),
                     Owner::TopPort => None,
                 },
             };

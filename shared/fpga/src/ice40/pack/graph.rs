@@ -94,12 +94,24 @@ pub(crate) enum LcPort {
     Sr,
 }
 
-/// One user of a net.
+/// One user of a net, in twelve bytes: a net's users are written into one shared list while
+/// the graph is built, and that list is the largest thing the packer writes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Use<'a> {
-    pub owner: Owner,
-    pub port: &'a str,
+pub(crate) struct Use {
+    /// The netlist cell, or `u32::MAX` for a top-level port.
+    cell: u32,
+    /// Which of the cell's connections (its index among them); [`Graph::port`] names it.
+    conn: u32,
     pub role: Role,
+}
+
+impl Use {
+    pub fn owner(&self) -> Owner {
+        match self.cell {
+            u32::MAX => Owner::TopPort,
+            ci => Owner::Cell(ci as usize),
+        }
+    }
 }
 
 /// yosys net numbers to dense [`Net`] indices.
@@ -182,7 +194,7 @@ pub(crate) struct Graph<'a> {
     pub vcc: Net,
     ids: NetIds,
     user_start: Vec<u32>,
-    user_list: Vec<Use<'a>>,
+    user_list: Vec<Use>,
     /// Each cell's net on the ports in [`Role`] (first bit), `u32::MAX` when unconnected.
     pins: Vec<[u32; ROLES]>,
     pub driver: Vec<Option<(Owner, &'a str)>>,
@@ -229,7 +241,7 @@ impl<'a> Graph<'a> {
         let m = self.module;
         let mut k = 0;
         for (ci, c) in m.cells.iter().enumerate() {
-            for conn in m.connections(c) {
+            for (k_conn, conn) in m.connections(c).iter().enumerate() {
                 let role = if pass == 0 {
                     roles.push(Role::of(&conn.port));
                     roles[roles.len() - 1]
@@ -249,7 +261,7 @@ impl<'a> Graph<'a> {
                             self.driver[n] = Some((Owner::Cell(ci), conn.port.as_ref()));
                         }
                     } else {
-                        self.add_user(pass, fill, n, Use { owner: Owner::Cell(ci), port: conn.port.as_ref(), role });
+                        self.add_user(pass, fill, n, Use { cell: ci as u32, conn: k_conn as u32, role });
                     }
                 }
             }
@@ -265,7 +277,7 @@ impl<'a> Graph<'a> {
                 match p.direction {
                     Direction::Input if pass == 0 => self.driver[n] = self.driver[n].or(Some((Owner::TopPort, "O"))),
                     Direction::Input => {}
-                    _ => self.add_user(pass, fill, n, Use { owner: Owner::TopPort, port: "I", role: Role::Other }),
+                    _ => self.add_user(pass, fill, n, Use { cell: u32::MAX, conn: 0, role: Role::Other }),
                 }
             }
         }
@@ -280,11 +292,11 @@ impl<'a> Graph<'a> {
             *s = total;
             total += count;
         }
-        self.user_list = vec![Use { owner: Owner::TopPort, port: "", role: Role::Other }; total as usize];
+        self.user_list = vec![Use { cell: u32::MAX, conn: 0, role: Role::Other }; total as usize];
         self.user_start.clone()
     }
 
-    fn add_user(&mut self, pass: usize, fill: &mut Option<Vec<u32>>, n: Net, user: Use<'a>) {
+    fn add_user(&mut self, pass: usize, fill: &mut Option<Vec<u32>>, n: Net, user: Use) {
         match (pass, fill) {
             (0, _) => self.user_start[n] += 1,
             (_, Some(next)) => {
@@ -296,8 +308,16 @@ impl<'a> Graph<'a> {
     }
 
     /// Who uses a net, in netlist order (cells by name, then top-level ports).
-    pub fn users(&self, n: Net) -> &[Use<'a>] {
+    pub fn users(&self, n: Net) -> &[Use] {
         &self.user_list[self.user_start[n] as usize..self.user_start[n + 1] as usize]
+    }
+
+    /// The port a user takes the net on (`I` for a top-level port).
+    pub fn port(&self, u: &Use) -> &'a str {
+        match u.owner() {
+            Owner::Cell(ci) => &self.module.connections(&self.module.cells[ci])[u.conn as usize].port,
+            Owner::TopPort => "I",
+        }
     }
 
     /// A bit as a net: constant one is the VCC net; zero and undriven bits are no net, which is
@@ -326,8 +346,8 @@ impl<'a> Graph<'a> {
     }
 
     /// The LC port a netlist cell's port became, if that cell is inside an LC.
-    pub fn lc_port(&self, u: &Use<'_>) -> Option<(usize, LcPort)> {
-        let Owner::Cell(ci) = u.owner else { return None };
+    pub fn lc_port(&self, u: &Use) -> Option<(usize, LcPort)> {
+        let Owner::Cell(ci) = u.owner() else { return None };
         let lc = self.cell_lc[ci]?;
         let mapped = match (self.kinds[ci], u.role) {
             (Kind::Lut, Role::I0) => LcPort::I0,
