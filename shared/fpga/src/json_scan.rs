@@ -33,11 +33,12 @@ pub(crate) struct Scanner<'a> {
     text: &'a str,
     pos: usize,
     depth: u32,
+    specials: Specials,
 }
 
 impl<'a> Scanner<'a> {
     pub fn new(text: &'a str) -> Self {
-        Self { text, pos: 0, depth: 0 }
+        Self { text, pos: 0, depth: 0, specials: Specials { block: usize::MAX, mask: 0 } }
     }
 
     pub fn error<T>(&self, message: impl Into<Cow<'static, str>>) -> Scan<T> {
@@ -95,7 +96,7 @@ impl<'a> Scanner<'a> {
         if self.peek() != Some(b'"') {
             return None;
         }
-        let end = plain_string_end(self.bytes(), self.pos)?;
+        let end = plain_string_end(self.bytes(), &mut self.specials, self.pos)?;
         let text = &self.text[self.pos + 1..end - 1];
         self.pos = end;
         Some(text)
@@ -106,7 +107,7 @@ impl<'a> Scanner<'a> {
         self.eat(b'"')?;
         let start = self.pos;
         let b = self.bytes();
-        self.pos = start + special_offset(&b[start..]);
+        self.pos = self.specials.next(b, start);
         loop {
             match b.get(self.pos) {
                 Some(b'"') => {
@@ -279,7 +280,7 @@ impl<'a> Scanner<'a> {
     pub fn skip(&mut self) -> Scan<&'a str> {
         self.peek();
         let start = self.pos;
-        match plain_value_end(self.bytes(), start, MAX_DEPTH.saturating_sub(self.depth)) {
+        match plain_value_end(self.bytes(), &mut self.specials, start, MAX_DEPTH.saturating_sub(self.depth)) {
             Some(end) => {
                 self.pos = end;
                 Ok(&self.text[start..end])
@@ -327,35 +328,59 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// How far into `b` the first `"`, `\\` or control character is (`b.len()` when there is
-/// none), eight bytes at a time.
-#[inline]
-fn special_offset(b: &[u8]) -> usize {
-    let mut at = 0;
-    // Sixteen bytes a round, so most strings in a netlist end in the first one.
-    while let Some(w) = b.get(at..at + 16) {
-        let word = |i: usize| u64::from_le_bytes(w[i..i + 8].try_into().unwrap_or_default());
-        let mask = u128::from(special(word(0))) | u128::from(special(word(8))) << 64;
-        if mask != 0 {
-            return at + (mask.trailing_zeros() / 8) as usize;
+/// Where the quotes, backslashes and control characters are, 64 bytes of text at a time: one
+/// mask per block, found without a branch per byte and kept while the scanner is in the block,
+/// so finding the end of a string costs a shift and a count of trailing zeros rather than a
+/// loop whose length the processor cannot guess.
+struct Specials {
+    /// Where the block `mask` describes starts (a multiple of 64), or `usize::MAX` for none.
+    block: usize,
+    /// Bit `i` is set when byte `block + i` is `"`, `\` or below 0x20.
+    mask: u64,
+}
+
+impl Specials {
+    /// The first position at or after `from` that holds a special byte, or `b.len()`.
+    #[inline]
+    fn next(&mut self, b: &[u8], mut from: usize) -> usize {
+        loop {
+            let base = from & !63;
+            if base != self.block {
+                if base >= b.len() {
+                    return b.len();
+                }
+                self.mask = block_mask(b, base);
+                self.block = base;
+            }
+            let rest = self.mask >> (from - base);
+            if rest != 0 {
+                return from + rest.trailing_zeros() as usize;
+            }
+            from = base + 64;
         }
-        at += 16;
     }
-    while let Some(w) = b.get(at..at + 8) {
-        let mask = special(u64::from_le_bytes(w.try_into().unwrap_or_default()));
-        if mask != 0 {
-            return at + (mask.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
+}
+
+/// The special bytes of the (up to) 64 bytes from `base`, one bit each.
+fn block_mask(b: &[u8], base: usize) -> u64 {
+    match b.get(base..base + 64) {
+        Some(block) => block.chunks_exact(8).enumerate().fold(0, |mask, (i, w)| {
+            let high_bits = special(u64::from_le_bytes(w.try_into().unwrap_or_default()));
+            // Gathers the eight high bits into the top byte, byte 0's lowest.
+            mask | (high_bits.wrapping_mul(0x0002_0408_1020_4081) >> 56) << (8 * i)
+        }),
+        None => b[base..]
+            .iter()
+            .enumerate()
+            .fold(0, |mask, (i, c)| mask | u64::from(*c == b'"' || *c == b'\\' || *c < 0x20) << i),
     }
-    at + b[at..].iter().position(|c| *c == b'"' || *c == b'\\' || *c < 0x20).unwrap_or(b.len() - at)
 }
 
 /// Where the string opening at `b[start]` (a quote) ends, just past its closing quote, if it
 /// has no escapes and no control characters; `None` otherwise.
 #[inline]
-fn plain_string_end(b: &[u8], start: usize) -> Option<usize> {
-    let end = start + 1 + special_offset(b.get(start + 1..)?);
+fn plain_string_end(b: &[u8], specials: &mut Specials, start: usize) -> Option<usize> {
+    let end = specials.next(b, start + 1);
     (b.get(end) == Some(&b'"')).then_some(end + 1)
 }
 
@@ -396,19 +421,19 @@ const PLAIN_DEPTH: u32 = 64;
 /// recursion or building anything: strings without escapes, numbers, literals, and objects and
 /// arrays nested at most `max_depth` (and [`PLAIN_DEPTH`]) deep. `None` for anything else,
 /// valid or not, which the caller then reads the checked way; `Some` only for valid JSON.
-fn plain_value_end(b: &[u8], start: usize, max_depth: u32) -> Option<usize> {
+fn plain_value_end(b: &[u8], specials: &mut Specials, start: usize, max_depth: u32) -> Option<usize> {
     let ws = |p: &mut usize| {
         while matches!(b.get(*p), Some(b' ' | b'\n' | b'\r' | b'\t')) {
             *p += 1;
         }
     };
     // A key and its colon, at `p` (whitespace first); returns where its value starts.
-    let key = |mut p: usize| {
+    let key = |specials: &mut Specials, mut p: usize| {
         ws(&mut p);
         if b.get(p) != Some(&b'"') {
             return None;
         }
-        p = plain_string_end(b, p)?;
+        p = plain_string_end(b, specials, p)?;
         ws(&mut p);
         (b.get(p) == Some(&b':')).then_some(p + 1)
     };
@@ -432,7 +457,7 @@ fn plain_value_end(b: &[u8], start: usize, max_depth: u32) -> Option<usize> {
                 ws(&mut p);
                 if b.get(p) != Some(if object { &b'}' } else { &b']' }) {
                     if object {
-                        p = key(p)?;
+                        p = key(specials, p)?;
                     }
                     continue;
                 }
@@ -440,7 +465,7 @@ fn plain_value_end(b: &[u8], start: usize, max_depth: u32) -> Option<usize> {
                 depth -= 1;
                 objects >>= 1;
             }
-            b'"' => p = plain_string_end(b, p)?,
+            b'"' => p = plain_string_end(b, specials, p)?,
             b'-' | b'0'..=b'9' => p = number_end(b, p)?,
             c => {
                 let word: &[u8] = match c {
@@ -466,7 +491,7 @@ fn plain_value_end(b: &[u8], start: usize, max_depth: u32) -> Option<usize> {
                 b',' => {
                     p += 1;
                     if object {
-                        p = key(p)?;
+                        p = key(specials, p)?;
                     }
                     break;
                 }
@@ -481,15 +506,15 @@ fn plain_value_end(b: &[u8], start: usize, max_depth: u32) -> Option<usize> {
     }
 }
 
-/// A mask whose lowest set bit is the high bit of the first byte of `w` (little-endian) that
-/// is `"`, `\` or below 0x20, or zero when there is none (the classic has-zero-byte trick: a
-/// borrow can only mark bytes above a true match, so the lowest mark is exact).
+/// The high bit of every byte of `w` that is `"`, `\` or below 0x20, and no other bit. Exact
+/// for every byte: no sum carries from one byte into the next.
 #[inline]
 fn special(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+    const LOW7: u64 = ONES * 0x7F;
+    // A byte's high bit is set in `(x & 0x7F) + k` when its low seven bits reach 0x80 - k.
+    let zero = |x: u64| !((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
+    let below_space = !((w & LOW7).wrapping_add(ONES * 0x60) | w) & !LOW7;
     zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) | below_space
 }
 

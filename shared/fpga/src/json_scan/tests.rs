@@ -55,7 +55,41 @@ fn error_lines_count_from_one() {
     assert_eq!(e.line(text), 3);
 }
 
+fn is_special(c: u8) -> bool {
+    c == b'"' || c == b'\\' || c < 0x20
+}
+
+#[test]
+fn the_word_mask_marks_exactly_the_special_bytes_whatever_their_neighbours() {
+    for c in 0..=255u8 {
+        for neighbour in [0u8, 0x01, 0x1F, 0x20, b'"', b'#', b'\\', b']', 0x7F, 0x80, 0xFF] {
+            for at in 0..8 {
+                let mut bytes = [neighbour; 8];
+                bytes[at] = c;
+                let marks = special(u64::from_le_bytes(bytes));
+                for (i, b) in bytes.iter().enumerate() {
+                    assert_eq!(marks >> (8 * i + 7) & 1 == 1, is_special(*b), "{bytes:?} byte {i}");
+                }
+                assert_eq!(marks & !0x8080_8080_8080_8080, 0);
+            }
+        }
+    }
+}
+
 proptest! {
+    #[test]
+    fn the_block_masks_find_the_next_special_byte_as_a_byte_by_byte_search_does(
+        text in proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(1u8), Just(b'a'), Just(0xC3)], 0..300),
+        starts in proptest::collection::vec(0usize..320, 1..20),
+    ) {
+        let mut specials = Specials { block: usize::MAX, mask: 0 };
+        for from in starts.into_iter().filter(|f| *f <= text.len()) {
+            let naive = text[from..].iter().position(|c| is_special(*c)).map_or(text.len(), |i| from + i);
+            prop_assert_eq!(specials.next(&text, from), naive);
+        }
+    }
+
+
     #[test]
     fn the_scanner_accepts_exactly_what_serde_json_accepts(text in "[\\[\\]{}\":,0-9eE.+\\-a-z\\\\ \n]{0,40}") {
         prop_assert_eq!(accepts(&text), serde_accepts(&text), "{:?}", text);
