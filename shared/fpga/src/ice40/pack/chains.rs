@@ -51,7 +51,8 @@ pub(crate) fn legalise(g: &mut Graph, promoted: &[Net], device: &Device) -> u32 
             cout_driver[c] = Some(i);
         }
     }
-    let lc_on = LcOn { cin: g.first_lc_on(LcPort::Cin), i3: g.first_lc_on(LcPort::I3) };
+    let [cin, i3] = g.first_lcs_on([LcPort::Cin, LcPort::I3]);
+    let lc_on = LcOn { cin, i3 };
     let prev = |g: &Graph, lc: usize| g.lcs[lc].cin.and_then(|c| cout_driver[c]);
     let next = |g: &Graph, lc: usize| g.lcs[lc].cout.and_then(|c| lc_on.cin[c].or(lc_on.i3[c]));
     let mut chained = vec![false; g.lcs.len()];

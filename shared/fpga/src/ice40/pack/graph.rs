@@ -223,7 +223,7 @@ impl<'a> Graph<'a> {
         };
         // Two passes over the same uses: count each net's users, then place them.
         let mut fill: Option<Vec<u32>> = None;
-        let mut roles = Vec::new();
+        let mut roles = Vec::with_capacity(m.cells.iter().map(|c| m.connections(c).len()).sum());
         for pass in 0..2 {
             g.cell_uses(pass, &mut fill, &mut roles);
             g.port_uses(pass, &mut fill);
@@ -366,19 +366,28 @@ impl<'a> Graph<'a> {
         Some((lc, mapped))
     }
 
-    /// For every net, what [`Graph::only_drives`] (not exclusive) answers for `port`: one pass
-    /// over all users, so asking about a net with many users does not cost them each time.
-    /// Valid while no cell moves into another LC.
+    /// For every net, the LC of its first user (in netlist order) on `port`: nextpnr's
+    /// `net_only_drives(net, is_lc, port, false)`, for all nets in one pass over the users, so
+    /// asking about a net with many users does not cost them each time. Valid while no cell
+    /// moves into another LC.
     pub fn first_lc_on(&self, port: LcPort) -> Vec<Option<usize>> {
-        (0..self.nets).map(|n| self.only_drives(n, port, false)).collect()
+        let [on] = self.first_lcs_on([port]);
+        on
     }
 
-    /// nextpnr's `net_only_drives(net, is_lc, port, exclusive)`.
-    pub fn only_drives(&self, net: Net, port: LcPort, exclusive: bool) -> Option<usize> {
-        let users = self.users(net);
-        if exclusive && users.len() != 1 {
-            return None;
+    /// [`Graph::first_lc_on`] for several ports in the same pass over the users.
+    pub fn first_lcs_on<const N: usize>(&self, ports: [LcPort; N]) -> [Vec<Option<usize>>; N] {
+        let mut on = std::array::from_fn(|_| vec![None; self.nets]);
+        for n in 0..self.nets {
+            for u in self.users(n) {
+                let Some((lc, lp)) = self.lc_port(u) else { continue };
+                for (port, on) in ports.iter().zip(on.iter_mut()) {
+                    if lp == *port && on[n].is_none() {
+                        on[n] = Some(lc);
+                    }
+                }
+            }
         }
-        users.iter().find_map(|u| self.lc_port(u).filter(|(_, lp)| *lp == port).map(|(lc, _)| lc))
+        on
     }
 }
