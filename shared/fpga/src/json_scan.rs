@@ -512,10 +512,12 @@ fn plain_value_end(b: &[u8], specials: &mut Specials, start: usize, max_depth: u
 fn special(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const LOW7: u64 = ONES * 0x7F;
-    // A byte's high bit is set in `(x & 0x7F) + k` when its low seven bits reach 0x80 - k.
-    let zero = |x: u64| !((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
-    let below_space = !((w & LOW7).wrapping_add(ONES * 0x60) | w) & !LOW7;
-    zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) | below_space
+    // A byte's high bit is set in `(x & 0x7F) + k | x` unless the byte is below 0x80 - k:
+    // with k = 0x7F unless it is zero (after the XOR, unless it is that character), with
+    // k = 0x60 unless it is below 0x20. A byte is special where any of the three is clear.
+    let not_zero = |x: u64| (x & LOW7).wrapping_add(LOW7) | x;
+    let not_control = (w & LOW7).wrapping_add(ONES * 0x60) | w;
+    !(not_zero(w ^ (ONES * b'"' as u64)) & not_zero(w ^ (ONES * b'\\' as u64)) & not_control) & !LOW7
 }
 
 #[cfg(test)]
