@@ -132,12 +132,10 @@ pub(crate) fn taken_networks(g: &Graph, device: &Device, gb_io_networks: &HashMa
 /// Returns the promoted nets, in promotion order. `taken` is what [`taken_networks`] says the
 /// existing buffers use of the reset and enable budgets.
 pub(crate) fn promote(g: &Graph, existing_gbs: u32, taken: (u32, u32)) -> Vec<Net> {
-    // Per use, each candidate net's fanout; `None` for nets that cannot be promoted (undriven,
-    // constant, already global) or that were promoted already.
-    let mut counts: [Vec<Option<u32>>; 3] = Default::default();
-    for c in counts.iter_mut() {
-        *c = vec![None; g.nets];
-    }
+    // The nets that can be promoted (not undriven, constant or already global) and that some
+    // clock, reset or enable uses, in net order, with their fanout by use. Only these can win a
+    // round below, so the rounds look at them alone, not at every net.
+    let mut candidates: Vec<(Net, [u32; 3])> = Vec::new();
     // Every driven net, and nextpnr's constant nets (VCC, then GND), which its packer drives.
     for net in 0..=g.vcc {
         if net < g.vcc && (g.driver[net].is_none() || is_global(g, net)) {
@@ -159,29 +157,27 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32, taken: (u32, u32)) -> Vec<Ne
                 fanout[kind as usize] += 1;
             }
         }
-        for (c, f) in counts.iter_mut().zip(fanout) {
-            c[net] = Some(f);
+        if fanout.iter().any(|f| *f > 0) {
+            candidates.push((net, fanout));
         }
     }
     let gnd = gnd_fanout(g);
     if gnd.iter().any(|f| *f > 0) {
-        for (c, f) in counts.iter_mut().zip(gnd) {
-            c[g.vcc + 1] = Some(f);
-        }
+        candidates.push((g.vcc + 1, gnd));
     }
-    // The busiest net; ties go to the lowest net index.
-    let best = |v: &[Option<u32>]| {
-        v.iter().enumerate().fold((None, 0), |acc, (n, c)| match c {
-            Some(c) if *c > acc.1 => (Some(n), *c),
+    // The busiest net for a use; ties go to the lowest net index.
+    let best = |candidates: &[(Net, [u32; 3])], usage: Use| {
+        candidates.iter().fold((None, 0), |acc, (net, fanout)| match fanout[usage as usize] {
+            f if f > acc.1 => (Some(*net), f),
             _ => acc,
         })
     };
     let mut promoted = Vec::new();
     let (mut resets, mut enables) = (0, 0);
     while (promoted.len() as u32) < GLOBALS.saturating_sub(existing_gbs) {
-        let (clk, clk_n) = best(&counts[Use::Clock as usize]);
-        let (rst, rst_n) = best(&counts[Use::Reset as usize]);
-        let (cen, cen_n) = best(&counts[Use::Enable as usize]);
+        let (clk, clk_n) = best(&candidates, Use::Clock);
+        let (rst, rst_n) = best(&candidates, Use::Reset);
+        let (cen, cen_n) = best(&candidates, Use::Enable);
         let pick = if rst_n > clk_n && resets < MAX_RESETS.saturating_sub(taken.0) && rst_n > FANOUT_THRESHOLD {
             resets += 1;
             rst
@@ -194,9 +190,7 @@ pub(crate) fn promote(g: &Graph, existing_gbs: u32, taken: (u32, u32)) -> Vec<Ne
             break;
         };
         let Some(net) = pick else { break };
-        for c in counts.iter_mut() {
-            c[net] = None;
-        }
+        candidates.retain(|(n, _)| *n != net);
         promoted.push(net);
     }
     promoted
