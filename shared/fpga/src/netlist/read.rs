@@ -24,7 +24,10 @@ impl<'a> Candidate<'a> {
             Cow::Borrowed(n) => Cow::Borrowed(n.trim_start_matches('\\')),
             Cow::Owned(n) => Cow::Owned(n.trim_start_matches('\\').to_owned()),
         };
-        m.cells.sort_by(|a, b| a.name.cmp(&b.name));
+        // Yosys writes cells sorted; checking that first spares the sort its scratch copy.
+        if !m.cells.is_sorted_by(|a, b| a.name <= b.name) {
+            m.cells.sort_by(|a, b| a.name.cmp(&b.name));
+        }
         m
     }
 }

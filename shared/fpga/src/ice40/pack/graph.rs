@@ -218,7 +218,9 @@ impl<'a> Graph<'a> {
             user_list: Vec::new(),
             pins: vec![[u32::MAX; ROLES]; m.cells.len()],
             driver: vec![None; nets],
-            lcs: Vec::new(),
+            // Every LUT, flip-flop and carry cell makes at most one LC: one allocation, not a
+            // growing list's several.
+            lcs: Vec::with_capacity(m.cells.len()),
             cell_lc: vec![None; m.cells.len()],
         };
         // Two passes over the same uses: count each net's users, then place them.
