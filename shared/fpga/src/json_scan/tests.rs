@@ -1,5 +1,6 @@
 //! Unit and property tests for the JSON scanner: it must accept exactly what serde_json accepts.
 
+use super::quick::{special, Specials};
 use super::*;
 use proptest::prelude::*;
 
@@ -82,7 +83,7 @@ proptest! {
         text in proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(1u8), Just(b'a'), Just(0xC3)], 0..300),
         starts in proptest::collection::vec(0usize..320, 1..20),
     ) {
-        let mut specials = Specials { block: usize::MAX, mask: 0 };
+        let mut specials = Specials::new();
         for from in starts.into_iter().filter(|f| *f <= text.len()) {
             let naive = text[from..].iter().position(|c| is_special(*c)).map_or(text.len(), |i| from + i);
             prop_assert_eq!(specials.next(&text, from), naive);
