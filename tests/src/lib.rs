@@ -190,12 +190,25 @@ impl Server {
 
     /// The server process's memory from `/proc`: (resident now, peak resident), in MiB.
     pub fn rss_mib(&self) -> (f64, f64) {
+        let mib = self.status_mib(&["VmRSS:", "VmHWM:"]);
+        (mib[0], mib[1])
+    }
+
+    /// The resident memory of the server in MiB, split: anonymous (heap, stacks) and file-backed
+    /// (mapped files: the binary, and the databases, which are read through a memory map).
+    pub fn rss_parts_mib(&self) -> (f64, f64) {
+        let mib = self.status_mib(&["RssAnon:", "RssFile:"]);
+        (mib[0], mib[1])
+    }
+
+    /// `fields` of the server's `/proc/<pid>/status` (kB values) in MiB; NaN where missing.
+    fn status_mib(&self, fields: &[&str]) -> Vec<f64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
         let kib = |field: &str| {
             let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_default();
             line.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN)
         };
-        (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+        fields.iter().map(|f| kib(f) / 1024.0).collect()
     }
 
     /// A token for `tenant` from `openqq token` on the same data dir.
