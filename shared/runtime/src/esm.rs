@@ -18,7 +18,7 @@
 
 use crate::consumer::BatchHandler;
 use crate::dead_letter::{dead_letter_record, panic_message};
-use crate::kafka::{records, to_event, Incoming};
+use crate::kafka::{in_event_order, Incoming};
 use futures_util::FutureExt;
 use openqq_core::event::headers;
 use openqq_core::{EventLog, Lease, LogRecord, LogSource, PortError};
@@ -356,7 +356,7 @@ impl EventSourceMapping {
         }
         error!(function = self.function(), partition, records = batch.len(), %reason, "The partition failed after every retry; the records it never got past go to the dead-letter topic.");
         let reason = format!("retries exhausted: {reason}");
-        let incoming: Vec<Incoming> = records(&to_event(batch));
+        let incoming: Vec<Incoming> = in_event_order(batch);
         if let Err(e) = self.handler.dead_lettered(&incoming, &reason).await {
             warn!(function = self.function(), error = %e, "Failing the records' revisions did not succeed; the partition will be retried.");
             return;
