@@ -7,8 +7,8 @@
 #
 # Heavy things are cached so repeated runs stay fast: Debian packages are installed only when
 # missing, cargo's build directory lives in ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/target unless
-# CARGO_TARGET_DIR is set, and the Kafka-protocol broker (tansu, built from crates.io: about 40
-# CPU-minutes the first time) in ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/tools.
+# CARGO_TARGET_DIR is set, and the Kafka-protocol broker (tansu, built from crates.io: about 6
+# minutes the first time) in ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
