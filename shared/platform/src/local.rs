@@ -10,10 +10,12 @@ use crate::remote::RemoteFunction;
 use crate::settings::Settings;
 use crate::Platform;
 use anyhow::{Context, Result};
+use aws_lambda_events::event::kafka::KafkaEvent;
 use clap::{Args, Parser};
 use openqq_api::{router, DownstreamConfig, PoolConfig, ServeConfig};
-use openqq_core::EventKind;
-use openqq_runtime::{BatchHandler, EventSourceMapping, MappingConfig};
+use openqq_core::{EventKind, LogRecord, PortError};
+use openqq_runtime::kafka::Incoming;
+use openqq_runtime::{BatchHandler, EventSourceMapping, FailedPartitions, MappingConfig};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -192,6 +194,7 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     } else {
         &crate::CONSUMED
     };
+    let deliveries = platform.start_deliveries()?;
     for &kind in consumed {
         let b = &platform.backends;
         let handler = match &args.invoke {
@@ -202,11 +205,11 @@ pub async fn start(args: UpArgs) -> Result<Running> {
             }
             None => platform.handler(kind)?,
         };
+        let handler = Arc::new(WakesDeliveries { inner: handler, wake: deliveries.waker() });
         let esm =
             EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind)).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
-    let deliveries = platform.start_deliveries()?;
     let mut state = platform.api_state(keys, Some(metrics));
     state.dev_tokens = args.dev_tokens;
     let listener =
@@ -222,6 +225,37 @@ pub async fn start(args: UpArgs) -> Result<Running> {
         let _ = http_stop.wait_for(|s| *s).await;
     }));
     Ok(Running { addr, platform, stop, server, mappings, deliveries })
+}
+
+/// A consumer function that wakes the webhook worker after each batch: the batch's store writes
+/// may have queued deliveries (in the same write as their feed entries), which then go out at
+/// once rather than at the worker's next poll.
+struct WakesDeliveries {
+    inner: Arc<dyn BatchHandler>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait::async_trait]
+impl BatchHandler for WakesDeliveries {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn handle(&self, event: KafkaEvent) -> Result<(), FailedPartitions> {
+        let handled = self.inner.handle(event).await;
+        self.wake.notify_one();
+        handled
+    }
+
+    async fn handle_records(&self, batch: &[LogRecord]) -> Result<(), FailedPartitions> {
+        let handled = self.inner.handle_records(batch).await;
+        self.wake.notify_one();
+        handled
+    }
+
+    async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), PortError> {
+        self.inner.dead_lettered(records, reason).await
+    }
 }
 
 impl Running {
