@@ -27,6 +27,16 @@ pub(crate) const LOG_PAGE_SIZE: u32 = 16384;
 /// written whole to the WAL, so smaller pages mean fewer bytes per commit.
 pub(crate) const STORE_PAGE_SIZE: u32 = 4096;
 
+/// Page cache of a connection that writes (KiB). Reads of pages already in the database file go
+/// through the memory map, not the cache, so the cache holds what a connection wrote or read
+/// back from the WAL, and keeps it until it is full: a larger cache only grows with the files
+/// (at 64 MiB, 28 of the heap's 29 MiB were page caches after 4,320 designs), and 2 MiB
+/// measured the same throughput (docs/BENCHMARKS.md, section 12).
+const WRITER_CACHE_KIB: u32 = 2048;
+
+/// Page cache of each store reader (KiB); there is one reader per core.
+const READER_CACHE_KIB: u32 = 1024;
+
 /// Opens (or creates, with `page_size`) the database at `path` and runs `schema`.
 pub(crate) fn open(path: &Path, durability: Durability, page_size: u32, schema: &str) -> Result<Connection, PortError> {
     let conn = Connection::open(path).map_err(|e| sqlite_error(&format!("open {}", path.display()), e))?;
@@ -39,7 +49,7 @@ pub(crate) fn open(path: &Path, durability: Durability, page_size: u32, schema: 
         // (before WAL writes the header) so the log's retention can give space back. Reads go
         // through a memory map.
         "PRAGMA page_size={page_size}; PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=5000; \
-         PRAGMA foreign_keys=ON; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-65536; {schema}"
+         PRAGMA foreign_keys=ON; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-{WRITER_CACHE_KIB}; {schema}"
     ))
     .map_err(|e| sqlite_error("initialise schema", e))?;
     Ok(conn)
@@ -113,7 +123,9 @@ impl Db {
     /// Runs `f` on a free connection from synchronous code (start-up), blocking the thread.
     pub fn call_sync<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T, PortError>) -> Result<T, PortError> {
         let mut lent = self.0.lend();
-        f(lent.conn.as_mut().expect("a lent connection is present until dropped"))
+        let result = f(lent.conn.as_mut().expect("a lent connection is present until dropped"));
+        record_memory();
+        result
     }
 
     pub async fn call<T, F>(&self, f: F) -> Result<T, PortError>
@@ -128,13 +140,23 @@ impl Db {
         // current-thread runtime (unit tests) cannot, and simply runs the call.
         let run = || {
             let mut lent = self.0.lend();
-            f(lent.conn.as_mut().expect("a lent connection is present until dropped"))
+            let result = f(lent.conn.as_mut().expect("a lent connection is present until dropped"));
+            record_memory();
+            result
         };
         match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
             _ => run(),
         }
     }
+}
+
+/// Publishes SQLite's heap in this process (page caches, prepared statements, schemas), so the
+/// part of the process's memory that is bounded cache can be told from the rest.
+fn record_memory() {
+    // SAFETY: sqlite3_memory_used only reads SQLite's own counter, under its own mutex.
+    let used = unsafe { rusqlite::ffi::sqlite3_memory_used() };
+    metrics::gauge!("openqq_sqlite_memory_bytes").set(used as f64);
 }
 
 /// Reader connections for a pool: one per core, at least two (so one slow read never queues
@@ -146,7 +168,8 @@ pub(crate) fn default_readers() -> usize {
 /// Opens `n` reader connections on `path` (the schema exists already: the writer made it).
 /// Readers keep a smaller page cache than the writer: their reads go through the memory map.
 pub(crate) fn open_readers(path: &Path, durability: Durability, n: usize) -> Result<Vec<Connection>, PortError> {
-    (0..n.max(1)).map(|_| open(path, durability, STORE_PAGE_SIZE, "PRAGMA cache_size=-8192;")).collect()
+    let cache = format!("PRAGMA cache_size=-{READER_CACHE_KIB};");
+    (0..n.max(1)).map(|_| open(path, durability, STORE_PAGE_SIZE, &cache)).collect()
 }
 
 #[cfg(test)]
