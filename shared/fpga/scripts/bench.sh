@@ -25,7 +25,6 @@ target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c "import js
 bench="$target_dir/release/examples/pack_bench"
 ecp5_bin=""
 [ -z "$ecp5" ] || ecp5_bin=$(scripts/ecp5-tools.sh)
-export YOWASP_CACHE_DIR=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/yowasp-cache
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 best_of_3() { # prints the best wall time in µs of running "$@" three times
   best=""
