@@ -195,6 +195,7 @@ pub async fn start(args: UpArgs) -> Result<Running> {
         &crate::CONSUMED
     };
     let deliveries = platform.start_deliveries()?;
+    tokio::spawn(sample_sqlite_memory(stop_rx.clone()));
     for &kind in consumed {
         let b = &platform.backends;
         let handler = match &args.invoke {
@@ -225,6 +226,18 @@ pub async fn start(args: UpArgs) -> Result<Running> {
         let _ = http_stop.wait_for(|s| *s).await;
     }));
     Ok(Running { addr, platform, stop, server, mappings, deliveries })
+}
+
+/// Samples SQLite's heap for `/metrics` every 5 seconds (the recorder's own upkeep interval)
+/// until the platform stops.
+async fn sample_sqlite_memory(mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => openqq_adapters::embedded::record_sqlite_memory(),
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
 }
 
 /// A consumer function that wakes the webhook worker after each batch: the batch's store writes

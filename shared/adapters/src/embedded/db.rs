@@ -123,9 +123,7 @@ impl Db {
     /// Runs `f` on a free connection from synchronous code (start-up), blocking the thread.
     pub fn call_sync<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T, PortError>) -> Result<T, PortError> {
         let mut lent = self.0.lend();
-        let result = f(lent.conn.as_mut().expect("a lent connection is present until dropped"));
-        record_memory();
-        result
+        f(lent.conn.as_mut().expect("a lent connection is present until dropped"))
     }
 
     pub async fn call<T, F>(&self, f: F) -> Result<T, PortError>
@@ -140,9 +138,7 @@ impl Db {
         // current-thread runtime (unit tests) cannot, and simply runs the call.
         let run = || {
             let mut lent = self.0.lend();
-            let result = f(lent.conn.as_mut().expect("a lent connection is present until dropped"));
-            record_memory();
-            result
+            f(lent.conn.as_mut().expect("a lent connection is present until dropped"))
         };
         match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
@@ -151,9 +147,10 @@ impl Db {
     }
 }
 
-/// Publishes SQLite's heap in this process (page caches, prepared statements, schemas), so the
-/// part of the process's memory that is bounded cache can be told from the rest.
-fn record_memory() {
+/// Publishes SQLite's heap in this process (page caches, prepared statements, schemas) as the
+/// gauge `openqq_sqlite_memory_bytes`, so the part of the process's memory that is bounded cache
+/// can be told from the rest. `openqq up` samples it every few seconds.
+pub fn record_sqlite_memory() {
     // SAFETY: sqlite3_memory_used only reads SQLite's own counter, under its own mutex.
     let used = unsafe { rusqlite::ffi::sqlite3_memory_used() };
     metrics::gauge!("openqq_sqlite_memory_bytes").set(used as f64);

@@ -10,7 +10,7 @@ mod objects;
 mod retention;
 mod store;
 
-pub use db::Durability;
+pub use db::{record_sqlite_memory, Durability};
 pub use limiter::InProcessRateLimiter;
 pub use log::{Compacted, EmbeddedEventLog, Retention};
 pub use objects::EmbeddedObjectStore;
