@@ -19,7 +19,8 @@
 //! (`openqq_sqlite_memory_bytes`: page caches, which fill up to their fixed size as the files
 //! grow) and the rest, where a leak of the platform's own would show.
 
-use openqq_e2e::{blink_design, counter_sum, Client, Server};
+use openqq_e2e::throughput::applied_results;
+use openqq_e2e::{blink_design, Client, Server};
 use std::time::{Duration, Instant};
 
 /// (total, anonymous, file-backed, SQLite's heap, anonymous without SQLite's heap) in MiB.
@@ -78,9 +79,7 @@ async fn main() {
             sent.expect("the task ran").expect("a 202");
         }
     }
-    let applied =
-        |text: &str| counter_sum(text, "openqq_events_total", &["function=\"results\"", "outcome=\"applied\""]);
-    while (applied(&metrics(&server, &http).await) as usize) < warm_up {
+    while applied_results(&metrics(&server, &http).await) < warm_up {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     if warm_up > 0 {

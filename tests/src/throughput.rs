@@ -14,7 +14,9 @@ fn bytes_of(v: &serde_json::Value) -> Arc<Vec<u8>> {
     Arc::new(serde_json::to_vec(v).unwrap())
 }
 
-fn applied_results(metrics: &str) -> usize {
+/// How many `results.ready` events the results function has applied, from a `/metrics` text:
+/// designs done.
+pub fn applied_results(metrics: &str) -> usize {
     crate::counter_sum(metrics, "openqq_events_total", &["function=\"results\"", "outcome=\"applied\""]) as usize
 }
 
