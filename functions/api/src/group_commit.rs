@@ -16,8 +16,11 @@
 use async_trait::async_trait;
 use openqq_core::ports::{by_topic, check_record_sizes, Failure, PortResult, Record};
 use openqq_core::{AcceptedRevision, DesignStore, EventLog, PortError, TenantId};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 /// Most bytes one group carries; the calls past it wait for the next write. A single call over
 /// it is written alone.
@@ -184,7 +187,45 @@ impl GroupWork for AcceptedMarkers {
 
     async fn run(&self, group: Vec<(Self::Item, Answer)>) {
         let (markers, waiters): (Vec<Self::Item>, Vec<Answer>) = group.into_iter().unzip();
-        answer_all(waiters, self.0.record_accepted_many(&markers).await);
+        // Markers keep the highest revision, so writing a group again is harmless.
+        let written = retried(MARKER_RETRY_FOR, || self.0.record_accepted_many(&markers)).await;
+        answer_all(waiters, written);
+    }
+}
+
+/// How long a group of accepted markers is tried again while the store answers with a retriable
+/// error (throttled, unreachable). The submissions are durable already and their clients wait
+/// for the 202, which promises that the design reads at once (and so takes revisions at once);
+/// past this the 202 goes out anyway and the design shows once the consumers materialise it.
+pub const MARKER_RETRY_FOR: Duration = Duration::from_secs(2);
+
+/// Longest pause between two tries of [`retried`].
+const MAX_RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// Runs `write` until it succeeds, fails for good, or the next try would start after `within`:
+/// pausing 10 ms before the second try, twice as long before each next one up to
+/// [`MAX_RETRY_PAUSE`], or as long as a throttled answer asks.
+async fn retried<F, Fut>(within: Duration, mut write: F) -> PortResult<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = PortResult<()>>,
+{
+    let deadline = Instant::now() + within;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let e = match write().await {
+            Err(e) if e.is_retriable() => e,
+            done => return done,
+        };
+        let wait = match &e {
+            PortError::Throttled { retry_after: Some(asked) } => pause.max(*asked),
+            _ => pause,
+        };
+        if Instant::now() + wait > deadline {
+            return Err(e);
+        }
+        tokio::time::sleep(wait).await;
+        pause = (pause * 2).min(MAX_RETRY_PAUSE);
     }
 }
 
@@ -330,6 +371,56 @@ mod tests {
         assert_eq!(inner.appends.load(Ordering::SeqCst), 0);
         log.publish("t", vec![record("fine")]).await.unwrap();
         assert_eq!(inner.appends.load(Ordering::SeqCst), 1);
+    }
+
+    /// A write that fails with `errors`, one per try, then succeeds; counts its tries.
+    fn failing(errors: Vec<PortError>) -> (Arc<AtomicUsize>, impl FnMut() -> std::future::Ready<PortResult<()>>) {
+        let tries = Arc::new(AtomicUsize::new(0));
+        let mut errors = errors.into_iter();
+        let counted = tries.clone();
+        (tries, move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(errors.next().map_or(Ok(()), Err))
+        })
+    }
+
+    fn unavailable() -> PortError {
+        PortError::Unavailable(Failure::from("throttled past the SDK's retries"))
+    }
+
+    #[tokio::test]
+    async fn a_write_failing_retriably_is_tried_again_until_it_succeeds() {
+        let errors = vec![unavailable(), PortError::Throttled { retry_after: None }, unavailable()];
+        let (tries, write) = failing(errors);
+        retried(Duration::from_secs(5), write).await.unwrap();
+        assert_eq!(tries.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn a_permanent_error_is_not_tried_again() {
+        let (tries, write) = failing(vec![PortError::Invalid("no such table".into()), unavailable()]);
+        assert!(matches!(retried(Duration::from_secs(5), write).await, Err(PortError::Invalid(_))));
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_keeps_failing_gives_up_with_its_error_before_its_time_is_up() {
+        let (tries, write) = failing((0..1000).map(|_| unavailable()).collect());
+        assert!(matches!(retried(Duration::from_millis(100), write).await, Err(PortError::Unavailable(_))));
+        // Tries at 0, 10, 30 and 70 ms at the earliest (fewer if a pause runs late); the next
+        // would start at 150 ms.
+        let tries = tries.load(Ordering::SeqCst);
+        assert!((2..=4).contains(&tries), "{tries} tries");
+    }
+
+    #[tokio::test]
+    async fn a_throttled_answer_asking_for_longer_than_the_time_left_ends_the_tries() {
+        let asked = PortError::Throttled { retry_after: Some(Duration::from_secs(60)) };
+        let (tries, write) = failing(vec![asked]);
+        let started = Instant::now();
+        assert!(matches!(retried(Duration::from_secs(2), write).await, Err(PortError::Throttled { .. })));
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 
     #[test]
