@@ -377,8 +377,10 @@ async fn an_endpoint_that_hangs_does_not_delay_another_tenants_deliveries() {
     let busy = delivery_wait(&globex, &mut globex_hooks, "busy").await;
     let ratio = busy.as_secs_f64() / alone.as_secs_f64();
     eprintln!("globex's delivery: {alone:?} alone, {busy:?} beside a hanging endpoint ({ratio:.2}x)");
+    // Waiting behind acme's attempts would take their 3 s timeout; a delivery that goes out at
+    // once takes tens of milliseconds, plus what the machine's load adds to either measurement.
     assert!(
-        busy < alone * 3 + Duration::from_millis(500),
+        busy < alone * 3 + Duration::from_secs(1),
         "a hanging endpoint of another tenant delays globex's delivery: {alone:?} alone, {busy:?} beside it"
     );
 }
