@@ -367,7 +367,10 @@ async fn a_backlog_larger_than_the_tenants_share_is_delivered_without_any_delive
     let acme = tenant("acme");
     let mut hooks = receiver(|_| Answer::Status(204)).await;
     f.register(&acme, &hooks.url, &secret(1)).await;
-    let s = DeliverySettings { timeout: Duration::from_secs(5), lease: Duration::from_secs(10), ..settings() };
+    // A long lease, so that one sat out cannot hide in a slow run: a claimed delivery waits in
+    // the worker only while its lease leaves time for an attempt (1.5 timeouts), which with a
+    // 10 s lease was 2.5 s, and the store beside the other suites can be slower than that.
+    let s = DeliverySettings { timeout: Duration::from_secs(5), lease: Duration::from_secs(60), ..settings() };
     let backlog = 20 * s.per_tenant;
     for _ in 0..backlog {
         f.append(&acme).await;
