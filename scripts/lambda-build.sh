@@ -3,8 +3,10 @@
 # for the architecture template.yaml deploys (arm64), one `bootstrap` per function under
 # $CARGO_TARGET_DIR/lambda/<bin>/. Prints that directory on stdout.
 #
-#   scripts/lambda-build.sh              # the test command runs exactly this
-#   scripts/lambda-build.sh --x86-64     # or another cargo lambda build option
+#   scripts/lambda-build.sh                           # --release --arm64, as `sam build` does
+#   scripts/lambda-build.sh --profile lambda-check --arm64   # what the test command runs
+#   scripts/lambda-build.sh --release --x86-64        # or other cargo lambda build options
+#   scripts/lambda-build.sh install                   # only installs what it needs
 #
 # What it needs, installed once when missing:
 # - the Rust target aarch64-unknown-linux-gnu (`rustup target add`);
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.."
 cargo_lambda_version=1.9.2
 ziglang_version=0.17.1
 venv=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/tools/cargo-lambda-venv
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}/target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 
 log() { echo "lambda-build.sh: $*" >&2; }
 
@@ -35,6 +37,7 @@ if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
   log "adding the Rust target aarch64-unknown-linux-gnu"
   rustup target add aarch64-unknown-linux-gnu >&2
 fi
+[ "${1:-}" != install ] || exit 0
 
 export PATH=$venv/bin:$PATH
 # librdkafka 2.12's CMake build includes <curl/curl.h> even when built without curl; zig searches
@@ -48,7 +51,7 @@ cmp -s functions/lambda/cross-include/curl/curl.h "$stub/curl/curl.h" ||
   cp functions/lambda/cross-include/curl/curl.h "$stub/curl/curl.h"
 export CFLAGS_aarch64_unknown_linux_gnu="-isystem $stub" CFLAGS_x86_64_unknown_linux_gnu="-isystem $stub"
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--arm64)
-log "cargo lambda build --release ${args[*]} --package openqq-lambda"
-cargo lambda build --release --locked "${args[@]}" --package openqq-lambda >&2
+[ ${#args[@]} -gt 0 ] || args=(--release --arm64)
+log "cargo lambda build ${args[*]} --package openqq-lambda"
+cargo lambda build --locked "${args[@]}" --package openqq-lambda >&2
 echo "$CARGO_TARGET_DIR/lambda"

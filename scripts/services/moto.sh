@@ -78,6 +78,7 @@ stop() {
 case "${1:-start}" in
   start) start ;;
   stop) stop ;;
+  install) ensure_installed ;;
   url) port=$(running_port) && echo "http://127.0.0.1:$port" ;;
-  *) echo "usage: $0 [start|stop|url]" >&2; exit 2 ;;
+  *) echo "usage: $0 [start|stop|install|url]" >&2; exit 2 ;;
 esac

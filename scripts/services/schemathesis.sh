@@ -5,10 +5,12 @@
 # must be refused, and requests without a token must be refused. Exits non-zero on any failure.
 #
 #   scripts/services/schemathesis.sh            # the test command runs exactly this
+#   scripts/services/schemathesis.sh install    # only installs schemathesis
 #
 # schemathesis (PyPI, pinned below) is installed once into a virtualenv under
 # ${OPENQQ_CACHE_DIR:-~/.cache/openqq}/tools. The server is the debug build of `openqq`
-# ($OPENQQ_BIN, else $CARGO_TARGET_DIR/debug/openqq: build it first), started on a free loopback
+# ($OPENQQ_BIN, else $CARGO_TARGET_DIR/debug/openqq, by default target/debug/openqq: build it
+# first), started on a free loopback
 # port with a throwaway data dir and stopped at the end.
 #
 # Knobs: OPENQQ_SCHEMATHESIS_EXAMPLES (test cases per operation and phase, default 40),
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/../.."
 version=4.32.5
 cache=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}
 venv=$cache/tools/schemathesis-venv
-bin=${OPENQQ_BIN:-${CARGO_TARGET_DIR:-$cache/target}/debug/openqq}
+bin=${OPENQQ_BIN:-${CARGO_TARGET_DIR:-target}/debug/openqq}
 examples=${OPENQQ_SCHEMATHESIS_EXAMPLES:-40}
 seed=${OPENQQ_SCHEMATHESIS_SEED:-20261130}
 budget=${OPENQQ_SCHEMATHESIS_TIMEOUT:-900}
@@ -38,6 +40,7 @@ ensure_installed() {
 }
 
 ensure_installed
+[ "${1:-}" != install ] || exit 0
 [ -x "$bin" ] || { log "$bin is missing: build it first (cargo build -p openqq-cli --bin openqq)"; exit 1; }
 
 work=$(mktemp -d)
