@@ -113,10 +113,16 @@ cargo build --locked -p openqq-lambda --bins
 # The fuzz targets are not a workspace member (fuzzing needs nightly); they must still build.
 cargo build --locked --manifest-path shared/fpga/fuzz/Cargo.toml
 
-step "Checking the build without the backend features (no Kafka client, no AWS SDK)"
+step "Checking the build without the backend features (no Kafka client, no AWS SDK) and what the API links"
 cargo clippy --locked -p openqq-cli --no-default-features --all-targets -- -D warnings
 if cargo tree --locked -p openqq-cli --no-default-features -e normal | grep -E 'rdkafka|aws-sdk-|aws-config'; then
   echo "openqq --no-default-features still links the crates above" >&2
+  exit 1
+fi
+# The API function links no store, limiter or HTTP client of its own: it reaches them through
+# the ports the platform hands it.
+if cargo tree --locked -p openqq-api -e normal | grep -E 'rusqlite|libsqlite3-sys|redis|reqwest|rdkafka|aws-sdk-'; then
+  echo "openqq-api links the crates above" >&2
   exit 1
 fi
 

@@ -169,6 +169,36 @@ fn a_function_on_lambda_takes_the_dynamodb_settings_from_its_environment() {
     assert!(stderr.contains("AWS_LAMBDA"), "with the store on DynamoDB the function starts up: {stderr}");
 }
 
+/// A function whose log, store and objects are all elsewhere (Kafka, DynamoDB, S3) builds only
+/// those at its cold start: no data dir, no SQLite file, no log compactor. Each of the four
+/// functions' binaries starts with the cloud settings and stops for want of the Lambda runtime
+/// API (outside Lambda), after its platform is built; its data dir must not exist.
+#[test]
+fn a_function_on_kafka_dynamodb_and_s3_writes_no_file_at_its_cold_start() {
+    let Some(endpoint) = endpoint("the cloud functions' cold starts") else { return };
+    let (_broker, brokers) = openqq_e2e::tansu::shared();
+    let table = openqq_e2e::aws::unique_name("cold");
+    let bucket = openqq_e2e::aws::unique_name("cold");
+    for function in ["api", "design-job", "validation", "results"] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let out = std::process::Command::new(openqq_e2e::function_bin(function))
+            .env("OPENQQ_DATA_DIR", &data)
+            .env("OPENQQ_KAFKA_BROKERS", &brokers)
+            .env("OPENQQ_DYNAMODB_TABLE", &table)
+            .env("OPENQQ_DYNAMODB_ENDPOINT", &endpoint)
+            .env("OPENQQ_S3_BUCKET", &bucket)
+            .env("OPENQQ_S3_ENDPOINT", &endpoint)
+            .env("OPENQQ_JWT_SECRET", "a secret of the test, long enough to sign with")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("AWS_LAMBDA"), "{function} got past its cold start to the runtime API: {stderr}");
+        assert!(!data.exists(), "{function} made its data dir {} at its cold start: {stderr}", data.display());
+    }
+}
+
 /// Throttling injected on the wire (a proxy answering DynamoDB's `ThrottlingException` to three
 /// of every seven requests, in bursts that outlast the SDK's own retries) is retried by the
 /// platform and never loses, duplicates or reorders a write.

@@ -131,7 +131,7 @@ async fn publish(
     corr: CorrelationId,
     spec: DesignSpec,
 ) -> Result<KeptResponse, Problem> {
-    state.quota.check(state.store.as_ref(), state.objects.as_ref(), &tenant, &design).await?;
+    state.quota.check(state.reads.as_ref(), state.objects.as_ref(), &tenant, &design).await?;
     let spec = by_reference(state, &tenant, spec).await?;
     let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let name = spec.name.clone();
@@ -273,7 +273,7 @@ pub async fn submit(
     let spec = req.into_spec()?;
     let fingerprint = fingerprint(&key, "/v1/designs", &body);
     drop(body);
-    idempotency::once(state.store.as_ref(), &tenant, key, fingerprint, || async {
+    idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
         publish(&state, tenant.clone(), DesignId::generate(), 1, corr, spec).await
     })
     .await
@@ -305,10 +305,10 @@ pub async fn revise(
     let spec = req.into_spec()?;
     let fingerprint = fingerprint(&key, &format!("/v1/designs/{design}/revisions"), &body);
     drop(body);
-    idempotency::once(state.store.as_ref(), &tenant, key, fingerprint, || async {
+    idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
         // Only designs the tenant created (accepted or materialised) take revisions; another
         // tenant's design is as unknown as one that never existed.
-        let known = state.store.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;
+        let known = state.reads.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;
         if known.is_none() {
             return Err(Problem::design_not_found());
         }
@@ -345,7 +345,7 @@ pub async fn list(
         Err(_) => return Err(Problem::invalid_field("cursor", "is not a cursor this API returned")),
     };
     let page = state
-        .store
+        .reads
         .list(&tenant, cursor.as_ref().map(DesignId::as_str), limit)
         .await
         .map_err(|e| Problem::from_port(e, "listing designs"))?;
@@ -358,7 +358,7 @@ pub async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let design = design_id(&id)?;
-    let view = state.store.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;
+    let view = state.reads.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;
     view.map(|v| Json(v).into_response()).ok_or_else(Problem::design_not_found)
 }
 
@@ -379,7 +379,7 @@ pub(crate) async fn stored_report(
     let design = design_id(id)?;
     let q = query(q)?;
     let stored = state
-        .store
+        .reads
         .report(tenant, &design, q.revision)
         .await
         .map_err(|e| Problem::from_port(e, "reading the report"))?;
@@ -413,7 +413,7 @@ pub async fn events(
 ) -> Result<Response, Problem> {
     let design = design_id(&id)?;
     let timeline =
-        state.store.timeline(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the timeline"))?;
+        state.reads.timeline(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the timeline"))?;
     timeline
         .map(|events| Json(serde_json::json!({ "events": events })).into_response())
         .ok_or_else(Problem::design_not_found)

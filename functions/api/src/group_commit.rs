@@ -5,17 +5,20 @@
 //! accepted-revision markers written once a submission is durable ([`AcceptedMarkers`]).
 //!
 //! Each caller still gets its answer only once its own write is done, and the items of one call
-//! keep their order (they go together, in order, after those of calls that came earlier). A
-//! write that fails fails every call in it, each with the same kind of error, so each client is
-//! answered as if its own write had failed. At idle a lone call is written at once: nothing
-//! waits for company, a call only joins a write that has not started yet.
+//! keep their order (they go together, in order, after those of calls that came earlier). An
+//! append that fails fails every call in it, each with the same kind of error, so each client is
+//! answered as if its own write had failed. Markers are answered one by one: the store says which
+//! were recorded, so only the callers of those that failed retriably wait while theirs are tried
+//! again (one tenant's throttled marker never holds another tenant's 202). At idle a lone call is
+//! written at once: nothing waits for company, a call only joins a write that has not started
+//! yet.
 //!
 //! The writes run on a task of their own, so a request that goes away (its client closed the
 //! connection) never strands the calls that joined its group.
 
 use async_trait::async_trait;
 use openqq_core::ports::{by_topic, check_record_sizes, Failure, PortResult, Record};
-use openqq_core::{AcceptedRevision, DesignStore, EventLog, PortError, TenantId};
+use openqq_core::{AcceptedRevision, AcceptedRevisions, EventLog, PortError, TenantId};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -164,14 +167,14 @@ impl EventLog for GroupCommit {
     }
 }
 
-/// Accepted-revision markers ([`DesignStore::record_accepted_many`]).
-pub struct AcceptedMarkers(pub Arc<dyn DesignStore>);
+/// Accepted-revision markers ([`AcceptedRevisions::record_accepted_many`]).
+pub struct AcceptedMarkers(pub Arc<dyn AcceptedRevisions>);
 
 /// The accepted-revision markers of `store`, with concurrent calls grouped into shared writes.
 pub type Markers = Grouped<AcceptedMarkers>;
 
 /// [`Markers`] of `store`.
-pub fn markers(store: Arc<dyn DesignStore>) -> Arc<Markers> {
+pub fn markers(store: Arc<dyn AcceptedRevisions>) -> Arc<Markers> {
     Arc::new(Grouped::new(AcceptedMarkers(store)))
 }
 
@@ -186,46 +189,63 @@ impl GroupWork for AcceptedMarkers {
     }
 
     async fn run(&self, group: Vec<(Self::Item, Answer)>) {
-        let (markers, waiters): (Vec<Self::Item>, Vec<Answer>) = group.into_iter().unzip();
-        // Markers keep the highest revision, so writing a group again is harmless.
-        let written = retried(MARKER_RETRY_FOR, || self.0.record_accepted_many(&markers)).await;
-        answer_all(waiters, written);
+        // Markers keep the highest revision, so writing one again is harmless.
+        retried_each(MARKER_RETRY_FOR, group, |markers| async move { self.0.record_accepted_many(&markers).await })
+            .await;
     }
 }
 
-/// How long a group of accepted markers is tried again while the store answers with a retriable
-/// error (throttled, unreachable). The submissions are durable already and their clients wait
-/// for the 202, which promises that the design reads at once (and so takes revisions at once);
-/// past this the 202 goes out anyway and the design shows once the consumers materialise it.
+/// How long a marker is tried again while the store answers it with a retriable error
+/// (throttled, unreachable). The submissions are durable already and their clients wait for the
+/// 202, which promises that the design reads at once (and so takes revisions at once); past this
+/// the 202 goes out anyway and the design shows once the consumers materialise it.
 pub const MARKER_RETRY_FOR: Duration = Duration::from_secs(2);
 
-/// Longest pause between two tries of [`retried`].
+/// Longest pause between two tries of [`retried_each`].
 const MAX_RETRY_PAUSE: Duration = Duration::from_millis(200);
 
-/// Runs `write` until it succeeds, fails for good, or the next try would start after `within`:
+/// Writes the items of `calls` with `write` (which answers each item, in order) and answers
+/// each call as soon as its item is done: written, failed for good, or failed retriably when the
+/// next try would start after `within`. Only the items that failed retriably are written again,
 /// pausing 10 ms before the second try, twice as long before each next one up to
-/// [`MAX_RETRY_PAUSE`], or as long as a throttled answer asks.
-async fn retried<F, Fut>(within: Duration, mut write: F) -> PortResult<()>
+/// [`MAX_RETRY_PAUSE`], or as long as the longest throttled answer among them asks.
+async fn retried_each<T, F, Fut>(within: Duration, calls: Vec<(T, Answer)>, mut write: F)
 where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = PortResult<()>>,
+    T: Clone,
+    F: FnMut(Vec<T>) -> Fut,
+    Fut: Future<Output = Vec<PortResult<()>>>,
 {
     let deadline = Instant::now() + within;
     let mut pause = Duration::from_millis(10);
-    loop {
-        let e = match write().await {
-            Err(e) if e.is_retriable() => e,
-            done => return done,
-        };
-        let wait = match &e {
-            PortError::Throttled { retry_after: Some(asked) } => pause.max(*asked),
-            _ => pause,
-        };
-        if Instant::now() + wait > deadline {
-            return Err(e);
+    let mut pending = calls;
+    while !pending.is_empty() {
+        let answers = write(pending.iter().map(|(item, _)| item.clone()).collect()).await;
+        let mut failed = Vec::new();
+        let mut wait = pause;
+        for ((item, done), answer) in pending.into_iter().zip(answers) {
+            match answer {
+                Err(e) if e.is_retriable() => {
+                    if let PortError::Throttled { retry_after: Some(asked) } = &e {
+                        wait = wait.max(*asked);
+                    }
+                    failed.push((item, done, e));
+                }
+                answer => {
+                    let _ = done.send(answer);
+                }
+            }
         }
-        tokio::time::sleep(wait).await;
-        pause = (pause * 2).min(MAX_RETRY_PAUSE);
+        if Instant::now() + wait > deadline {
+            for (_, done, e) in failed {
+                let _ = done.send(Err(e));
+            }
+            return;
+        }
+        if !failed.is_empty() {
+            tokio::time::sleep(wait).await;
+            pause = (pause * 2).min(MAX_RETRY_PAUSE);
+        }
+        pending = failed.into_iter().map(|(item, done, _)| (item, done)).collect();
     }
 }
 
@@ -237,43 +257,11 @@ fn answer_all(waiters: Vec<Answer>, result: PortResult<()>) {
             }
         }
         Err(e) => {
-            let shared = Arc::new(e);
-            for w in waiters {
-                let _ = w.send(Err(same_kind(&shared)));
+            let n = waiters.len();
+            for (w, e) in waiters.into_iter().zip(e.copies(n)) {
+                let _ = w.send(Err(e));
             }
         }
-    }
-}
-
-/// An error of the same kind and message as `e`, with `e` kept as its cause.
-fn same_kind(e: &Arc<PortError>) -> PortError {
-    let cause = || Shared(e.clone());
-    match e.as_ref() {
-        PortError::NotFound => PortError::NotFound,
-        PortError::ConditionFailed(m) => PortError::ConditionFailed(m.clone()),
-        PortError::Throttled { retry_after } => PortError::Throttled { retry_after: *retry_after },
-        PortError::Unavailable(f) => PortError::Unavailable(Failure::new(f.message(), cause())),
-        PortError::Invalid(m) => PortError::Invalid(m.clone()),
-        PortError::Backend { message, retriable, .. } => {
-            PortError::Backend { message: message.clone(), retriable: *retriable, source: Some(Box::new(cause())) }
-        }
-        PortError::Settings(f) => PortError::Settings(Failure::new(f.message(), cause())),
-    }
-}
-
-/// The error of a shared append, as the cause of each call's own error.
-#[derive(Debug)]
-struct Shared(Arc<PortError>);
-
-impl std::fmt::Display for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the shared log append failed: {}", self.0)
-    }
-}
-
-impl std::error::Error for Shared {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        std::error::Error::source(self.0.as_ref())
     }
 }
 
@@ -373,15 +361,30 @@ mod tests {
         assert_eq!(inner.appends.load(Ordering::SeqCst), 1);
     }
 
-    /// A write that fails with `errors`, one per try, then succeeds; counts its tries.
-    fn failing(errors: Vec<PortError>) -> (Arc<AtomicUsize>, impl FnMut() -> std::future::Ready<PortResult<()>>) {
+    /// What a write of items answers: one result per item.
+    type Answers = std::future::Ready<Vec<PortResult<()>>>;
+
+    /// A write of one item that fails with `errors`, one per try, then succeeds; counts its tries.
+    fn failing(errors: Vec<PortError>) -> (Arc<AtomicUsize>, impl FnMut(Vec<()>) -> Answers) {
         let tries = Arc::new(AtomicUsize::new(0));
         let mut errors = errors.into_iter();
         let counted = tries.clone();
-        (tries, move || {
+        (tries, move |items: Vec<()>| {
+            assert_eq!(items.len(), 1);
             counted.fetch_add(1, Ordering::SeqCst);
-            std::future::ready(errors.next().map_or(Ok(()), Err))
+            std::future::ready(vec![errors.next().map_or(Ok(()), Err)])
         })
+    }
+
+    /// Writes one item with `write` through [`retried_each`]; its answer.
+    async fn retried<F, Fut>(within: Duration, write: F) -> PortResult<()>
+    where
+        F: FnMut(Vec<()>) -> Fut,
+        Fut: Future<Output = Vec<PortResult<()>>>,
+    {
+        let (done, answer) = oneshot::channel();
+        retried_each(within, vec![((), done)], write).await;
+        answer.await.unwrap()
     }
 
     fn unavailable() -> PortError {
@@ -421,6 +424,68 @@ mod tests {
         assert!(matches!(retried(Duration::from_secs(2), write).await, Err(PortError::Throttled { .. })));
         assert_eq!(tries.load(Ordering::SeqCst), 1);
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    /// Markers whose tenant `noisy` is throttled until `recovered` is set; everyone else's are
+    /// recorded at once. Remembers which markers each write carried.
+    #[derive(Default)]
+    struct ThrottledTenant {
+        recovered: std::sync::atomic::AtomicBool,
+        writes: Mutex<Vec<Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl AcceptedRevisions for ThrottledTenant {
+        async fn record_accepted(&self, tenant: &TenantId, _: &AcceptedRevision) -> PortResult<()> {
+            self.writes.lock().unwrap().push(vec![tenant.to_string()]);
+            match tenant.as_str() == "noisy" && !self.recovered.load(Ordering::SeqCst) {
+                true => Err(PortError::Throttled { retry_after: None }),
+                false => Ok(()),
+            }
+        }
+    }
+
+    fn marker(tenant: &str) -> (TenantId, AcceptedRevision) {
+        let accepted = AcceptedRevision {
+            design_id: openqq_core::DesignId::generate(),
+            revision: 1,
+            name: Some(format!("{tenant}'s design")),
+            event_id: uuid::Uuid::now_v7(),
+            correlation_id: openqq_core::CorrelationId::generate(),
+            accepted_at: chrono::Utc::now(),
+        };
+        (TenantId::parse(tenant).unwrap(), accepted)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_throttled_tenants_marker_holds_only_its_own_caller_and_only_it_is_written_again() {
+        let store = Arc::new(ThrottledTenant::default());
+        let markers = AcceptedMarkers(store.clone());
+        let (noisy_done, noisy) = oneshot::channel();
+        let (quiet_done, quiet) = oneshot::channel();
+        // Both markers in one group, the throttled one first.
+        let run = tokio::spawn(async move {
+            markers.run(vec![(marker("noisy"), noisy_done), (marker("quiet"), quiet_done)]).await
+        });
+        // The quiet tenant is answered while the noisy one's marker is still being tried again
+        // (it stays throttled until told otherwise): had it waited for its group, this would
+        // time out.
+        tokio::time::timeout(Duration::from_secs(1), quiet)
+            .await
+            .expect("the other tenant's caller is answered without waiting for the throttled marker")
+            .unwrap()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        store.recovered.store(true, Ordering::SeqCst);
+        noisy.await.unwrap().unwrap();
+        run.await.unwrap();
+        let writes = store.writes.lock().unwrap();
+        assert!(writes.len() >= 3, "the throttled marker was tried again: {writes:?}");
+        assert_eq!(
+            writes.iter().filter(|w| w[0] == "quiet").count(),
+            1,
+            "the recorded marker is written once: {writes:?}"
+        );
     }
 
     #[test]

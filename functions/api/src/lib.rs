@@ -65,7 +65,10 @@ pub mod webhooks;
 use axum::routing::{get, post, put};
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
-use openqq_core::{DesignStore, EventLog, RateLimiter, Topics};
+use openqq_core::{
+    DeliveryQueue, DesignReads, DesignStore, EventLog, FeedReader, IdempotencyKeys, ObjectStore, RateLimiter, Topics,
+    WebhookRegistry,
+};
 use std::sync::Arc;
 
 pub use auth::{Claims, JwtKeys};
@@ -75,39 +78,157 @@ pub use pool::PoolConfig;
 pub use serve::ServeConfig;
 pub use tenant_guard::{TenantGuard, TenantLimits};
 
-/// Everything a request may need, built once at start-up (cold start on Lambda).
+/// Everything a request may need, built once at start-up (cold start on Lambda) with
+/// [`AppState::builder`]. Each handler reaches the store through the role it uses.
 #[derive(Clone)]
 pub struct AppState {
-    pub log: Arc<dyn EventLog>,
-    pub store: Arc<dyn DesignStore>,
-    /// The store's accepted-revision markers, written together for concurrent submissions:
-    /// `group_commit::markers(store.clone())`.
-    pub accepted: Arc<group_commit::Markers>,
+    pub(crate) log: Arc<dyn EventLog>,
+    /// Designs, reports, timelines and usage.
+    pub(crate) reads: Arc<dyn DesignReads>,
+    /// The store's accepted-revision markers, written together for concurrent submissions.
+    pub(crate) accepted: Arc<group_commit::Markers>,
+    pub(crate) idempotency: Arc<dyn IdempotencyKeys>,
+    pub(crate) feed: Arc<dyn FeedReader>,
+    pub(crate) webhooks: Arc<dyn WebhookRegistry>,
+    pub(crate) deliveries: Arc<dyn DeliveryQueue>,
     /// Large payloads: uploads and netlists put there before publishing ([`uploads`],
     /// [`designs`]), full validation reports read by `GET /v1/designs/{id}/report/full`.
-    pub objects: Arc<dyn openqq_core::ObjectStore>,
-    pub limiter: Arc<dyn RateLimiter>,
-    pub limits: Arc<LimitPolicy>,
-    pub keys: Arc<JwtKeys>,
+    pub(crate) objects: Arc<dyn ObjectStore>,
+    pub(crate) limiter: Arc<dyn RateLimiter>,
+    pub(crate) limits: Arc<LimitPolicy>,
+    pub(crate) keys: Arc<JwtKeys>,
     /// Who establishes the caller's tenant: the API's own token check, or a gateway in front.
-    pub identity: auth::Identity,
-    pub topics: Topics,
+    pub(crate) identity: auth::Identity,
+    pub(crate) topics: Topics,
     /// Renders `/metrics`; absent where metrics leave another way (CloudWatch EMF on Lambda).
-    pub metrics: Option<PrometheusHandle>,
+    pub(crate) metrics: Option<PrometheusHandle>,
     /// Largest request body accepted, in bytes.
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// How often an open event stream reads the store while it has nothing to send.
-    pub feed_poll: std::time::Duration,
+    pub(crate) feed_poll: std::time::Duration,
     /// Whether webhooks may target private, loopback and link-local addresses (development only).
-    pub webhooks_allow_private: bool,
+    pub(crate) webhooks_allow_private: bool,
     /// Per-tenant bounds: requests in progress, body deadline, bytes per window, open streams.
-    pub tenants: Arc<TenantGuard>,
+    pub(crate) tenants: Arc<TenantGuard>,
     /// What each tenant may keep in the store; submissions over it are refused with 403.
-    pub quota: Arc<quota::StorageQuota>,
+    pub(crate) quota: Arc<quota::StorageQuota>,
     /// Whether `POST /v1/dev/tokens` mints tokens ([`dev_tokens`]): only `openqq up
     /// --dev-tokens`, never on Lambda.
-    pub dev_tokens: bool,
+    pub(crate) dev_tokens: bool,
 }
+
+impl AppState {
+    /// The state of an API that publishes to `log`, keeps designs in `store` (each handler gets
+    /// the role it uses) and payloads in `objects`, limits tenants with `limiter` and verifies
+    /// tokens with `keys`. Everything else starts at its default: change it with the builder.
+    pub fn builder(
+        log: Arc<dyn EventLog>,
+        store: Arc<dyn DesignStore>,
+        objects: Arc<dyn ObjectStore>,
+        limiter: Arc<dyn RateLimiter>,
+        keys: Arc<JwtKeys>,
+    ) -> AppStateBuilder {
+        AppStateBuilder(AppState {
+            log,
+            reads: store.clone(),
+            accepted: group_commit::markers(store.clone()),
+            idempotency: store.clone(),
+            feed: store.clone(),
+            webhooks: store.clone(),
+            deliveries: store,
+            objects,
+            limiter,
+            limits: Arc::new(LimitPolicy::new(DEFAULT_RATE_LIMIT)),
+            keys,
+            identity: auth::Identity::default(),
+            topics: Topics::default(),
+            metrics: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            feed_poll: DEFAULT_FEED_POLL,
+            webhooks_allow_private: false,
+            tenants: TenantGuard::new(TenantLimits::default()),
+            quota: Arc::new(quota::StorageQuota::new(quota::StorageLimits::default())),
+            dev_tokens: false,
+        })
+    }
+}
+
+/// Builds an [`AppState`]: [`AppState::builder`], then a method for each setting that differs
+/// from its default, then [`build`](Self::build).
+pub struct AppStateBuilder(AppState);
+
+impl AppStateBuilder {
+    /// Each tenant's request quota, with its overrides (default: [`DEFAULT_RATE_LIMIT`]).
+    pub fn limits(mut self, limits: Arc<LimitPolicy>) -> Self {
+        self.0.limits = limits;
+        self
+    }
+
+    /// Who establishes the caller's tenant (default: the API's own token check).
+    pub fn identity(mut self, identity: auth::Identity) -> Self {
+        self.0.identity = identity;
+        self
+    }
+
+    /// The topics submissions are published to (default: without a prefix).
+    pub fn topics(mut self, topics: Topics) -> Self {
+        self.0.topics = topics;
+        self
+    }
+
+    /// Serve `/metrics` from `handle` (default: no `/metrics`).
+    pub fn metrics(mut self, handle: Option<PrometheusHandle>) -> Self {
+        self.0.metrics = handle;
+        self
+    }
+
+    /// The largest request body accepted (default: [`DEFAULT_MAX_BODY_BYTES`]).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.0.max_body_bytes = bytes;
+        self
+    }
+
+    /// How often an idle event stream reads the feed (default: [`DEFAULT_FEED_POLL`]).
+    pub fn feed_poll(mut self, every: std::time::Duration) -> Self {
+        self.0.feed_poll = every;
+        self
+    }
+
+    /// Let webhooks target private, loopback and link-local addresses (development only).
+    pub fn webhooks_allow_private(mut self, allow: bool) -> Self {
+        self.0.webhooks_allow_private = allow;
+        self
+    }
+
+    /// Per-tenant bounds in front of the handlers (default: [`TenantLimits::default`]).
+    pub fn tenant_limits(mut self, limits: TenantLimits) -> Self {
+        self.0.tenants = TenantGuard::new(limits);
+        self
+    }
+
+    /// What each tenant may keep (default: [`quota::StorageLimits::default`]).
+    pub fn storage_limits(mut self, limits: quota::StorageLimits) -> Self {
+        self.0.quota = Arc::new(quota::StorageQuota::new(limits));
+        self
+    }
+
+    /// Whether `POST /v1/dev/tokens` mints tokens for any tenant (development only; default off).
+    pub fn dev_tokens(mut self, on: bool) -> Self {
+        self.0.dev_tokens = on;
+        self
+    }
+
+    pub fn build(self) -> AppState {
+        self.0
+    }
+}
+
+/// The request quota per tenant where none is configured: 100 requests a second.
+pub const DEFAULT_RATE_LIMIT: openqq_core::Quota =
+    openqq_core::Quota { limit: 100, window: std::time::Duration::from_secs(1) };
+
+/// How often an idle event stream reads the feed where nothing else is set.
+pub const DEFAULT_FEED_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Default request-body limit, 4.5 MiB: a netlist of 4 MiB inline fits with the rest of its
 /// design. On AWS a body travels to the function inside the Lambda invocation payload (6 MB), as

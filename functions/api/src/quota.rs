@@ -3,7 +3,7 @@
 //!
 //! Submissions check it before publishing. A tenant at or over its byte quota can submit nothing;
 //! one at its design count can still revise its designs but not create more. Usage comes from
-//! [`DesignStore::usage`](openqq_core::DesignStore::usage) plus
+//! [`DesignReads::usage`](openqq_core::DesignReads::usage) plus
 //! [`ObjectStore::usage`](openqq_core::ObjectStore::usage) and is cached per tenant for
 //! [`USAGE_TTL`], so the check costs one store query per tenant every few seconds: the quota is
 //! soft by what a tenant can submit in that time (its request and byte limits bound that).
@@ -16,7 +16,7 @@
 use crate::problem::Problem;
 use axum::http::StatusCode;
 use openqq_core::ports::Usage;
-use openqq_core::{DesignId, DesignStore, ObjectStore, TenantId};
+use openqq_core::{DesignId, DesignReads, ObjectStore, TenantId};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -96,7 +96,7 @@ impl StorageQuota {
     /// logged: an outage of the store must not stop intake.
     pub async fn check(
         &self,
-        store: &dyn DesignStore,
+        store: &dyn DesignReads,
         objects: &dyn ObjectStore,
         tenant: &TenantId,
         design: &DesignId,
@@ -134,7 +134,7 @@ impl StorageQuota {
     /// byte quota. As for submissions, a store that cannot say lets the upload go ahead.
     pub async fn check_adding(
         &self,
-        store: &dyn DesignStore,
+        store: &dyn DesignReads,
         objects: &dyn ObjectStore,
         tenant: &TenantId,
         adding: u64,
@@ -166,7 +166,7 @@ impl StorageQuota {
 
     async fn usage(
         &self,
-        store: &dyn DesignStore,
+        store: &dyn DesignReads,
         objects: &dyn ObjectStore,
         tenant: &TenantId,
     ) -> openqq_core::ports::PortResult<Usage> {

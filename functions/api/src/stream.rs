@@ -52,7 +52,7 @@ async fn start(state: &AppState, tenant: &TenantId, headers: &HeaderMap, q: &Fee
     }
     match q.after {
         Some(after) => Ok(after),
-        None => state.store.feed_head(tenant).await.map_err(|e| Problem::from_port(e, "reading the feed")),
+        None => state.feed.feed_head(tenant).await.map_err(|e| Problem::from_port(e, "reading the feed")),
     }
 }
 
@@ -73,7 +73,7 @@ impl Tail {
                 self.after = e.seq;
                 return e;
             }
-            match self.state.store.read_feed(&self.tenant, self.after, STREAM_BATCH).await {
+            match self.state.feed.read_feed(&self.tenant, self.after, STREAM_BATCH).await {
                 Ok(batch) if !batch.is_empty() => self.ready.extend(batch),
                 Ok(_) => tokio::time::sleep(self.poll).await,
                 Err(e) => {
@@ -116,7 +116,7 @@ pub async fn page(
     }
     let after = q.after.unwrap_or(0);
     let items =
-        state.store.read_feed(&tenant, after, limit).await.map_err(|e| Problem::from_port(e, "reading the feed"))?;
+        state.feed.read_feed(&tenant, after, limit).await.map_err(|e| Problem::from_port(e, "reading the feed"))?;
     let next_after = items.last().map_or(after, |e| e.seq);
     Ok((StatusCode::OK, Json(serde_json::json!({ "items": items, "next_after": next_after }))).into_response())
 }

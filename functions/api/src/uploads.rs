@@ -105,7 +105,7 @@ pub async fn begin(
         .map_err(|e| Problem::from_port(e, "looking the object up"))?
         == Some(object.bytes);
     if !present {
-        state.quota.check_adding(state.store.as_ref(), state.objects.as_ref(), &tenant, object.bytes).await?;
+        state.quota.check_adding(state.reads.as_ref(), state.objects.as_ref(), &tenant, object.bytes).await?;
     }
     let direct = state
         .objects
@@ -236,7 +236,7 @@ async fn store(
         Err(e) => return Err(refuse(rest, Problem::from_port(e, "looking the object up")).await),
     };
     if !present {
-        let quota = state.quota.check_adding(state.store.as_ref(), state.objects.as_ref(), tenant, object.bytes);
+        let quota = state.quota.check_adding(state.reads.as_ref(), state.objects.as_ref(), tenant, object.bytes);
         if let Err(p) = quota.await {
             return Err(refuse(rest, p).await);
         }

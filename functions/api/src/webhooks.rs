@@ -23,8 +23,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
-use openqq_adapters::webhook::{check_target_url, format_secret};
 use openqq_core::feed::FeedEntry;
+use openqq_core::webhook::signing::format_secret;
+use openqq_core::webhook::target::check_target_url;
 use openqq_core::webhook::{
     Delivery, DeliveryStatus, WebhookSecret, MAX_DESCRIPTION_CHARS, MAX_WEBHOOKS_PER_TENANT, SUBSCRIBABLE,
 };
@@ -171,7 +172,7 @@ pub async fn create(
         secret: new_secret(),
         previous_secret: None,
     };
-    match state.store.create_webhook(&tenant, &hook).await {
+    match state.webhooks.create_webhook(&tenant, &hook).await {
         Ok(()) => {}
         Err(PortError::ConditionFailed(_)) => {
             return Err(Problem::new(
@@ -190,7 +191,7 @@ pub async fn create(
 }
 
 pub async fn list(State(state): State<AppState>, Extension(tenant): Extension<TenantId>) -> Result<Response, Problem> {
-    let hooks = state.store.list_webhooks(&tenant).await.map_err(|e| Problem::from_port(e, "listing webhooks"))?;
+    let hooks = state.webhooks.list_webhooks(&tenant).await.map_err(|e| Problem::from_port(e, "listing webhooks"))?;
     let items: Vec<WebhookView> = hooks.iter().map(WebhookView::from).collect();
     Ok(Json(serde_json::json!({ "items": items })).into_response())
 }
@@ -198,7 +199,7 @@ pub async fn list(State(state): State<AppState>, Extension(tenant): Extension<Te
 async fn find(state: &AppState, tenant: &TenantId, id: &str) -> Result<Webhook, Problem> {
     let id = webhook_id(id)?;
     state
-        .store
+        .webhooks
         .get_webhook(tenant, &id)
         .await
         .map_err(|e| Problem::from_port(e, "reading the webhook"))?
@@ -221,7 +222,7 @@ pub async fn delete(
 ) -> Result<Response, Problem> {
     let id = webhook_id(&id)?;
     let gone =
-        state.store.delete_webhook(&tenant, &id).await.map_err(|e| Problem::from_port(e, "deleting the webhook"))?;
+        state.webhooks.delete_webhook(&tenant, &id).await.map_err(|e| Problem::from_port(e, "deleting the webhook"))?;
     if gone {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
@@ -243,7 +244,7 @@ pub async fn rotate(
     let until = Utc::now() + chrono::Duration::seconds(overlap as i64);
     let secret = new_secret();
     let hook = state
-        .store
+        .webhooks
         .rotate_webhook_secret(&tenant, &id, &secret, until)
         .await
         .map_err(|e| Problem::from_port(e, "rotating the secret"))?
@@ -273,7 +274,7 @@ pub async fn test(
         verdict: None,
     };
     state
-        .store
+        .deliveries
         .queue_delivery(&tenant, &hook.id, &entry)
         .await
         .map_err(|e| Problem::from_port(e, "queueing the test delivery"))?;
@@ -306,7 +307,7 @@ pub async fn deliveries(
     }
     let hook = find(&state, &tenant, &id).await?;
     let page =
-        state.store.list_deliveries(&tenant, &hook.id, q.cursor.as_deref(), limit).await.map_err(|e| match e {
+        state.deliveries.list_deliveries(&tenant, &hook.id, q.cursor.as_deref(), limit).await.map_err(|e| match e {
             PortError::Invalid(_) => Problem::invalid_field("cursor", "is not a cursor this API returned"),
             e => Problem::from_port(e, "listing deliveries"),
         })?;

@@ -9,7 +9,7 @@ use axum::response::Response;
 use axum::Router;
 use openqq_adapters::{Backends, Durability};
 use openqq_api::auth::{GatewayClaims, Identity};
-use openqq_api::{router, AppState, JwtKeys, LimitPolicy, PoolConfig, TenantGuard, TenantLimits};
+use openqq_api::{router, AppState, JwtKeys, LimitPolicy, PoolConfig, TenantLimits};
 use openqq_core::{Quota, TenantId, Topics};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,24 +30,20 @@ fn app_with(pool: PoolConfig, limits: TenantLimits, max_body_bytes: usize, ident
     let dir = tempfile::tempdir().unwrap();
     let backends = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let keys = Arc::new(JwtKeys::from_secret(&[7; 32]).unwrap());
-    let state = AppState {
-        log: backends.log.clone(),
-        store: backends.store.clone(),
-        accepted: openqq_api::group_commit::markers(backends.store.clone()),
-        objects: backends.objects.clone(),
-        limiter: backends.limiter.clone(),
-        limits: Arc::new(LimitPolicy::new(Quota { limit: 1000, window: Duration::from_secs(1) })),
-        keys: keys.clone(),
-        identity,
-        topics: Topics::new(""),
-        metrics: None,
-        max_body_bytes,
-        feed_poll: Duration::from_millis(100),
-        webhooks_allow_private: false,
-        tenants: TenantGuard::new(limits),
-        quota: Arc::new(openqq_api::quota::StorageQuota::new(Default::default())),
-        dev_tokens: false,
-    };
+    let state = AppState::builder(
+        backends.log.clone(),
+        backends.store.clone(),
+        backends.objects.clone(),
+        backends.limiter.clone(),
+        keys.clone(),
+    )
+    .limits(Arc::new(LimitPolicy::new(Quota { limit: 1000, window: Duration::from_secs(1) })))
+    .identity(identity)
+    .topics(Topics::new(""))
+    .max_body_bytes(max_body_bytes)
+    .feed_poll(Duration::from_millis(100))
+    .tenant_limits(limits)
+    .build();
     App { router: router(state, pool), keys, _dir: dir }
 }
 

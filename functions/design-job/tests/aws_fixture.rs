@@ -6,7 +6,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use openqq_adapters::{Backends, Durability};
 use openqq_core::event::{Cause, DesignSubmitted};
-use openqq_core::ports::{Page, PortResult};
+use openqq_core::ports::{ApplyOp, BatchApplied, PortResult};
 use openqq_core::*;
 use openqq_design_job::DesignJob;
 use openqq_runtime::kafka::parse_event;
@@ -99,132 +99,36 @@ async fn a_multi_partition_aws_event_is_applied_and_an_undecodable_record_is_dea
     assert_eq!(timeline.iter().map(|e| e.revision).collect::<Vec<_>>(), vec![1, 2]);
 }
 
-/// A store whose backend is down.
+/// A store whose backend is down: every write the consumer makes fails as unreachable.
 struct DownStore;
 
-#[async_trait]
-impl openqq_core::EventFeed for DownStore {
-    async fn append_feed(&self, _: &TenantId, _: &openqq_core::NewFeedEntry<'_>) -> PortResult<u64> {
-        Err(PortError::Unavailable("connection refused".into()))
-    }
-    async fn read_feed(&self, _: &TenantId, _: u64, _: usize) -> PortResult<Vec<openqq_core::FeedEntry>> {
-        unreachable!()
-    }
+fn down() -> PortError {
+    PortError::Unavailable("connection refused".into())
 }
 
 #[async_trait]
-impl openqq_core::WebhookStore for DownStore {
-    async fn create_webhook(&self, _: &TenantId, _: &openqq_core::Webhook) -> PortResult<()> {
-        unreachable!()
-    }
-    async fn list_webhooks(&self, _: &TenantId) -> PortResult<Vec<openqq_core::Webhook>> {
-        unreachable!()
-    }
-    async fn get_webhook(&self, _: &TenantId, _: &openqq_core::WebhookId) -> PortResult<Option<openqq_core::Webhook>> {
-        unreachable!()
-    }
-    async fn delete_webhook(&self, _: &TenantId, _: &openqq_core::WebhookId) -> PortResult<bool> {
-        unreachable!()
-    }
-    async fn rotate_webhook_secret(
-        &self,
-        _: &TenantId,
-        _: &openqq_core::WebhookId,
-        _: &openqq_core::WebhookSecret,
-        _: chrono::DateTime<chrono::Utc>,
-    ) -> PortResult<Option<openqq_core::Webhook>> {
-        unreachable!()
-    }
-    async fn queue_delivery(
-        &self,
-        _: &TenantId,
-        _: &openqq_core::WebhookId,
-        _: &openqq_core::FeedEntry,
-    ) -> PortResult<()> {
-        unreachable!()
-    }
-    async fn claim_due_deliveries(
-        &self,
-        _: chrono::DateTime<chrono::Utc>,
-        _: std::time::Duration,
-        _: usize,
-        _: usize,
-    ) -> PortResult<Vec<openqq_core::webhook::Delivery>> {
-        unreachable!()
-    }
-    async fn finish_attempt(
-        &self,
-        _: &TenantId,
-        _: &openqq_core::WebhookId,
-        _: u64,
-        _: &openqq_core::webhook::AttemptOutcome,
-        _: chrono::DateTime<chrono::Utc>,
-    ) -> PortResult<()> {
-        unreachable!()
-    }
-    async fn list_deliveries(
-        &self,
-        _: &TenantId,
-        _: &openqq_core::WebhookId,
-        _: Option<&str>,
-        _: usize,
-    ) -> PortResult<Page<openqq_core::webhook::Delivery>> {
-        unreachable!()
-    }
-}
-
-#[async_trait]
-impl DesignStore for DownStore {
+impl DesignWrites for DownStore {
     async fn apply(&self, _: &TenantId, _: &DesignId, _: &TimelineEntry, _: &Change) -> PortResult<Applied> {
-        Err(PortError::Unavailable("connection refused".into()))
+        Err(down())
     }
     async fn apply_replay(&self, _: &TenantId, _: &DesignId, _: &TimelineEntry, _: &Change) -> PortResult<Applied> {
-        Err(PortError::Unavailable("connection refused".into()))
+        Err(down())
     }
-    async fn get(&self, _: &TenantId, _: &DesignId) -> PortResult<Option<DesignView>> {
-        unreachable!()
-    }
-    async fn list(&self, _: &TenantId, _: Option<&str>, _: usize) -> PortResult<Page<DesignView>> {
-        unreachable!()
-    }
-    async fn report(&self, _: &TenantId, _: &DesignId, _: Option<u64>) -> PortResult<Option<StoredReport>> {
-        unreachable!()
-    }
-    async fn timeline(&self, _: &TenantId, _: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>> {
-        unreachable!()
-    }
-    async fn usage(&self, _: &TenantId) -> PortResult<openqq_core::ports::Usage> {
-        unreachable!()
-    }
-    async fn record_accepted(&self, _: &TenantId, _: &openqq_core::AcceptedRevision) -> PortResult<()> {
-        unreachable!()
-    }
-    async fn claim_idempotency_key(
+    async fn apply_and_append(
         &self,
+        _: bool,
         _: &TenantId,
-        _: &openqq_core::IdempotencyKey,
-        _: &[u8; 32],
-        _: std::time::Duration,
-    ) -> PortResult<openqq_core::IdempotencyClaim> {
-        unreachable!()
+        _: &DesignId,
+        _: &TimelineEntry,
+        _: &Change,
+    ) -> PortResult<Applied> {
+        Err(down())
     }
-    async fn complete_idempotency_key(
-        &self,
-        _: &TenantId,
-        _: &openqq_core::IdempotencyKey,
-        _: &[u8; 32],
-        _: &openqq_core::KeptResponse,
-        _: std::time::Duration,
-    ) -> PortResult<()> {
-        unreachable!()
+    async fn apply_batch(&self, _: &[ApplyOp<'_>]) -> BatchApplied {
+        BatchApplied { applied: Vec::new(), error: Some(down()) }
     }
-    async fn release_idempotency_key(
-        &self,
-        _: &TenantId,
-        _: &openqq_core::IdempotencyKey,
-        _: &[u8; 32],
-    ) -> PortResult<()> {
-        unreachable!()
+    async fn append_feed(&self, _: &TenantId, _: &openqq_core::NewFeedEntry<'_>) -> PortResult<u64> {
+        Err(down())
     }
 }
 
@@ -233,7 +137,7 @@ async fn a_retriable_store_error_fails_every_partition_at_its_first_record_and_d
     let dir = tempfile::tempdir().unwrap();
     let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let topics = Topics::default();
-    let store: Arc<dyn DesignStore> = Arc::new(DownStore);
+    let store: Arc<dyn DesignWrites> = Arc::new(DownStore);
     let consumer = Consumer::new(DesignJob, b.log.clone(), store, topics.clone());
     let event = parse_event(event()).unwrap();
     let mut first: Vec<(u32, u64)> = Vec::new();

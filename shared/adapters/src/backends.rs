@@ -6,7 +6,9 @@ use openqq_core::{DesignStore, EventLog, LogSource, ObjectStore, RateLimiter};
 use std::path::Path;
 use std::sync::Arc;
 
-/// One handle per port. `source` is the consumer side of `log`, used by the local runner.
+/// One handle per port. `source` is the consumer side of `log`, used by the local runner. The
+/// platform builder (`openqq_platform`) fills each from its settings; [`Backends::embedded`] puts
+/// them all in one directory, as tests do.
 #[derive(Clone)]
 pub struct Backends {
     pub log: Arc<dyn EventLog>,
@@ -47,33 +49,5 @@ impl Backends {
             objects: Arc::new(EmbeddedObjectStore::open(dir)?),
             limiter: Arc::new(InProcessRateLimiter::new()),
         })
-    }
-
-    /// The same backends with the event log (both sides) on Kafka; store and limiter stay as
-    /// they are. Fails with a clear message on bad settings or unreachable brokers.
-    #[cfg(feature = "kafka")]
-    pub async fn with_kafka(mut self, settings: crate::kafka::KafkaSettings) -> PortResult<Self> {
-        let log = Arc::new(crate::kafka::KafkaEventLog::connect(settings).await?);
-        self.log = log.clone();
-        self.source = log;
-        Ok(self)
-    }
-
-    /// The same backends with the design store (designs, timelines, reports, accepted markers,
-    /// idempotency keys, usage) on DynamoDB; log, objects and limiter stay as they are.
-    /// Against a local endpoint a missing table is created; against AWS it must exist.
-    #[cfg(feature = "dynamodb")]
-    pub async fn with_dynamodb(mut self, settings: &crate::dynamo::DynamoSettings) -> PortResult<Self> {
-        self.store = Arc::new(crate::dynamo::DynamoDesignStore::connect(settings).await?);
-        Ok(self)
-    }
-
-    /// The same backends with the object store on S3; log, store and limiter stay as they
-    /// are. Against a local endpoint a missing bucket is created with its lifecycle rule;
-    /// against AWS it must exist.
-    #[cfg(feature = "s3")]
-    pub async fn with_s3(mut self, settings: &crate::s3::S3Settings) -> PortResult<Self> {
-        self.objects = Arc::new(crate::s3::S3ObjectStore::connect(settings).await?);
-        Ok(self)
     }
 }

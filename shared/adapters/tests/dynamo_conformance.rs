@@ -8,7 +8,9 @@
 
 use openqq_adapters::conformance;
 use openqq_adapters::DynamoDesignStore;
-use openqq_core::{Applied, Change, CorrelationId, DesignId, DesignStore, EventKind, TenantId, TimelineEntry};
+use openqq_core::{
+    Applied, Change, CorrelationId, DesignId, DesignReads, DesignWrites, EventKind, TenantId, TimelineEntry,
+};
 
 const ENDPOINT_VAR: &str = "OPENQQ_TEST_DYNAMODB_ENDPOINT";
 
@@ -179,7 +181,7 @@ async fn connecting_to_an_endpoint_creates_the_table_and_serves_from_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_made_before_the_due_index_gets_it_and_serves_claims() {
     use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType};
-    use openqq_core::{EventFeed, NewFeedEntry, WebhookStore};
+    use openqq_core::{DeliveryQueue, DesignWrites, NewFeedEntry, WebhookRegistry};
     let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else { return };
     let client = conformance::dynamodb_client(&endpoint);
     let table = conformance::unique("older");
@@ -214,7 +216,7 @@ async fn a_table_made_before_the_due_index_gets_it_and_serves_claims() {
 /// stopped: between them every tenant's due delivery is claimed once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_that_reaches_its_query_budget_leaves_the_other_tenants_to_the_next() {
-    use openqq_core::{EventFeed, NewFeedEntry, WebhookStore};
+    use openqq_core::{DeliveryQueue, DesignWrites, NewFeedEntry, WebhookRegistry};
     let Some(store) = store().await else { return };
     // With one delivery a tenant taken, a query of two index entries covers two tenants.
     let tenants = 2 * openqq_adapters::dynamo::MAX_CLAIM_QUERIES + 2;

@@ -131,7 +131,7 @@ async fn the_weighted_exactness_check_catches_a_limiter_that_counts_requests_ins
 /// feed from separate threads at once: every number is taken once, without a gap.
 #[test]
 fn two_stores_on_one_file_number_one_feed_without_gaps_or_repeats() {
-    use openqq_core::{CorrelationId, DesignId, EventFeed, EventKind, NewFeedEntry, TimelineEntry};
+    use openqq_core::{CorrelationId, DesignId, DesignWrites, EventKind, NewFeedEntry, TimelineEntry};
     let dir = tempfile::tempdir().unwrap();
     let tenant = TenantId::parse("shared-file").unwrap();
     let start = Arc::new(std::sync::Barrier::new(2));

@@ -3,7 +3,9 @@
 
 use openqq_adapters::{Durability, EmbeddedDesignStore};
 use openqq_core::ports::MAX_TIMELINE_ENTRIES;
-use openqq_core::{Change, CorrelationId, DesignId, DesignStore, EventKind, TenantId, TimelineEntry, Verdict};
+use openqq_core::{
+    Change, CorrelationId, DesignId, DesignReads, DesignWrites, EventKind, TenantId, TimelineEntry, Verdict,
+};
 use serde_json::value::RawValue;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {

@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// Most entries one [`EventFeed::read_feed`] returns.
+/// Most entries one [`FeedReader::read_feed`] returns.
 pub const MAX_FEED_PAGE: usize = 500;
 
 /// One applied event as the tenant sees it.
@@ -65,29 +65,15 @@ impl NewFeedEntry<'_> {
     }
 }
 
+/// The tenant's feed as readers see it (the API's `GET /v1/events` and event stream). Entries
+/// enter it with the writes that cause them ([`crate::ports::DesignWrites::append_feed`]).
 #[async_trait]
-pub trait EventFeed: Send + Sync {
-    /// Appends `new` to the tenant's feed unless the feed holds an entry of the same design, kind
-    /// and revision already, and returns the entry's number either way. In the same atomic write
-    /// it queues one webhook delivery ([`crate::webhook::Delivery`]) for each of the tenant's
-    /// webhooks whose kinds include `new.entry.kind`; an entry already there queues nothing new.
-    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64>;
-
+pub trait FeedReader: Send + Sync {
     /// The tenant's entries numbered after `after`, oldest first, at most `limit` (capped at
     /// [`MAX_FEED_PAGE`]). Only the tenant's own entries, ever.
     async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>>;
 
     /// The number of the tenant's latest entry (0 while it has none): where a reader that wants
-    /// only what comes next starts. This default pages through the whole feed; adapters answer
-    /// from an index instead.
-    async fn feed_head(&self, tenant: &TenantId) -> PortResult<u64> {
-        let mut head = 0;
-        loop {
-            let page = self.read_feed(tenant, head, MAX_FEED_PAGE).await?;
-            match page.last() {
-                Some(last) => head = last.seq,
-                None => return Ok(head),
-            }
-        }
-    }
+    /// only what comes next starts. Adapters answer from an index, not by paging the feed.
+    async fn feed_head(&self, tenant: &TenantId) -> PortResult<u64>;
 }

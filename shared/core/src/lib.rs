@@ -33,10 +33,11 @@ pub mod webhook;
 pub use accepted::AcceptedRevision;
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
-pub use feed::{EventFeed, FeedEntry, NewFeedEntry};
+pub use feed::{FeedEntry, FeedReader, NewFeedEntry};
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
-    Applied, Cause, Decision, DesignStore, EventLog, Failure, IdempotencyClaim, KeptResponse, Lease, LogRecord,
-    LogSource, ObjectRef, ObjectStore, Page, PortError, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
+    AcceptedRevisions, Applied, Cause, Decision, DesignReads, DesignStore, DesignWrites, EventLog, Failure,
+    IdempotencyClaim, IdempotencyKeys, KeptResponse, Lease, LogRecord, LogSource, ObjectRef, ObjectStore, Page,
+    PortError, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
 };
-pub use webhook::{Webhook, WebhookId, WebhookSecret, WebhookStore};
+pub use webhook::{DeliveryQueue, Webhook, WebhookId, WebhookRegistry, WebhookSecret, WebhookStore};

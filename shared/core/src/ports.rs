@@ -5,10 +5,7 @@
 //! [`PortError::is_retriable`] decides whether a consumer batch fails (and is retried) or a
 //! record is dead-lettered.
 
-use crate::accepted::AcceptedRevision;
-use crate::design::{Change, DesignView, StoredReport};
-use crate::event::TimelineEntry;
-use crate::ids::{DesignId, IdempotencyKey, TenantId};
+use crate::ids::TenantId;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,6 +113,13 @@ impl PortError {
         }
     }
 
+    /// `n` errors of this one's kind and message, each keeping this one as its cause: what each
+    /// caller of a shared write that failed is answered.
+    pub fn copies(self, n: usize) -> Vec<PortError> {
+        let shared = Arc::new(self);
+        (0..n).map(|_| same_kind(&shared)).collect()
+    }
+
     /// A short, bounded name of the variant: tests compare two adapters' errors by it.
     pub fn label(&self) -> &'static str {
         match self {
@@ -162,6 +166,38 @@ impl std::error::Error for PortError {
 }
 
 pub type PortResult<T> = Result<T, PortError>;
+
+/// An error of the same kind and message as `e`, with `e` kept as its cause.
+fn same_kind(e: &Arc<PortError>) -> PortError {
+    let cause = || Shared(e.clone());
+    match e.as_ref() {
+        PortError::NotFound => PortError::NotFound,
+        PortError::ConditionFailed(m) => PortError::ConditionFailed(m.clone()),
+        PortError::Throttled { retry_after } => PortError::Throttled { retry_after: *retry_after },
+        PortError::Unavailable(f) => PortError::Unavailable(Failure::new(f.message(), cause())),
+        PortError::Invalid(m) => PortError::Invalid(m.clone()),
+        PortError::Backend { message, retriable, .. } => {
+            PortError::Backend { message: message.clone(), retriable: *retriable, source: Some(Box::new(cause())) }
+        }
+        PortError::Settings(f) => PortError::Settings(Failure::new(f.message(), cause())),
+    }
+}
+
+/// The error of a shared write, as the cause of each caller's own error.
+#[derive(Debug)]
+struct Shared(Arc<PortError>);
+
+impl std::fmt::Display for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the shared write failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for Shared {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(self.0.as_ref())
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Event log
@@ -272,264 +308,10 @@ impl Lease for WholeTopic {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Design store
+// Design store: its roles (`store`)
 
-/// The outcome of a revision-conditional write. Both variants are success: a consumer commits
-/// its offset either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
-    /// The entry was new; it and its change were written.
-    Applied,
-    /// This exact kind and revision was already applied (a re-read or a retried send), whether
-    /// or not newer revisions were applied since. Handlers publish their events again: the first
-    /// attempt may have crashed before publishing them.
-    Duplicate,
-    /// This revision was never applied and a newer revision of this kind was; nothing changed.
-    Stale,
-}
-
-/// A page of a listing; `next` is an opaque cursor for the following page.
-#[derive(Debug, Clone)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next: Option<String>,
-}
-
-/// Most timeline entries one [`DesignStore::timeline`] read returns (the latest ones).
-pub const MAX_TIMELINE_ENTRIES: usize = 1000;
-
-/// A tenant's share of the design store.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// Designs the tenant has (each revision of a design counts once, in `bytes`).
-    pub designs: u64,
-    /// Bytes the tenant's designs take: stored reports in full, plus an estimate per design row
-    /// and timeline entry ([`USAGE_ROW_BYTES`]).
-    pub bytes: u64,
-}
-
-/// What one design row or timeline entry counts for in [`Usage::bytes`]: its columns (ids,
-/// timestamps, a name) and its index entries, rounded up.
-pub const USAGE_ROW_BYTES: u64 = 256;
-
-/// Applies `entry` and `change` for a record a consumer handles: with
-/// [`DesignStore::apply_replay`] when that record replays a dead letter (its envelope's
-/// `replay_of`), else with [`DesignStore::apply`]. Handlers make every write a record causes
-/// through this, so a replayed record may revive its revision at whichever of its writes is
-/// still new. Every write that is not stale then enters the tenant's feed ([`crate::feed`]):
-/// [`DesignStore::apply_and_append`].
-pub async fn apply_for(
-    store: &dyn DesignStore,
-    replayed: bool,
-    tenant: &TenantId,
-    design: &DesignId,
-    entry: &TimelineEntry,
-    change: &Change,
-) -> PortResult<Applied> {
-    store.apply_and_append(replayed, tenant, design, entry, change).await
-}
-
-/// One write of a batch ([`DesignStore::apply_batch`]): exactly what [`apply_for`] takes.
-#[derive(Debug, Clone, Copy)]
-pub struct ApplyOp<'a> {
-    /// The record replays a dead letter: the write follows [`DesignStore::apply_replay`]'s rule.
-    pub replayed: bool,
-    pub tenant: &'a TenantId,
-    pub design: &'a DesignId,
-    pub entry: &'a TimelineEntry,
-    pub change: &'a Change,
-}
-
-/// What [`DesignStore::apply_batch`] did: the outcomes of the ops it applied, in order (a prefix
-/// of the batch), and the error of the op that stopped it, if one did. The ops after that one
-/// were not attempted; the failed op itself changed nothing.
-#[derive(Debug, Default)]
-pub struct BatchApplied {
-    pub applied: Vec<Applied>,
-    pub error: Option<PortError>,
-}
-
-impl BatchApplied {
-    /// Whether every op of a batch of `len` was applied.
-    pub fn is_complete(&self, len: usize) -> bool {
-        self.error.is_none() && self.applied.len() == len
-    }
-}
-
-/// The feed entry of a write: `entry` with the verdict `change` carries, if any.
-pub fn feed_entry<'a>(
-    design: &'a DesignId,
-    entry: &'a TimelineEntry,
-    change: &Change,
-) -> crate::feed::NewFeedEntry<'a> {
-    let verdict = match change {
-        Change::ValidationFinished { verdict, .. } | Change::ResultsReady { verdict } => Some(*verdict),
-        _ => None,
-    };
-    crate::feed::NewFeedEntry { design_id: design, entry, verdict }
-}
-
-/// The store of designs, their timelines and reports, the tenant's feed and its webhooks: one
-/// backend holds them all, so an applied event, its feed entry and its deliveries are written
-/// together.
-#[async_trait]
-pub trait DesignStore: crate::feed::EventFeed + crate::webhook::WebhookStore + Send + Sync {
-    /// Atomically records `entry` in the design's timeline and applies `change`, on condition
-    /// that no entry of the same kind has a revision ≥ `entry.revision` (`Duplicate` when one
-    /// has exactly this revision, `Stale` when only higher ones exist). Status changes apply only
-    /// while the design is still at `entry.revision`, so state never goes backwards.
-    async fn apply(
-        &self,
-        tenant: &TenantId,
-        design: &DesignId,
-        entry: &TimelineEntry,
-        change: &Change,
-    ) -> PortResult<Applied>;
-    /// [`DesignStore::apply`] for a record replayed from the dead-letter topic: the same
-    /// conditional write, planned by [`crate::revision::plan_replay`], which may revive the
-    /// revision when dead-lettering failed it and moves it on at the same revision. Every other
-    /// rule is `apply`'s.
-    async fn apply_replay(
-        &self,
-        tenant: &TenantId,
-        design: &DesignId,
-        entry: &TimelineEntry,
-        change: &Change,
-    ) -> PortResult<Applied>;
-    /// What [`apply_for`] does: [`DesignStore::apply`] (or, when `replayed`,
-    /// [`DesignStore::apply_replay`]) and, unless the write was stale, the append of its entry to
-    /// the tenant's feed ([`feed_entry`]). A duplicate appends too: the first attempt may have
-    /// stopped between the write and the append, and the feed keeps one entry per design, kind
-    /// and revision. This default makes two writes (a crash between them is repaired when the
-    /// record is read again); an adapter that can make them one atomic write does.
-    async fn apply_and_append(
-        &self,
-        replayed: bool,
-        tenant: &TenantId,
-        design: &DesignId,
-        entry: &TimelineEntry,
-        change: &Change,
-    ) -> PortResult<Applied> {
-        let applied = match replayed {
-            true => self.apply_replay(tenant, design, entry, change).await?,
-            false => self.apply(tenant, design, entry, change).await?,
-        };
-        if applied != Applied::Stale {
-            self.append_feed(tenant, &feed_entry(design, entry, change)).await?;
-        }
-        Ok(applied)
-    }
-    /// [`DesignStore::apply_and_append`] for each op of `ops`, in order: a consumer's writes for
-    /// a whole batch of records. Each op has exactly the effects it has alone (its outcome, its
-    /// feed entry, its deliveries), and the ops are applied in the order given, so two ops of one
-    /// design see each other's writes. The first op that fails changes nothing and ends the
-    /// batch: the ops before it stay applied, the ops after it are not attempted
-    /// ([`BatchApplied`]). This default applies them one by one; an adapter that can write
-    /// several in one atomic step (one transaction, fewer conditional requests) does.
-    async fn apply_batch(&self, ops: &[ApplyOp<'_>]) -> BatchApplied {
-        let mut done = BatchApplied { applied: Vec::with_capacity(ops.len()), error: None };
-        for op in ops {
-            match self.apply_and_append(op.replayed, op.tenant, op.design, op.entry, op.change).await {
-                Ok(applied) => done.applied.push(applied),
-                Err(e) => {
-                    done.error = Some(e);
-                    break;
-                }
-            }
-        }
-        done
-    }
-    async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>>;
-    /// Designs of a tenant, newest first; `limit` is capped by the adapter.
-    async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<DesignView>>;
-    /// The report of `revision`, or of the latest revision that has one.
-    async fn report(
-        &self,
-        tenant: &TenantId,
-        design: &DesignId,
-        revision: Option<u64>,
-    ) -> PortResult<Option<StoredReport>>;
-    /// The design's timeline in the order applied; `None` if the design is unknown to the tenant.
-    /// At most the last [`MAX_TIMELINE_ENTRIES`] entries: a design revised thousands of times
-    /// would otherwise make one read as large as its whole history.
-    async fn timeline(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<Vec<TimelineEntry>>>;
-    /// What `tenant` holds in the store, for the storage quota. Adapters answer from indexes
-    /// (no scan of other tenants' rows); callers cache the answer briefly.
-    async fn usage(&self, tenant: &TenantId) -> PortResult<Usage>;
-
-    /// Records that the API accepted `accepted` (its `design.submitted` is durable), so `get`,
-    /// `list` and `timeline` show it before the consumers materialise it
-    /// ([`AcceptedRevision::overlay`]). Keeps the highest revision per design; a lower or equal
-    /// one changes nothing. Never touches the materialised design or its timeline.
-    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()>;
-
-    /// [`record_accepted`](Self::record_accepted) for each marker, in order: what the API's
-    /// concurrent submissions write together. Adapters that can write them in one request or
-    /// transaction override this; an error means some of them may not be recorded.
-    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
-        for (tenant, marker) in accepted {
-            self.record_accepted(tenant, marker).await?;
-        }
-        Ok(())
-    }
-
-    /// Claims `key` for a request of `tenant` whose fingerprint (SHA-256) is `fingerprint`.
-    /// Keys whose lifetime ended are ignored (and purged). A fresh claim holds the key for
-    /// `lease`, after which an unfinished claim (its handler crashed) may be claimed again.
-    async fn claim_idempotency_key(
-        &self,
-        tenant: &TenantId,
-        key: &IdempotencyKey,
-        fingerprint: &[u8; 32],
-        lease: Duration,
-    ) -> PortResult<IdempotencyClaim>;
-
-    /// Keeps `response` for the claim of `key` with `fingerprint`, replayed for `ttl`. A claim
-    /// that is no longer this request's (its lease ran out and another took it) is left alone.
-    /// A response over [`MAX_KEPT_RESPONSE_BYTES`] is [`PortError::Invalid`].
-    async fn complete_idempotency_key(
-        &self,
-        tenant: &TenantId,
-        key: &IdempotencyKey,
-        fingerprint: &[u8; 32],
-        response: &KeptResponse,
-        ttl: Duration,
-    ) -> PortResult<()>;
-
-    /// Gives up an unfinished claim (the request failed in a way worth retrying), so a retry
-    /// with the same key is handled anew. A completed key, or another request's claim, is kept.
-    async fn release_idempotency_key(
-        &self,
-        tenant: &TenantId,
-        key: &IdempotencyKey,
-        fingerprint: &[u8; 32],
-    ) -> PortResult<()>;
-}
-
-/// Largest response kept for an idempotency key (headers and body), in bytes.
-pub const MAX_KEPT_RESPONSE_BYTES: usize = 16 * 1024;
-
-/// A response kept for an idempotency key, replayed to a retry of the same request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeptResponse {
-    pub status: u16,
-    /// Headers worth replaying (`Location`, `Content-Type`), in order.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-/// The outcome of [`DesignStore::claim_idempotency_key`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdempotencyClaim {
-    /// The key was free: handle the request, then complete or release the claim.
-    Claimed,
-    /// A request with this key and fingerprint is being handled right now.
-    InProgress,
-    /// The key belongs to a request with another fingerprint (in progress or completed).
-    Mismatch,
-    /// A request with this key and fingerprint was handled: its response.
-    Completed(KeptResponse),
-}
+mod store;
+pub use store::*;
 
 // ---------------------------------------------------------------------------------------------
 // Rate limiter

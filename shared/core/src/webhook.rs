@@ -3,10 +3,13 @@
 //! A tenant registers a [`Webhook`]: a URL, the event kinds it wants and a signing secret. When
 //! an event of one of those kinds enters the tenant's feed ([`crate::feed`]), the store queues a
 //! [`Delivery`] in the same atomic write, so no delivery is lost to a crash or a timeout. A
-//! delivery worker claims due deliveries ([`WebhookStore::claim_due_deliveries`]), sends them and
-//! records each attempt ([`WebhookStore::finish_attempt`]): delivered, retried later on the
+//! delivery worker claims due deliveries ([`DeliveryQueue::claim_due_deliveries`]), sends them and
+//! records each attempt ([`DeliveryQueue::finish_attempt`]): delivered, retried later on the
 //! [`RetrySchedule`], or dead after the last attempt. The id a receiver sees (`webhook-id`) is
 //! [`Delivery::message_id`]: the same on every attempt of the same event.
+
+pub mod signing;
+pub mod target;
 
 use crate::event::EventKind;
 use crate::feed::FeedEntry;
@@ -227,8 +230,9 @@ impl RetrySchedule {
     }
 }
 
+/// The tenant's webhooks, as its API routes manage them and the delivery worker reads them.
 #[async_trait]
-pub trait WebhookStore: Send + Sync {
+pub trait WebhookRegistry: Send + Sync {
     /// Registers `hook` for `tenant`. [`crate::PortError::ConditionFailed`] when the tenant holds
     /// [`MAX_WEBHOOKS_PER_TENANT`] already.
     async fn create_webhook(&self, tenant: &TenantId, hook: &Webhook) -> PortResult<()>;
@@ -246,6 +250,12 @@ pub trait WebhookStore: Send + Sync {
         secret: &WebhookSecret,
         previous_until: DateTime<Utc>,
     ) -> PortResult<Option<Webhook>>;
+}
+
+/// The deliveries of feed entries to webhooks: queued with the entries (and by the API's test
+/// route), claimed and finished by the delivery worker, listed by the API.
+#[async_trait]
+pub trait DeliveryQueue: Send + Sync {
     /// Queues a delivery of `entry` to one webhook outside the feed (`POST
     /// /v1/webhooks/{id}/test`); `entry.seq` is 0 for a test event. Queuing the same webhook and
     /// seq again changes nothing.
@@ -280,6 +290,11 @@ pub trait WebhookStore: Send + Sync {
         limit: usize,
     ) -> PortResult<Page<Delivery>>;
 }
+
+/// What the delivery worker uses: the queue, and the registry for each delivery's webhook.
+pub trait WebhookStore: WebhookRegistry + DeliveryQueue {}
+
+impl<T: WebhookRegistry + DeliveryQueue> WebhookStore for T {}
 
 #[cfg(test)]
 mod tests {

@@ -5,9 +5,11 @@
 
 use crate::settings::Settings;
 use anyhow::{Context, Result};
-use openqq_adapters::{Backends, Durability};
-use openqq_api::{AppState, JwtKeys, LimitPolicy, TenantGuard};
-use openqq_core::{EventKind, RateLimiter, Topics};
+use openqq_adapters::{
+    Backends, Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter,
+};
+use openqq_api::{AppState, AppStateBuilder, JwtKeys, LimitPolicy};
+use openqq_core::{DesignStore, EventKind, ObjectStore, RateLimiter, Topics};
 use openqq_runtime::{BatchHandler, Consumer, RecordHandler};
 use std::sync::Arc;
 
@@ -15,70 +17,81 @@ use std::sync::Arc;
 pub struct Platform {
     pub settings: Settings,
     pub topics: Topics,
+    /// The backends the settings ask for: each embedded in the data dir unless configured
+    /// elsewhere, and the per-tenant request (and byte) limiter (Redis when configured, else in
+    /// process).
     pub backends: Backends,
-    /// The per-tenant request (and byte) limiter: Redis when configured, else in process.
-    pub limiter: Arc<dyn RateLimiter>,
     /// The request quota per tenant, with overrides from `--rate-limits`.
     pub limits: Arc<LimitPolicy>,
 }
 
 /// How often an idle event stream reads the store for what was applied since.
-pub const FEED_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+pub const FEED_POLL: std::time::Duration = openqq_api::DEFAULT_FEED_POLL;
 
 /// The topics the consumer functions read, in pipeline order.
 pub const CONSUMED: [EventKind; 3] =
     [EventKind::DesignSubmitted, EventKind::ValidationRequested, EventKind::ValidationFinished];
 
 impl Platform {
-    /// Builds every backend `settings` asks for. Settings are checked (and an MSK cluster's
-    /// brokers looked up) before anything is opened; each failure names its setting.
+    /// Builds exactly the backends `settings` asks for. Settings are checked (and an MSK
+    /// cluster's brokers looked up) before anything is opened; each failure names its setting.
+    /// The data dir is created, and the embedded log, store or objects opened in it, only for
+    /// the parts that are not elsewhere: a function on Kafka, DynamoDB and S3 writes no file.
     pub async fn build(settings: Settings) -> Result<Self> {
         settings.check()?;
         let topics = settings.topics();
         let kafka = crate::flags::kafka::settings(&settings.kafka, settings.partitions, topics.all()).await?;
         let dynamo = crate::flags::dynamo::settings(&settings.dynamo)?;
         let s3 = crate::flags::s3::settings(&settings.s3)?;
-        crate::flags::limiter::settings(&settings.limiter)?;
-        crate::data_dir::create_private(&settings.data_dir)?;
-        let durability = if settings.fsync { Durability::Power } else { Durability::Process };
-        let backends =
-            Backends::embedded_with(&settings.data_dir, settings.partitions, durability, &embedded_options(&settings))
-                .with_context(|| format!("opening the data dir {}", settings.data_dir.display()))?;
-        let backends = crate::flags::kafka::apply(backends, kafka).await?;
+        let limiter_settings = crate::flags::limiter::settings(&settings.limiter)?;
+        let log = crate::flags::kafka::connect(kafka).await?;
         // The store on DynamoDB (table created against a local endpoint, required on AWS).
-        let backends = crate::flags::dynamo::apply(backends, dynamo).await?;
+        let store = crate::flags::dynamo::connect(dynamo).await?;
         // Objects (full reports, large netlists, uploads) in S3 (bucket created only locally).
-        let backends = crate::flags::s3::apply(backends, s3).await?;
-        let limiter = limiter(&settings, &backends).await?;
+        let objects = crate::flags::s3::connect(s3).await?;
+        let mut embedded = Embedded::new(&settings);
+        let (log, source) = match log {
+            Some(log) => log,
+            None => embedded.log()?,
+        };
+        let store = match store {
+            Some(store) => store,
+            None => embedded.store()?,
+        };
+        let objects = match objects {
+            Some(objects) => objects,
+            None => embedded.objects()?,
+        };
+        let fallback: Arc<dyn RateLimiter> = Arc::new(InProcessRateLimiter::new());
+        let limiter = crate::flags::limiter::build(&limiter_settings, fallback).await?;
         let limits = Arc::new(LimitPolicy::new(settings.rate_limit.0));
         if let Some(path) = &settings.rate_limits {
             crate::overrides::watch_overrides(limits.clone(), path.clone())?;
         }
-        Ok(Self { settings, topics, backends, limiter, limits })
+        let backends = Backends { log, source, store, objects, limiter };
+        Ok(Self { settings, topics, backends, limits })
     }
 
-    /// The API's state. `keys` verify bearer tokens; `metrics` renders `/metrics` where metrics
-    /// are scraped (absent on Lambda).
-    pub fn api_state(&self, keys: JwtKeys, metrics: Option<metrics_exporter_prometheus::PrometheusHandle>) -> AppState {
+    /// The API's state, as the settings ask. `keys` verify bearer tokens; `metrics` renders
+    /// `/metrics` where metrics are scraped (absent on Lambda). The builder takes what only some
+    /// processes set (`openqq up --dev-tokens`).
+    pub fn api_state(
+        &self,
+        keys: JwtKeys,
+        metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    ) -> AppStateBuilder {
         let s = &self.settings;
-        AppState {
-            log: self.backends.log.clone(),
-            store: self.backends.store.clone(),
-            accepted: openqq_api::group_commit::markers(self.backends.store.clone()),
-            objects: self.backends.objects.clone(),
-            limiter: self.limiter.clone(),
-            limits: self.limits.clone(),
-            keys: Arc::new(keys),
-            identity: s.auth.into(),
-            topics: self.topics.clone(),
-            metrics,
-            max_body_bytes: s.max_body_bytes,
-            feed_poll: FEED_POLL,
-            webhooks_allow_private: s.webhooks_allow_private,
-            tenants: TenantGuard::new(s.tenant_limits()),
-            quota: Arc::new(openqq_api::quota::StorageQuota::new(s.storage_limits())),
-            dev_tokens: false,
-        }
+        let b = &self.backends;
+        AppState::builder(b.log.clone(), b.store.clone(), b.objects.clone(), b.limiter.clone(), Arc::new(keys))
+            .limits(self.limits.clone())
+            .identity(s.auth.into())
+            .topics(self.topics.clone())
+            .metrics(metrics)
+            .max_body_bytes(s.max_body_bytes)
+            .feed_poll(FEED_POLL)
+            .webhooks_allow_private(s.webhooks_allow_private)
+            .tenant_limits(s.tenant_limits())
+            .storage_limits(s.storage_limits())
     }
 
     /// How webhook deliveries are sent: the settings' timeout, schedule and address rule. A
@@ -128,17 +141,61 @@ impl Platform {
     }
 }
 
-/// The embedded backends' retention and readers, as the settings ask.
-fn embedded_options(s: &Settings) -> openqq_adapters::embedded::EmbeddedOptions {
-    let mut retention = openqq_adapters::embedded::Retention::days(7);
-    retention.default = s.log_retention;
-    retention.per_topic.insert(s.topics().dead_letter(), s.dead_letter_retention);
-    openqq_adapters::embedded::EmbeddedOptions { retention: Some(retention), store_readers: s.store_readers }
+/// The embedded backends, opened in the data dir only when one is asked for (the directory is
+/// created with the first).
+struct Embedded<'s> {
+    settings: &'s Settings,
+    dir_made: bool,
 }
 
-/// The request limiter: Redis (by URL or ElastiCache cache name) behind its Redis-down policy, or
-/// the in-process one.
-async fn limiter(s: &Settings, backends: &Backends) -> Result<Arc<dyn RateLimiter>> {
-    let settings = crate::flags::limiter::settings(&s.limiter)?;
-    crate::flags::limiter::build(&settings, backends.limiter.clone()).await
+impl<'s> Embedded<'s> {
+    fn new(settings: &'s Settings) -> Self {
+        Self { settings, dir_made: false }
+    }
+
+    fn dir(&mut self) -> Result<&'s std::path::Path> {
+        let dir = self.settings.data_dir.as_path();
+        if !self.dir_made {
+            crate::data_dir::create_private(dir)?;
+            self.dir_made = true;
+        }
+        Ok(dir)
+    }
+
+    fn durability(&self) -> Durability {
+        if self.settings.fsync {
+            Durability::Power
+        } else {
+            Durability::Process
+        }
+    }
+
+    fn log(&mut self) -> Result<crate::flags::kafka::LogHandles> {
+        let s = self.settings;
+        let dir = self.dir()?;
+        // Records every consumer group has read are deleted after the retention, in the background.
+        let mut retention = openqq_adapters::embedded::Retention::days(7);
+        retention.default = s.log_retention;
+        retention.per_topic.insert(s.topics().dead_letter(), s.dead_letter_retention);
+        let log = EmbeddedEventLog::open_with_retention(dir, s.partitions, self.durability(), retention)
+            .with_context(|| format!("opening the event log in the data dir {}", dir.display()))?;
+        let log = Arc::new(log);
+        Ok((log.clone(), log))
+    }
+
+    fn store(&mut self) -> Result<Arc<dyn DesignStore>> {
+        let readers = self.settings.store_readers;
+        let dir = self.dir()?;
+        let options = openqq_adapters::embedded::EmbeddedOptions { retention: None, store_readers: readers };
+        let store = EmbeddedDesignStore::open_with_readers(dir, self.durability(), options.store_readers())
+            .with_context(|| format!("opening the design store in the data dir {}", dir.display()))?;
+        Ok(Arc::new(store))
+    }
+
+    fn objects(&mut self) -> Result<Arc<dyn ObjectStore>> {
+        let dir = self.dir()?;
+        let objects = EmbeddedObjectStore::open(dir)
+            .with_context(|| format!("opening the object store in the data dir {}", dir.display()))?;
+        Ok(Arc::new(objects))
+    }
 }

@@ -211,8 +211,7 @@ pub async fn start(args: UpArgs) -> Result<Running> {
             EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind)).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
-    let mut state = platform.api_state(keys, Some(metrics));
-    state.dev_tokens = args.dev_tokens;
+    let state = platform.api_state(keys, Some(metrics)).dev_tokens(args.dev_tokens).build();
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;

@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
-use openqq_core::{DesignStore, PortError};
+use openqq_core::{DesignWrites, PortError};
 use openqq_runtime::kafka::{records, Incoming};
 use openqq_runtime::{BatchError, BatchHandler, FailedPartitions};
 use serde::Deserialize;
@@ -19,13 +19,13 @@ pub struct RemoteFunction {
     url: String,
     http: reqwest::Client,
     /// Where revisions the trigger gives up on are marked failed (the store the function shares).
-    store: Arc<dyn DesignStore>,
+    store: Arc<dyn DesignWrites>,
 }
 
 impl RemoteFunction {
     /// The function `name` at the Invoke API `base` (e.g. `http://127.0.0.1:9000`); each
     /// invocation may take up to `timeout`.
-    pub fn new(base: &str, name: &str, store: Arc<dyn DesignStore>, timeout: Duration) -> Self {
+    pub fn new(base: &str, name: &str, store: Arc<dyn DesignWrites>, timeout: Duration) -> Self {
         let http = reqwest::Client::builder().timeout(timeout).build().expect("a plain HTTP client builds");
         let url = format!("{}/2015-03-31/functions/{name}/invocations", base.trim_end_matches('/'));
         Self { name: name.to_owned(), url, http, store }

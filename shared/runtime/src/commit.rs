@@ -2,7 +2,7 @@
 //!
 //! A record handler asks for its store writes as [`Write`]s instead of making them. The
 //! [`Committer`] of a batch gathers the writes its lanes ask for at about the same time and hands
-//! them to the store in one [`DesignStore::apply_batch`] (one SQLite transaction on the embedded
+//! them to the store in one [`DesignWrites::apply_batch`] (one SQLite transaction on the embedded
 //! store), rather than one call per write.
 //!
 //! Gathering is group commit: a lane that asks while no call is in flight lets the other lanes of
@@ -15,7 +15,7 @@
 use futures_util::FutureExt;
 use openqq_core::event::Cause;
 use openqq_core::ports::{ApplyOp, BatchApplied};
-use openqq_core::{Change, DesignId, DesignStore, PortError, TenantId, TimelineEntry};
+use openqq_core::{Change, DesignId, DesignWrites, PortError, TenantId, TimelineEntry};
 use std::panic::AssertUnwindSafe;
 use tokio::sync::oneshot;
 
@@ -59,14 +59,14 @@ struct Request {
 /// Applies the writes the lanes of one batch ask for, in as few store calls as their timing
 /// allows (see the module documentation).
 pub(crate) struct Committer<'s> {
-    store: &'s dyn DesignStore,
+    store: &'s dyn DesignWrites,
     queue: std::sync::Mutex<Vec<Request>>,
     /// Held by the lane making the call in flight.
     turn: tokio::sync::Mutex<()>,
 }
 
 impl<'s> Committer<'s> {
-    pub(crate) fn new(store: &'s dyn DesignStore) -> Self {
+    pub(crate) fn new(store: &'s dyn DesignWrites) -> Self {
         Self { store, queue: std::sync::Mutex::new(Vec::new()), turn: tokio::sync::Mutex::new(()) }
     }
 
@@ -132,9 +132,9 @@ impl<'s> Committer<'s> {
     }
 }
 
-/// [`DesignStore::apply_batch`], with a panic in the store (a bug) turned into a permanent error
+/// [`DesignWrites::apply_batch`], with a panic in the store (a bug) turned into a permanent error
 /// of the first write, as a panic in a handler's own store call was: its record is dead-lettered.
-async fn apply_caught(store: &dyn DesignStore, ops: &[ApplyOp<'_>]) -> BatchApplied {
+async fn apply_caught(store: &dyn DesignWrites, ops: &[ApplyOp<'_>]) -> BatchApplied {
     match AssertUnwindSafe(store.apply_batch(ops)).catch_unwind().await {
         Ok(done) => done,
         Err(panic) => {

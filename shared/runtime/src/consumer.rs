@@ -15,7 +15,7 @@
 //! ([`Step::Write`]) and goes on with the outcome ([`RecordHandler::after`]). A lane asks for its
 //! records' first writes together, then runs each record's follow-up in offset order, then asks
 //! for the writes those named, and so on; the batch's [`Committer`](crate::commit) applies what
-//! the lanes ask for at about the same time in one [`openqq_core::DesignStore::apply_batch`].
+//! the lanes ask for at about the same time in one [`openqq_core::DesignWrites::apply_batch`].
 //! A batch of design-job or results records is one store call (one transaction on the embedded
 //! store) where it was one per record; a validation batch, whose records write before and after
 //! validating, is one call for the `started` writes and, for the `finished` writes, one per group
@@ -43,7 +43,7 @@ use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
 use futures_util::{FutureExt, StreamExt};
 use openqq_core::event::headers;
-use openqq_core::{Applied, DesignStore, Envelope, EventKind, EventLog, LogRecord, PortError, Topics};
+use openqq_core::{Applied, DesignWrites, Envelope, EventKind, EventLog, LogRecord, PortError, Topics};
 use serde::de::DeserializeOwned;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -194,7 +194,7 @@ pub struct Consumer<H> {
     log: Arc<dyn EventLog>,
     /// Where the batch's writes are applied, and where a revision whose record is dead-lettered
     /// becomes `failed`.
-    store: Arc<dyn DesignStore>,
+    store: Arc<dyn DesignWrites>,
     topics: Topics,
 }
 
@@ -242,7 +242,7 @@ impl GiveUp {
 type Failed = (GiveUp, RecordError);
 
 impl<H: RecordHandler> Consumer<H> {
-    pub fn new(handler: H, log: Arc<dyn EventLog>, store: Arc<dyn DesignStore>, topics: Topics) -> Self {
+    pub fn new(handler: H, log: Arc<dyn EventLog>, store: Arc<dyn DesignWrites>, topics: Topics) -> Self {
         Self { handler, log, store, topics }
     }
 

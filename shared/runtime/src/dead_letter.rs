@@ -15,7 +15,7 @@
 use crate::kafka::Incoming;
 use openqq_core::event::{clip, headers, MAX_DEAD_LETTER_REASON_BYTES};
 use openqq_core::ports::apply_for;
-use openqq_core::{Change, DeadLetter, DesignStore, Envelope, EventKind, PortError, Record, TimelineEntry};
+use openqq_core::{Change, DeadLetter, DesignWrites, Envelope, EventKind, PortError, Record, TimelineEntry};
 use tracing::warn;
 
 /// The dead-letter record for `rec`: its original key, value and headers, with the reason and
@@ -38,7 +38,7 @@ pub fn dead_letter_record(rec: &Incoming, function: &str, reason: &str) -> Recor
 /// Marks the revision `rec` belongs to as failed, with `reason` and a `design.failed` timeline
 /// entry. A record whose envelope does not decode names no revision and changes nothing. Only a
 /// retriable store error is returned: the caller must not commit the record yet.
-pub async fn fail_revision(store: &dyn DesignStore, rec: &Incoming, reason: &str) -> Result<(), PortError> {
+pub async fn fail_revision(store: &dyn DesignWrites, rec: &Incoming, reason: &str) -> Result<(), PortError> {
     let Ok(bytes) = &rec.value else { return Ok(()) };
     let Ok(env) = Envelope::decode(bytes) else { return Ok(()) };
     let entry = TimelineEntry {

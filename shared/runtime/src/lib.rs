@@ -11,7 +11,7 @@
 //!   limit fails its record, never the batch. The store writes handlers name go to the store a
 //!   batch at a time ([`commit`]).
 //! - [`commit`]: a record's store write ([`commit::Write`]) and the group commit that applies
-//!   the writes of a batch's lanes in one `DesignStore::apply_batch`.
+//!   the writes of a batch's lanes in one `DesignWrites::apply_batch`.
 //! - [`dead_letter`]: giving up on a record — its dead letter (the original bytes, the reason in
 //!   headers) and its revision marked `failed` with the reason.
 //! - [`esm`]: the event-source-mapping emulator that runs a consumer locally as the MSK trigger

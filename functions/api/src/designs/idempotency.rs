@@ -13,7 +13,7 @@
 use crate::problem::Problem;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use openqq_core::{DesignStore, IdempotencyClaim, IdempotencyKey, KeptResponse, TenantId};
+use openqq_core::{IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, TenantId};
 use sha2::{Digest, Sha256};
 use std::future::Future;
 use std::time::Duration;
@@ -59,7 +59,7 @@ pub fn fingerprint(path: &str, body: &[u8]) -> [u8; 32] {
 
 /// Runs `handle` at most once per tenant and key: its successful answer is kept and replayed.
 pub async fn once<F, Fut>(
-    store: &dyn DesignStore,
+    store: &dyn IdempotencyKeys,
     tenant: &TenantId,
     key: Option<IdempotencyKey>,
     fingerprint: [u8; 32],

@@ -1,6 +1,6 @@
 use super::*;
 use openqq_adapters::{Durability, EmbeddedDesignStore, EmbeddedObjectStore};
-use openqq_core::{Change, CorrelationId, EventKind, TimelineEntry, Verdict};
+use openqq_core::{Change, CorrelationId, DesignWrites, EventKind, TimelineEntry, Verdict};
 use serde_json::value::RawValue;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
@@ -14,7 +14,7 @@ fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
 }
 
 /// Gives `tenant` a design with a report of `report_bytes` bytes.
-async fn design_with_report(store: &dyn DesignStore, tenant: &TenantId, report_bytes: usize) -> DesignId {
+async fn design_with_report(store: &dyn DesignWrites, tenant: &TenantId, report_bytes: usize) -> DesignId {
     let d = DesignId::generate();
     store
         .apply(tenant, &d, &entry(EventKind::DesignSubmitted, 1), &Change::Submitted { name: Some("n".into()) })

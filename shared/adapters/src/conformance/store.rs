@@ -295,8 +295,10 @@ pub async fn markers_recorded_together_each_keep_the_highest_revision_of_their_o
         (t.clone(), accepted(&e, 4, Some("behind"))),
         (other.clone(), accepted(&d, 7, Some("theirs"))),
     ];
-    store.record_accepted_many(&markers).await.unwrap();
-    store.record_accepted_many(&[]).await.unwrap();
+    let answers = store.record_accepted_many(&markers).await;
+    assert_eq!(answers.len(), markers.len(), "one answer per marker");
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    assert!(store.record_accepted_many(&[]).await.is_empty());
     let v = store.get(&t, &d).await.unwrap().expect("each marker of the call is recorded");
     assert_eq!((v.name.as_str(), v.revision), ("one", 3), "the highest revision, with the name it kept");
     let v = store.get(&t, &e).await.unwrap().unwrap();

@@ -723,7 +723,7 @@ fn too_large(change: &Change) -> Option<PortError> {
     }
 }
 
-/// Applies `ops` in order with their feed entries (`DesignStore::apply_batch`'s contract): the
+/// Applies `ops` in order with their feed entries (`DesignWrites::apply_batch`'s contract): the
 /// outcomes of the prefix applied, and the error of the op that stopped the batch, if one did.
 pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[ApplyOp<'_>]) -> BatchApplied {
     let mut done = BatchApplied { applied: Vec::with_capacity(ops.len()), error: None };

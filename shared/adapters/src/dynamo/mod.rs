@@ -43,10 +43,12 @@ use openqq_core::ports::{ApplyOp, BatchApplied, Failure, PortResult, Usage};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::PortError;
 use openqq_core::{
-    AcceptedRevision, Applied, Change, DesignId, DesignStore, DesignView, IdempotencyClaim, IdempotencyKey,
-    KeptResponse, Page, StoredReport, TenantId, TimelineEntry,
+    AcceptedRevision, AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignView, DesignWrites,
+    IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, Page, StoredReport, TenantId, TimelineEntry,
 };
-use openqq_core::{EventFeed, FeedEntry, NewFeedEntry, Webhook, WebhookId, WebhookSecret, WebhookStore};
+use openqq_core::{
+    DeliveryQueue, FeedEntry, FeedReader, NewFeedEntry, Webhook, WebhookId, WebhookRegistry, WebhookSecret,
+};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -133,7 +135,62 @@ impl DynamoDesignStore {
 }
 
 #[async_trait]
-impl DesignStore for DynamoDesignStore {
+impl AcceptedRevisions for DynamoDesignStore {
+    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
+        reads::record_accepted(&self.client, &self.table, tenant, accepted).await
+    }
+
+    /// One conditional update per marker, the designs' in flight at once and each design's in
+    /// order: each update keeps the higher revision on its own, which one transaction would not
+    /// allow (a single lower revision would cancel them all). Each marker is answered on its own:
+    /// a design whose update failed (its tenant's partition throttled, say) fails its later
+    /// markers with the same error, untried, and no other design's.
+    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> Vec<PortResult<()>> {
+        let mut per_design: Vec<Vec<usize>> = Vec::new();
+        let mut index: std::collections::HashMap<(&TenantId, &DesignId), usize> = std::collections::HashMap::new();
+        for (at, (tenant, marker)) in accepted.iter().enumerate() {
+            let design = *index.entry((tenant, &marker.design_id)).or_insert_with(|| {
+                per_design.push(Vec::new());
+                per_design.len() - 1
+            });
+            per_design[design].push(at);
+        }
+        let calls: Vec<_> = per_design
+            .into_iter()
+            .map(|at| {
+                let (client, table) = (self.client.clone(), self.table.clone());
+                let markers: Vec<(TenantId, AcceptedRevision)> = at.iter().map(|&i| accepted[i].clone()).collect();
+                let call = tokio::spawn(async move {
+                    for (written, (tenant, marker)) in markers.iter().enumerate() {
+                        if let Err(e) = reads::record_accepted(&client, &table, tenant, marker).await {
+                            return (written, Some(e));
+                        }
+                    }
+                    (markers.len(), None)
+                });
+                (at, call)
+            })
+            .collect();
+        let mut answers: Vec<Option<PortResult<()>>> = accepted.iter().map(|_| None).collect();
+        for (at, call) in calls {
+            let (written, error) = call.await.unwrap_or_else(|e| {
+                (0, Some(PortError::Unavailable(Failure::from(format!("record accepted revision: {e}")))))
+            });
+            for &i in &at[..written] {
+                answers[i] = Some(Ok(()));
+            }
+            if let Some(e) = error {
+                for (&i, e) in at[written..].iter().zip(e.copies(at.len() - written)) {
+                    answers[i] = Some(Err(e));
+                }
+            }
+        }
+        answers.into_iter().map(|a| a.expect("every marker belongs to one design's call")).collect()
+    }
+}
+
+#[async_trait]
+impl DesignWrites for DynamoDesignStore {
     async fn apply(
         &self,
         tenant: &TenantId,
@@ -179,6 +236,13 @@ impl DesignStore for DynamoDesignStore {
         batch::apply(&self.client, &self.table, &self.memory, ops).await
     }
 
+    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+        feed::append(&self.client, &self.table, tenant, new).await
+    }
+}
+
+#[async_trait]
+impl DesignReads for DynamoDesignStore {
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
         reads::get(&self.client, &self.table, tenant, design).await
     }
@@ -203,44 +267,10 @@ impl DesignStore for DynamoDesignStore {
     async fn usage(&self, tenant: &TenantId) -> PortResult<Usage> {
         reads::usage(&self.client, &self.table, tenant).await
     }
+}
 
-    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
-        reads::record_accepted(&self.client, &self.table, tenant, accepted).await
-    }
-
-    /// One conditional update per marker, the designs' in flight at once and each design's in
-    /// order: each update keeps the higher revision on its own, which one transaction would not
-    /// allow (a single lower revision would cancel them all).
-    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
-        let mut per_design: Vec<Vec<(TenantId, AcceptedRevision)>> = Vec::new();
-        let mut index: std::collections::HashMap<(&TenantId, &DesignId), usize> = std::collections::HashMap::new();
-        for (tenant, marker) in accepted {
-            let at = *index.entry((tenant, &marker.design_id)).or_insert_with(|| {
-                per_design.push(Vec::new());
-                per_design.len() - 1
-            });
-            per_design[at].push((tenant.clone(), marker.clone()));
-        }
-        let mut calls = tokio::task::JoinSet::new();
-        for markers in per_design {
-            let (client, table) = (self.client.clone(), self.table.clone());
-            calls.spawn(async move {
-                for (tenant, marker) in &markers {
-                    reads::record_accepted(&client, &table, tenant, marker).await?;
-                }
-                Ok(())
-            });
-        }
-        let mut outcome = Ok(());
-        while let Some(done) = calls.join_next().await {
-            let done = done.unwrap_or_else(|e| {
-                Err(PortError::Unavailable(Failure::from(format!("record accepted revision: {e}"))))
-            });
-            outcome = outcome.and(done);
-        }
-        outcome
-    }
-
+#[async_trait]
+impl IdempotencyKeys for DynamoDesignStore {
     async fn claim_idempotency_key(
         &self,
         tenant: &TenantId,
@@ -273,11 +303,7 @@ impl DesignStore for DynamoDesignStore {
 }
 
 #[async_trait]
-impl EventFeed for DynamoDesignStore {
-    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
-        feed::append(&self.client, &self.table, tenant, new).await
-    }
-
+impl FeedReader for DynamoDesignStore {
     async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>> {
         feed::read(&self.client, &self.table, tenant, after, limit).await
     }
@@ -288,7 +314,7 @@ impl EventFeed for DynamoDesignStore {
 }
 
 #[async_trait]
-impl WebhookStore for DynamoDesignStore {
+impl WebhookRegistry for DynamoDesignStore {
     async fn create_webhook(&self, tenant: &TenantId, hook: &Webhook) -> PortResult<()> {
         webhooks::create(&self.client, &self.table, tenant, hook).await
     }
@@ -314,7 +340,10 @@ impl WebhookStore for DynamoDesignStore {
     ) -> PortResult<Option<Webhook>> {
         webhooks::rotate(&self.client, &self.table, tenant, id, secret, previous_until).await
     }
+}
 
+#[async_trait]
+impl DeliveryQueue for DynamoDesignStore {
     async fn queue_delivery(&self, tenant: &TenantId, id: &WebhookId, entry: &FeedEntry) -> PortResult<()> {
         webhooks::queue(&self.client, &self.table, tenant, id, entry).await
     }

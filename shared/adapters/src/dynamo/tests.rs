@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
 use aws_smithy_types::body::SdkBody;
 use openqq_core::PortError;
-use openqq_core::{CorrelationId, EventFeed, EventKind, WebhookId};
+use openqq_core::{CorrelationId, DesignReads, DesignWrites, EventKind, WebhookId};
 
 const TYPE_PREFIX: &str = "com.amazonaws.dynamodb.v20120810#";
 

@@ -26,7 +26,7 @@ pub struct EmbeddedOptions {
 }
 
 impl EmbeddedOptions {
-    pub(crate) fn store_readers(&self) -> usize {
+    pub fn store_readers(&self) -> usize {
         self.store_readers.unwrap_or_else(db::default_readers)
     }
 }

@@ -14,11 +14,12 @@ use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage, MAX_TIMELINE_
 use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::{
-    Applied, Change, DesignId, DesignStatus, DesignStore, DesignView, Page, PortError, StoredReport, TenantId,
-    TimelineEntry, Verdict,
+    AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignStatus, DesignView, DesignWrites, IdempotencyKeys,
+    Page, PortError, StoredReport, TenantId, TimelineEntry, Verdict,
 };
 use openqq_core::{
-    CorrelationId, EventFeed, EventKind, FeedEntry, NewFeedEntry, Webhook, WebhookId, WebhookSecret, WebhookStore,
+    CorrelationId, DeliveryQueue, EventKind, FeedEntry, FeedReader, NewFeedEntry, Webhook, WebhookId, WebhookRegistry,
+    WebhookSecret,
 };
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::value::RawValue;
@@ -320,7 +321,40 @@ impl EmbeddedDesignStore {
 }
 
 #[async_trait]
-impl DesignStore for EmbeddedDesignStore {
+impl AcceptedRevisions for EmbeddedDesignStore {
+    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
+        count("record_accepted");
+        let (tenant, accepted) = (tenant.to_string(), accepted.clone());
+        self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted)).await
+    }
+
+    /// One transaction for every marker: the one writer commits them together, so its
+    /// failure (a full disk, say) is each of theirs.
+    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> Vec<PortResult<()>> {
+        if accepted.is_empty() {
+            return Vec::new();
+        }
+        count("record_accepted_many");
+        let rows: Vec<(String, AcceptedRevision)> = accepted.iter().map(|(t, a)| (t.to_string(), a.clone())).collect();
+        let written = self
+            .writer
+            .call(move |conn| {
+                let tx = begin_immediate(conn)?;
+                for (tenant, marker) in &rows {
+                    accepted::record(&tx, tenant, marker)?;
+                }
+                tx.commit().map_err(|e| sqlite_error("commit", e))
+            })
+            .await;
+        match written {
+            Ok(()) => accepted.iter().map(|_| Ok(())).collect(),
+            Err(e) => e.copies(accepted.len()).into_iter().map(Err).collect(),
+        }
+    }
+}
+
+#[async_trait]
+impl DesignWrites for EmbeddedDesignStore {
     async fn apply(
         &self,
         tenant: &TenantId,
@@ -370,6 +404,18 @@ impl DesignStore for EmbeddedDesignStore {
             .unwrap_or_else(|e| BatchApplied { applied: Vec::new(), error: Some(e) })
     }
 
+    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+        count("append_feed");
+        let tenant = tenant.to_string();
+        let (design, entry, verdict) = (new.design_id.clone(), new.entry.clone(), new.verdict);
+        self.writer
+            .call(move |conn| feed::append(conn, &tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict }))
+            .await
+    }
+}
+
+#[async_trait]
+impl DesignReads for EmbeddedDesignStore {
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
         count("get");
         let (tenant, design) = (tenant.to_string(), design.to_string());
@@ -518,30 +564,10 @@ impl DesignStore for EmbeddedDesignStore {
             })
             .await
     }
+}
 
-    async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
-        count("record_accepted");
-        let (tenant, accepted) = (tenant.to_string(), accepted.clone());
-        self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted)).await
-    }
-
-    async fn record_accepted_many(&self, accepted: &[(TenantId, AcceptedRevision)]) -> PortResult<()> {
-        if accepted.is_empty() {
-            return Ok(());
-        }
-        count("record_accepted_many");
-        let rows: Vec<(String, AcceptedRevision)> = accepted.iter().map(|(t, a)| (t.to_string(), a.clone())).collect();
-        self.writer
-            .call(move |conn| {
-                let tx = begin_immediate(conn)?;
-                for (tenant, marker) in &rows {
-                    accepted::record(&tx, tenant, marker)?;
-                }
-                tx.commit().map_err(|e| sqlite_error("commit", e))
-            })
-            .await
-    }
-
+#[async_trait]
+impl IdempotencyKeys for EmbeddedDesignStore {
     async fn claim_idempotency_key(
         &self,
         tenant: &TenantId,
@@ -581,16 +607,7 @@ impl DesignStore for EmbeddedDesignStore {
 }
 
 #[async_trait]
-impl EventFeed for EmbeddedDesignStore {
-    async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
-        count("append_feed");
-        let tenant = tenant.to_string();
-        let (design, entry, verdict) = (new.design_id.clone(), new.entry.clone(), new.verdict);
-        self.writer
-            .call(move |conn| feed::append(conn, &tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict }))
-            .await
-    }
-
+impl FeedReader for EmbeddedDesignStore {
     async fn read_feed(&self, tenant: &TenantId, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>> {
         count("read_feed");
         let tenant = tenant.to_string();
@@ -605,7 +622,7 @@ impl EventFeed for EmbeddedDesignStore {
 }
 
 #[async_trait]
-impl WebhookStore for EmbeddedDesignStore {
+impl WebhookRegistry for EmbeddedDesignStore {
     async fn create_webhook(&self, tenant: &TenantId, hook: &Webhook) -> PortResult<()> {
         count("create_webhook");
         let (tenant, hook) = (tenant.to_string(), hook.clone());
@@ -641,7 +658,10 @@ impl WebhookStore for EmbeddedDesignStore {
         let (tenant, id, secret) = (tenant.to_string(), *id, secret.clone());
         self.writer.call(move |conn| feed::rotate_secret(conn, &tenant, &id, &secret, previous_until)).await
     }
+}
 
+#[async_trait]
+impl DeliveryQueue for EmbeddedDesignStore {
     async fn queue_delivery(&self, tenant: &TenantId, id: &WebhookId, entry: &FeedEntry) -> PortResult<()> {
         count("queue_delivery");
         let (tenant, id, entry) = (tenant.to_string(), *id, entry.clone());

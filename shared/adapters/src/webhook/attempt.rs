@@ -79,7 +79,7 @@ mod tests {
     use super::*;
     use crate::counting_recorder::Counters;
     use crate::{Durability, EmbeddedDesignStore};
-    use openqq_core::webhook::{Webhook, WebhookId};
+    use openqq_core::webhook::{DeliveryQueue, Webhook, WebhookId, WebhookRegistry};
     use openqq_core::{CorrelationId, DesignId, EventKind, FeedEntry, TenantId, WebhookSecret};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;

@@ -21,12 +21,13 @@
 mod attempt;
 pub mod client;
 pub mod outcome;
-pub mod signing;
 pub mod ssrf;
 pub mod worker;
 
 pub use attempt::{attempt, Attempted, DELIVERIES_METRIC};
 pub use client::{Message, SendError, WebhookClient, MAX_RESPONSE_BYTES};
+/// How deliveries are signed and secrets shown: the core's, which the API shares.
+pub use openqq_core::webhook::signing;
 pub use signing::{format_secret, parse_secret, payload, sign, signature_header};
 pub use ssrf::{check_target_url, is_public, GuardedResolver, ResolveError};
 pub use worker::{deliver_due_once, DeliverySettings, DeliveryWorker, RoundReport};

@@ -73,31 +73,26 @@ pub fn settings(args: &DynamoArgs) -> Result<Option<DynamoSettings>> {
     Ok(None)
 }
 
-/// `backends` with the store on DynamoDB when `settings` says so. A table that cannot be
-/// reached, or is missing on AWS, stops start-up with a sentence naming the setting.
+/// The design store on DynamoDB when `settings` says so (`None` when it stays embedded). A
+/// table that cannot be reached, or is missing on AWS, stops start-up with a sentence naming the
+/// setting.
 #[cfg(feature = "dynamodb")]
-pub async fn apply(
-    backends: openqq_adapters::Backends,
-    settings: Option<DynamoSettings>,
-) -> Result<openqq_adapters::Backends> {
+pub async fn connect(settings: Option<DynamoSettings>) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     use anyhow::Context;
-    let Some(settings) = settings else { return Ok(backends) };
+    let Some(settings) = settings else { return Ok(None) };
     let where_ = settings.endpoint.as_deref().unwrap_or("AWS");
-    let backends = backends.with_dynamodb(&settings).await.with_context(|| {
+    let store = openqq_adapters::DynamoDesignStore::connect(&settings).await.with_context(|| {
         format!("putting the design store on the DynamoDB table {} ({TABLE}) at {where_}", settings.table)
     })?;
     tracing::info!(table = settings.table, endpoint = where_, "The design store is on DynamoDB.");
-    Ok(backends)
+    Ok(Some(std::sync::Arc::new(store)))
 }
 
 #[cfg(not(feature = "dynamodb"))]
-pub async fn apply(
-    backends: openqq_adapters::Backends,
-    settings: Option<DynamoSettings>,
-) -> Result<openqq_adapters::Backends> {
+pub async fn connect(settings: Option<DynamoSettings>) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     match settings {
         Some(never) => match never {},
-        None => Ok(backends),
+        None => Ok(None),
     }
 }
 

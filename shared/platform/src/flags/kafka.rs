@@ -119,29 +119,29 @@ pub type KafkaSettings = openqq_adapters::KafkaSettings;
 #[cfg(not(feature = "kafka"))]
 pub type KafkaSettings = std::convert::Infallible;
 
-/// `backends` with the event log (both sides) on Kafka when `settings` says so.
+/// Both sides of an event log: where records are published and where consumers read them.
+pub type LogHandles = (std::sync::Arc<dyn openqq_core::EventLog>, std::sync::Arc<dyn openqq_core::LogSource>);
+
+/// The event log on Kafka when `settings` says so (`None` when it stays embedded). Brokers that
+/// cannot be reached stop start-up with a sentence naming them.
 #[cfg(feature = "kafka")]
-pub async fn apply(
-    backends: openqq_adapters::Backends,
-    settings: Option<KafkaSettings>,
-) -> anyhow::Result<openqq_adapters::Backends> {
+pub async fn connect(settings: Option<KafkaSettings>) -> anyhow::Result<Option<LogHandles>> {
     use anyhow::Context;
-    let Some(settings) = settings else { return Ok(backends) };
+    let Some(settings) = settings else { return Ok(None) };
     let (brokers, auth) = (settings.brokers.clone(), settings.security.auth.name());
-    let backends =
-        backends.with_kafka(settings).await.with_context(|| format!("putting the event log on Kafka at {brokers}"))?;
+    let log = openqq_adapters::kafka::KafkaEventLog::connect(settings)
+        .await
+        .with_context(|| format!("putting the event log on Kafka at {brokers}"))?;
     tracing::info!(brokers, auth, "The event log is on Kafka.");
-    Ok(backends)
+    let log = std::sync::Arc::new(log);
+    Ok(Some((log.clone(), log)))
 }
 
 #[cfg(not(feature = "kafka"))]
-pub async fn apply(
-    backends: openqq_adapters::Backends,
-    settings: Option<KafkaSettings>,
-) -> anyhow::Result<openqq_adapters::Backends> {
+pub async fn connect(settings: Option<KafkaSettings>) -> anyhow::Result<Option<LogHandles>> {
     match settings {
         Some(never) => match never {},
-        None => Ok(backends),
+        None => Ok(None),
     }
 }
 

@@ -80,31 +80,26 @@ pub fn settings(args: &S3Args) -> Result<Option<S3Settings>> {
     Ok(None)
 }
 
-/// `backends` with the object store on S3 when `settings` says so. A bucket that cannot be
-/// reached, or is missing on AWS, stops start-up with a sentence naming the setting.
+/// The object store on S3 when `settings` says so (`None` when objects stay in the data dir). A
+/// bucket that cannot be reached, or is missing on AWS, stops start-up with a sentence naming the
+/// setting.
 #[cfg(feature = "s3")]
-pub async fn apply(
-    backends: openqq_adapters::Backends,
-    settings: Option<S3Settings>,
-) -> Result<openqq_adapters::Backends> {
+pub async fn connect(settings: Option<S3Settings>) -> Result<Option<std::sync::Arc<dyn openqq_core::ObjectStore>>> {
     use anyhow::Context;
-    let Some(settings) = settings else { return Ok(backends) };
+    let Some(settings) = settings else { return Ok(None) };
     let where_ = settings.endpoint.as_deref().unwrap_or("AWS");
-    let backends = backends.with_s3(&settings).await.with_context(|| {
+    let objects = openqq_adapters::S3ObjectStore::connect(&settings).await.with_context(|| {
         format!("putting the object store in the S3 bucket {} ({BUCKET}) at {where_}", settings.bucket)
     })?;
     tracing::info!(bucket = settings.bucket, endpoint = where_, "The object store is on S3.");
-    Ok(backends)
+    Ok(Some(std::sync::Arc::new(objects)))
 }
 
 #[cfg(not(feature = "s3"))]
-pub async fn apply(
-    backends: openqq_adapters::Backends,
-    settings: Option<S3Settings>,
-) -> Result<openqq_adapters::Backends> {
+pub async fn connect(settings: Option<S3Settings>) -> Result<Option<std::sync::Arc<dyn openqq_core::ObjectStore>>> {
     match settings {
         Some(never) => match never {},
-        None => Ok(backends),
+        None => Ok(None),
     }
 }
 

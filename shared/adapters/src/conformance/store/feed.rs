@@ -1,4 +1,4 @@
-//! Design-store conformance for the tenant's event feed ([`openqq_core::EventFeed`]): numbered
+//! Design-store conformance for the tenant's event feed ([`openqq_core::FeedReader`]): numbered
 //! 1, 2, 3… per tenant without gaps, even under concurrent appends; one entry per design, kind
 //! and revision; read after a number, a page at a time, never another tenant's.
 

@@ -1,4 +1,4 @@
-//! Design-store conformance for webhooks and their deliveries ([`openqq_core::WebhookStore`]):
+//! Design-store conformance for webhooks and their deliveries ([`openqq_core::WebhookRegistry`] and [`openqq_core::DeliveryQueue`]):
 //! registrations per tenant up to the limit, secret rotation, deliveries queued with the feed
 //! entry for the webhooks that want its kind, claims that are fair between tenants and leased,
 //! attempts recorded as their outcome says, deliveries listed newest first, and tenants that never

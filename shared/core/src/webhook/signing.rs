@@ -3,10 +3,12 @@
 //! one per signing secret, separated by spaces, so a receiver still holding the secret before a
 //! rotation accepts the delivery during the overlap).
 
+use super::WebhookSecret;
+use crate::feed::FeedEntry;
+use crate::ids::TenantId;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use openqq_core::{FeedEntry, TenantId, WebhookSecret};
 use sha2::Sha256;
 
 /// The prefix of a secret's text form.
@@ -51,8 +53,8 @@ pub fn payload(tenant: &TenantId, entry: &FeedEntry) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{CorrelationId, DesignId, EventKind, Verdict};
     use chrono::{TimeZone, Utc};
-    use openqq_core::{CorrelationId, DesignId, EventKind, Verdict};
 
     const REFERENCE: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
