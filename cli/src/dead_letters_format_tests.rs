@@ -1,11 +1,11 @@
 //! Parsing and printing of `openqq dead-letters`, and the record a replay publishes.
 
 use super::*;
-use openqq_core::event::Cause;
+use openqq_core::event::Origin;
 use openqq_core::{CorrelationId, DesignId, EventKind};
 
-fn cause() -> Cause {
-    Cause {
+fn cause() -> Origin {
+    Origin {
         tenant_id: TenantId::parse("acme").unwrap(),
         design_id: DesignId::parse("d-1").unwrap(),
         revision: 4,

@@ -4,7 +4,7 @@
 //! state (`ready` or `failed`): nothing the attacker does may wedge a partition.
 
 use openqq_adapters::{Durability, EmbeddedEventLog};
-use openqq_core::event::Cause;
+use openqq_core::event::Origin;
 use openqq_core::ports::MAX_RECORD_BYTES;
 use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId, Topics};
 use openqq_e2e::noisy::PARTITIONS;
@@ -229,7 +229,7 @@ async fn records_near_the_size_limit_that_never_succeed_are_dead_lettered_and_st
     {
         let log = EmbeddedEventLog::open(&arena.server.data_dir, PARTITIONS, Durability::Process).unwrap();
         for i in 0..5 {
-            let cause = Cause {
+            let cause = Origin {
                 tenant_id: TenantId::parse("attacker").unwrap(),
                 design_id: DesignId::generate(),
                 revision: 1,

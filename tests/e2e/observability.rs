@@ -5,7 +5,7 @@
 //! deploy marker at the deploy, and fires the alert of infra/prometheus/rules.yml.
 
 use openqq_adapters::{Durability, EmbeddedEventLog};
-use openqq_core::event::Cause;
+use openqq_core::event::Origin;
 use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId, Topics};
 use openqq_e2e::prometheus::Prometheus;
 use openqq_e2e::{blink_design, repo_root, Client, Server};
@@ -110,7 +110,7 @@ async fn scrape(server: &Server) -> String {
 /// Writes a `design.submitted` record no design-job version can read while the server is down,
 /// so the restarted server dead-letters it.
 async fn publish_unreadable_submission(data_dir: &Path) {
-    let cause = Cause {
+    let cause = Origin {
         tenant_id: TenantId::parse("acme").unwrap(),
         design_id: DesignId::generate(),
         revision: 1,

@@ -302,7 +302,7 @@ async fn an_upload_request_over_64_mib_or_with_a_malformed_digest_is_refused_cle
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_netlist_object_that_is_missing_or_does_not_match_fails_its_revision_at_once_with_the_reason() {
-    use openqq_core::event::Cause;
+    use openqq_core::event::Origin;
     use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId};
 
     let dir = tempfile::tempdir().unwrap();
@@ -323,7 +323,7 @@ async fn a_netlist_object_that_is_missing_or_does_not_match_fails_its_revision_a
     let log = EmbeddedEventLog::open(dir.path(), PARTITIONS.parse().unwrap(), Durability::Process).unwrap();
     for digest in [&missing, &stored] {
         let design = DesignId::generate();
-        let cause = Cause {
+        let cause = Origin {
             tenant_id: TenantId::parse("acme").unwrap(),
             design_id: design.clone(),
             revision: 1,

@@ -3,7 +3,7 @@
 //! leaves its revision `failed` with the reason, visible to its tenant and no one else.
 
 use openqq_adapters::{Durability, EmbeddedEventLog};
-use openqq_core::event::Cause;
+use openqq_core::event::Origin;
 use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId, Topics};
 use openqq_e2e::noisy::wide_port_design;
 use openqq_e2e::{Client, Server};
@@ -50,7 +50,7 @@ async fn a_submission_the_platform_gives_up_on_shows_as_failed_with_its_reason_t
     // A submission whose payload no version of the design-job function can read, written to the
     // log while the server is down (the embedded log has one writer at a time).
     let design = DesignId::generate();
-    let cause = Cause {
+    let cause = Origin {
         tenant_id: TenantId::parse("acme").unwrap(),
         design_id: design.clone(),
         revision: 1,

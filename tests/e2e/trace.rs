@@ -4,7 +4,7 @@
 //! dead letter; an id nothing logged is said to be absent.
 
 use openqq_adapters::{Durability, EmbeddedEventLog, EmbeddedObjectStore};
-use openqq_core::event::{Cause, DesignSubmitted};
+use openqq_core::event::{DesignSubmitted, Origin};
 use openqq_core::{
     CorrelationId, DesignId, DesignSpec, Envelope, EventKind, EventLog, ObjectStore, Record, TenantId, Topics,
 };
@@ -118,7 +118,7 @@ async fn submission_of_a_missing_netlist(tenant: &TenantId, design_id: &DesignId
     design.as_object_mut().unwrap().remove("netlist");
     design["netlist_ref"] = json!(reference);
     let spec: DesignSpec = serde_json::from_value(design).unwrap();
-    let cause = Cause {
+    let cause = Origin {
         tenant_id: tenant.clone(),
         design_id: design_id.clone(),
         revision: 1,

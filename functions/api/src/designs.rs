@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use openqq_core::design::{ConstraintFormat, Constraints, Options, Payload, Target, INLINE_PAYLOAD_MAX_BYTES};
-use openqq_core::event::{Cause, DesignSubmitted};
+use openqq_core::event::{DesignSubmitted, Origin};
 use openqq_core::{
     AcceptedRevision, CorrelationId, DesignId, DesignSpec, Envelope, EventKind, KeptResponse, ObjectRef, PortError,
     TenantId,
@@ -133,7 +133,7 @@ async fn publish(
 ) -> Result<KeptResponse, Problem> {
     state.quota.check(state.reads.as_ref(), state.objects.as_ref(), &tenant, &design).await?;
     let spec = by_reference(state, &tenant, spec).await?;
-    let cause = Cause { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
+    let cause = Origin { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let name = spec.name.clone();
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
     let record = env.to_record();

@@ -31,7 +31,7 @@
 //! TCP listener with a header read timeout and a connection ceiling.
 //!
 //! Submissions are published to the log and answered 202 once durable; submissions arriving
-//! together share one append ([`group_commit`]). Of the store, the API
+//! together share one append ([`grouped`]). Of the store, the API
 //! writes only what it needs to answer: the accepted marker of each submission (so the design
 //! reads at once) and idempotency keys; the designs, timelines and reports are materialised by
 //! the consumer functions.
@@ -46,7 +46,7 @@ pub mod correlation;
 pub mod designs;
 pub mod dev_tokens;
 pub mod downstream;
-pub mod group_commit;
+pub mod grouped;
 pub mod limit;
 pub mod observe;
 pub mod pool;
@@ -86,7 +86,7 @@ pub struct AppState {
     /// Designs, reports, timelines and usage.
     pub(crate) reads: Arc<dyn DesignReads>,
     /// The store's accepted-revision markers, written together for concurrent submissions.
-    pub(crate) accepted: Arc<group_commit::Markers>,
+    pub(crate) accepted: Arc<grouped::Markers>,
     pub(crate) idempotency: Arc<dyn IdempotencyKeys>,
     pub(crate) feed: Arc<dyn FeedReader>,
     pub(crate) webhooks: Arc<dyn WebhookRegistry>,
@@ -131,7 +131,7 @@ impl AppState {
         AppStateBuilder(AppState {
             log,
             reads: store.clone(),
-            accepted: group_commit::markers(store.clone()),
+            accepted: grouped::markers(store.clone()),
             idempotency: store.clone(),
             feed: store.clone(),
             webhooks: store.clone(),
@@ -240,8 +240,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 4608 * 1024;
 
 /// The API router with every layer.
 pub fn router(state: AppState, pool: PoolConfig) -> Router {
-    // Submissions arriving together share their log appends ([`group_commit`]).
-    let state = AppState { log: Arc::new(group_commit::GroupCommit::new(group_commit::Appends(state.log))), ..state };
+    // Submissions arriving together share their log appends ([`grouped`]).
+    let state = AppState { log: Arc::new(grouped::GroupedAppends::new(grouped::Appends(state.log))), ..state };
     let v1 = Router::new()
         .route("/v1/designs", post(designs::submit).get(designs::list))
         .route("/v1/designs/{id}", get(designs::get_one))

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use openqq_adapters::{Backends, Durability};
-use openqq_core::event::{Cause, DesignSubmitted};
+use openqq_core::event::{DesignSubmitted, Origin};
 use openqq_core::ports::{ApplyOp, BatchApplied, PortResult};
 use openqq_core::*;
 use openqq_design_job::DesignJob;
@@ -15,7 +15,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 fn submitted(tenant: &str, rev: u64) -> Record {
-    let cause = Cause {
+    let cause = Origin {
         tenant_id: TenantId::parse(tenant).unwrap(),
         design_id: DesignId::parse(format!("d-{tenant}")).unwrap(),
         revision: rev,

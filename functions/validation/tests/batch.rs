@@ -4,7 +4,7 @@
 //! one at a time.
 
 use openqq_adapters::{Backends, Durability};
-use openqq_core::event::{Cause, DesignSubmitted as Submission};
+use openqq_core::event::{DesignSubmitted as Submission, Origin};
 use openqq_core::*;
 use openqq_runtime::kafka::to_event;
 use openqq_runtime::{BatchHandler, Consumer};
@@ -20,8 +20,8 @@ fn spec() -> DesignSpec {
     .unwrap()
 }
 
-fn cause(design: &DesignId, revision: u64) -> Cause {
-    Cause {
+fn cause(design: &DesignId, revision: u64) -> Origin {
+    Origin {
         tenant_id: TenantId::parse("acme").unwrap(),
         design_id: design.clone(),
         revision,

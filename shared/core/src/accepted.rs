@@ -10,7 +10,7 @@
 use crate::design::{DesignStatus, DesignView};
 use crate::event::{EventKind, TimelineEntry};
 use crate::ids::{CorrelationId, DesignId};
-use crate::ports::Page;
+use crate::page::Page;
 use chrono::{DateTime, Utc};
 
 /// A revision the API accepted (its `design.submitted` is durable in the log) that the

@@ -2,7 +2,7 @@
 
 use crate::event::TimelineEntry;
 use crate::ids::DesignId;
-use crate::ports::{ObjectRef, MAX_OBJECT_BYTES};
+use crate::object::{ObjectRef, MAX_OBJECT_BYTES};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;

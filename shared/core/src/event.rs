@@ -125,7 +125,7 @@ pub struct Envelope<P = Box<RawValue>> {
 /// What a consumer knows about the request that caused an event; copied into every event it
 /// produces, so one correlation id follows a design through all four functions.
 #[derive(Debug, Clone)]
-pub struct Cause {
+pub struct Origin {
     pub tenant_id: TenantId,
     pub design_id: DesignId,
     pub revision: u64,
@@ -134,7 +134,7 @@ pub struct Cause {
 
 impl<P> Envelope<P> {
     /// A new event with a fresh UUIDv7 id, stamped now.
-    pub fn new(kind: EventKind, cause: &Cause, producer: &str, payload: P) -> Self {
+    pub fn new(kind: EventKind, cause: &Origin, producer: &str, payload: P) -> Self {
         Self {
             event_id: Uuid::now_v7(),
             kind,
@@ -150,8 +150,8 @@ impl<P> Envelope<P> {
         }
     }
 
-    pub fn cause(&self) -> Cause {
-        Cause {
+    pub fn cause(&self) -> Origin {
+        Origin {
             tenant_id: self.tenant_id.clone(),
             design_id: self.design_id.clone(),
             revision: self.revision,
@@ -173,8 +173,8 @@ impl<P> Envelope<P> {
 
 impl<P: Serialize> Envelope<P> {
     /// Serialises the envelope into a log record keyed by tenant, with the routing headers.
-    pub fn to_record(&self) -> crate::ports::Record {
-        crate::ports::Record {
+    pub fn to_record(&self) -> crate::record::Record {
+        crate::record::Record {
             key: self.tenant_id.to_string(),
             value: serde_json::to_vec(self).expect("envelopes always serialise"),
             headers: vec![
@@ -269,7 +269,7 @@ pub struct ValidationFinished {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Box<RawValue>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report_ref: Option<crate::ports::ObjectRef>,
+    pub report_ref: Option<crate::object::ObjectRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -317,7 +317,7 @@ pub const MAX_DEAD_LETTER_REASON_BYTES: usize = 1024;
 
 /// Most bytes of original headers (names and values) a dead letter keeps; the rest are counted in
 /// `dead-letter-headers-dropped`. Together with the metadata this stays far inside the slack the
-/// Kafka adapter allows above [`crate::ports::MAX_RECORD_BYTES`] for key and headers, so any
+/// Kafka adapter allows above [`crate::record::MAX_RECORD_BYTES`] for key and headers, so any
 /// record the log accepted can be dead-lettered.
 pub const MAX_DEAD_LETTER_HEADER_BYTES: usize = 16 * 1024;
 
@@ -369,7 +369,7 @@ impl DeadLetter {
     /// The record to publish on the dead-letter topic: the original key and value, the original
     /// headers (within [`MAX_DEAD_LETTER_HEADER_BYTES`]; `event-kind` moved to
     /// `dead-letter-source-event-kind`), the metadata headers, and `event-kind: dead-letter`.
-    pub fn to_record(&self) -> crate::ports::Record {
+    pub fn to_record(&self) -> crate::record::Record {
         use dead_letter_headers as h;
         let mut out: Vec<(String, Vec<u8>)> = vec![(headers::EVENT_KIND.to_owned(), h::KIND.as_bytes().to_vec())];
         let mut budget = MAX_DEAD_LETTER_HEADER_BYTES;
@@ -402,17 +402,17 @@ impl DeadLetter {
         if dropped > 0 {
             meta(h::HEADERS_DROPPED, dropped.to_string());
         }
-        let value = if self.value.len() > crate::ports::MAX_RECORD_BYTES {
+        let value = if self.value.len() > crate::record::MAX_RECORD_BYTES {
             meta(h::VALUE_OMITTED, self.value.len().to_string());
             Vec::new()
         } else {
             self.value.clone()
         };
-        crate::ports::Record { key: self.key.clone(), value, headers: out }
+        crate::record::Record { key: self.key.clone(), value, headers: out }
     }
 
     /// Reads a record of the dead-letter topic back (what an operator's replay tool does).
-    pub fn from_record(record: &crate::ports::LogRecord) -> Result<Self, DeadLetterError> {
+    pub fn from_record(record: &crate::record::LogRecord) -> Result<Self, DeadLetterError> {
         use dead_letter_headers as h;
         let get = |name: &'static str| {
             record
@@ -469,8 +469,8 @@ pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
 mod tests {
     use super::*;
 
-    fn cause() -> Cause {
-        Cause {
+    fn cause() -> Origin {
+        Origin {
             tenant_id: TenantId::parse("acme").unwrap(),
             design_id: DesignId::parse("d1").unwrap(),
             revision: 3,
@@ -527,8 +527,8 @@ mod tests {
         }
     }
 
-    fn stored(rec: crate::ports::Record) -> crate::ports::LogRecord {
-        crate::ports::LogRecord {
+    fn stored(rec: crate::record::Record) -> crate::record::LogRecord {
+        crate::record::LogRecord {
             topic: "dead-letter".into(),
             partition: 0,
             offset: 0,
@@ -541,11 +541,11 @@ mod tests {
 
     #[test]
     fn a_dead_letter_of_a_record_at_the_size_limit_is_no_larger_than_the_record() {
-        let value = vec![b'x'; crate::ports::MAX_RECORD_BYTES];
+        let value = vec![b'x'; crate::record::MAX_RECORD_BYTES];
         let rec = letter(value.clone(), "boom").to_record();
         assert_eq!(rec.value, value, "the value is the original bytes, not an inflated copy");
         assert_eq!(rec.key, "acme");
-        crate::ports::check_record_sizes(std::slice::from_ref(&rec)).expect("the log accepts it");
+        crate::record::check_record_sizes(std::slice::from_ref(&rec)).expect("the log accepts it");
         let header_bytes: usize = rec.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
         assert!(header_bytes < 4 * 1024, "metadata stays small ({header_bytes} bytes)");
     }
@@ -568,11 +568,11 @@ mod tests {
 
     #[test]
     fn a_value_over_the_record_limit_is_left_out_so_the_dead_letter_still_fits() {
-        let rec = letter(vec![b'x'; crate::ports::MAX_RECORD_BYTES + 1], "too big").to_record();
+        let rec = letter(vec![b'x'; crate::record::MAX_RECORD_BYTES + 1], "too big").to_record();
         assert!(rec.value.is_empty());
-        crate::ports::check_record_sizes(std::slice::from_ref(&rec)).expect("the log accepts it");
+        crate::record::check_record_sizes(std::slice::from_ref(&rec)).expect("the log accepts it");
         let omitted = rec.headers.iter().find(|(k, _)| k == dead_letter_headers::VALUE_OMITTED).map(|(_, v)| v.clone());
-        assert_eq!(omitted, Some((crate::ports::MAX_RECORD_BYTES + 1).to_string().into_bytes()));
+        assert_eq!(omitted, Some((crate::record::MAX_RECORD_BYTES + 1).to_string().into_bytes()));
     }
 
     #[test]

@@ -9,9 +9,9 @@
 //! write and the append appends then). The feed holds one entry per design, kind and revision:
 //! appending the same triple again returns the entry already there.
 
+use crate::error::PortResult;
 use crate::event::{EventKind, TimelineEntry};
 use crate::ids::{CorrelationId, DesignId, TenantId};
-use crate::ports::PortResult;
 use crate::Verdict;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};

@@ -22,11 +22,15 @@
 
 pub mod accepted;
 pub mod design;
+pub mod error;
 pub mod event;
 pub mod feed;
 pub mod ids;
+pub mod object;
+pub mod page;
 pub mod partition;
 pub mod ports;
+pub mod record;
 pub mod revision;
 pub mod webhook;
 

@@ -33,8 +33,21 @@
 
 use crate::design::{Change, DesignStatus, Verdict};
 use crate::event::TimelineEntry;
-use crate::ports::Applied;
 use serde_json::value::RawValue;
+
+/// The outcome of a revision-conditional write. Both variants are success: a consumer commits
+/// its offset either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The entry was new; it and its change were written.
+    Applied,
+    /// This exact kind and revision was already applied (a re-read or a retried send), whether
+    /// or not newer revisions were applied since. Handlers publish their events again: the first
+    /// attempt may have crashed before publishing them.
+    Duplicate,
+    /// This revision was never applied and a newer revision of this kind was; nothing changed.
+    Stale,
+}
 
 /// What the store holds that the decision needs, for one design and one entry kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -11,10 +11,11 @@
 pub mod signing;
 pub mod target;
 
+use crate::error::PortResult;
 use crate::event::EventKind;
 use crate::feed::FeedEntry;
 use crate::ids::TenantId;
-use crate::ports::{Page, PortResult};
+use crate::page::Page;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

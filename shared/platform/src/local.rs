@@ -181,7 +181,9 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let metrics = openqq_telemetry::metrics("openqq");
     let platform = Arc::new(Platform::build(args.platform.clone()).await?);
     // Every line from here on also goes to the data dir's capped JSON log, which `openqq trace`
-    // reads; the data dir exists (and is private) once the platform is built.
+    // reads. `openqq up` keeps its log and its token secret there even where every backend is
+    // elsewhere, so the data dir is made (private) here whatever the platform opened in it.
+    crate::data_dir::create_private(&args.platform.data_dir)?;
     let log_file = openqq_telemetry::log_file::open(&args.platform.data_dir)
         .with_context(|| format!("opening the log file in {}", args.platform.data_dir.display()))?;
     tracing::info!(log_file = %log_file.display(), "Logging as JSON lines to the data dir.");

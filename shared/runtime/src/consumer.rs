@@ -14,7 +14,7 @@
 //! Store writes are batched too. A handler does not write: it names each write a record makes
 //! ([`Step::Write`]) and goes on with the outcome ([`RecordHandler::after`]). A lane asks for its
 //! records' first writes together, then runs each record's follow-up in offset order, then asks
-//! for the writes those named, and so on; the batch's [`Committer`](crate::commit) applies what
+//! for the writes those named, and so on; the batch's [`BatchWriter`](crate::writes) applies what
 //! the lanes ask for at about the same time in one [`openqq_core::DesignWrites::apply_batch`].
 //! A batch of design-job or results records is one store call (one transaction on the embedded
 //! store) where it was one per record; a validation batch, whose records write before and after
@@ -36,9 +36,9 @@
 //! that record was applied (a later record's first write, or a record in another lane of the
 //! partition) is applied again as a no-op, because every write is conditional on revision.
 
-use crate::commit::Committer;
 use crate::dead_letter::{dead_letter_record, fail_revision, panic_message};
 use crate::kafka::{records, Incoming};
+use crate::writes::BatchWriter;
 use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
 use futures_util::{FutureExt, StreamExt};
@@ -50,8 +50,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{error, info, info_span, warn, Instrument};
 
-pub use crate::commit::Write;
 pub use crate::outbox::Outbox;
+pub use crate::writes::Write;
 
 /// How one record failed.
 #[derive(Debug, thiserror::Error)]
@@ -248,9 +248,9 @@ impl<H: RecordHandler> Consumer<H> {
 
     /// Handles a batch's records, lane by lane ([`lanes`]).
     async fn handle_incoming(&self, records: Vec<Incoming>) -> Result<(), FailedPartitions> {
-        let committer = Committer::new(self.store.as_ref());
+        let writer = BatchWriter::new(self.store.as_ref());
         let outcomes: Vec<Result<(), BatchError>> =
-            futures_util::stream::iter(lanes(records).into_iter().map(|lane| self.lane(lane, &committer)))
+            futures_util::stream::iter(lanes(records).into_iter().map(|lane| self.lane(lane, &writer)))
                 .buffer_unordered(LANES)
                 .collect()
                 .await;
@@ -393,7 +393,7 @@ impl<H: RecordHandler> Consumer<H> {
 
     /// Handles one lane (one tenant's records of one partition), then publishes what its handlers
     /// queued. Records go through their steps together: every record's first write in one
-    /// request to the batch's [`Committer`], then each record's follow-up in offset order, then
+    /// request to the batch's [`BatchWriter`], then each record's follow-up in offset order, then
     /// the writes those asked for in one request, and so on. Each write is conditional on
     /// revision and a lane's writes are applied in its order, so a design's records still apply
     /// in order.
@@ -402,7 +402,7 @@ impl<H: RecordHandler> Consumer<H> {
     /// dead-lettered only once every record before it ended, and a retriable failure stops the
     /// lane at its record (the records before it are seen through, those from it on are left to
     /// the retry, and none of them is dead-lettered now, for the retry would read it again).
-    async fn lane(&self, lane: Vec<Incoming>, committer: &Committer<'_>) -> Result<(), BatchError> {
+    async fn lane(&self, lane: Vec<Incoming>, writer: &BatchWriter<'_>) -> Result<(), BatchError> {
         let mut run = Run {
             progress: lane.iter().map(|_| Progress::default()).collect(),
             ended: lane.iter().map(|_| None).collect(),
@@ -434,7 +434,7 @@ impl<H: RecordHandler> Consumer<H> {
                 states.push(state);
             }
             let t0 = Instant::now();
-            let (writes, done) = committer.apply(writes).await;
+            let (writes, done) = writer.apply(writes).await;
             let call = t0.elapsed();
             let (mut outcomes, mut error) = (done.applied.into_iter(), done.error);
             for ((i, write), state) in records.into_iter().zip(writes).zip(states) {

@@ -9,8 +9,8 @@
 //!   partition from there (a partial-batch response) so it is retried in order. What handlers
 //!   publish waits in an [`outbox::Outbox`], flushed once per lane; an event over the record
 //!   limit fails its record, never the batch. The store writes handlers name go to the store a
-//!   batch at a time ([`commit`]).
-//! - [`commit`]: a record's store write ([`commit::Write`]) and the group commit that applies
+//!   batch at a time ([`writes`]).
+//! - [`writes`]: a record's store write ([`writes::Write`]) and the gathering that applies
 //!   the writes of a batch's lanes in one `DesignWrites::apply_batch`.
 //! - [`dead_letter`]: giving up on a record — its dead letter (the original bytes, the reason in
 //!   headers) and its revision marked `failed` with the reason.
@@ -24,13 +24,13 @@
 //! no AWS SDK, no command-line parser and no Lambda runtime. Choosing backends from settings and
 //! running under Lambda is `openqq-platform`'s.
 
-pub mod commit;
 pub mod consumer;
 pub mod dead_letter;
 pub mod esm;
 pub mod kafka;
 pub mod outbox;
 pub mod response;
+pub mod writes;
 
 pub use consumer::{
     BatchError, BatchHandler, Consumer, FailedPartitions, Outbox, RecordError, RecordHandler, Step, Write,

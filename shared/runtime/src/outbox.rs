@@ -64,12 +64,12 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openqq_core::event::Cause;
+    use openqq_core::event::Origin;
     use openqq_core::{CorrelationId, DesignId, EventKind, TenantId};
 
     #[test]
     fn an_event_over_the_record_limit_is_refused_with_a_reason_and_not_queued() {
-        let cause = Cause {
+        let cause = Origin {
             tenant_id: TenantId::parse("acme").unwrap(),
             design_id: DesignId::parse("d").unwrap(),
             revision: 1,

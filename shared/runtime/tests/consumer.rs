@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use openqq_adapters::{Backends, Durability};
-use openqq_core::event::Cause;
+use openqq_core::event::Origin;
 use openqq_core::ports::MAX_RECORD_BYTES;
 use openqq_core::*;
 use openqq_runtime::kafka::to_event;
@@ -65,8 +65,8 @@ impl RecordHandler for Scripted {
     }
 }
 
-fn cause(tenant: &str, design: &str, revision: u64) -> Cause {
-    Cause {
+fn cause(tenant: &str, design: &str, revision: u64) -> Origin {
+    Origin {
         tenant_id: TenantId::parse(tenant).unwrap(),
         design_id: DesignId::parse(design).unwrap(),
         revision,

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use openqq_adapters::{Backends, Durability};
-use openqq_core::event::{Cause, DesignSubmitted};
+use openqq_core::event::{DesignSubmitted, Origin};
 use openqq_core::*;
 use openqq_runtime::kafka::to_event;
 use openqq_runtime::{BatchHandler, Consumer};
@@ -16,7 +16,7 @@ use std::time::Duration;
 pub struct Rig {
     pub b: Backends,
     pub topics: Topics,
-    pub cause: Cause,
+    pub cause: Origin,
     _dir: tempfile::TempDir,
 }
 
@@ -26,7 +26,7 @@ pub async fn validated(name: &str, spec: DesignSpec, budget: Duration) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let topics = Topics::default();
-    let cause = Cause {
+    let cause = Origin {
         tenant_id: TenantId::parse("acme").unwrap(),
         design_id: DesignId::generate(),
         revision: 1,

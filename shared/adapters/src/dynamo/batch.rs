@@ -29,14 +29,13 @@
 
 use super::apply::{Expr, MAX_REPORT_ITEM_BYTES};
 use super::error::classify;
-use super::feed::{
-    back_off, delivery_item, entry_item, head_write, once_item, put_new, stored_nanos, transact, webhook_kinds,
-    webhooks_unchanged,
-};
+use super::feed::{entry_item, head_write, once_item};
 use super::table::{
     applied_sk, design_pk, design_sk, entry_sk, feed_once_sk, feed_pk, key, n, report_sk, s, tenant_pk, Attrs, Item,
     FEED_HEAD_SK, PK, SK, WEBHOOK_COUNT_SK,
 };
+use super::transact::{back_off, put_new, stored_nanos, transact};
+use super::webhooks::{delivery_item, webhook_kinds, webhooks_unchanged};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use chrono::Utc;

@@ -9,86 +9,23 @@
 //! webhook that wants the kind. A lost race (another append took `n + 1`, or a webhook came or
 //! went) reads and tries again; a repeat finds its `U#` item and answers its number.
 
-use super::error::{cancellation_reasons, classify, transact_failure_of, Class, TransactFailure};
+use super::error::classify;
 use super::reads::{get_item, prefix_range, query};
 use super::table::{
-    deliveries_pk, delivery_sk, due_sk, feed_head_key, feed_once_sk, feed_pk, feed_sk, key, n, s, tenant_pk, Attrs,
-    Item, DUE_PARTITION, DUE_PK, DUE_SK, FEED_HEAD_SK, FEED_PREFIX, PK, SK, WEBHOOK_COUNT_SK, WEBHOOK_PREFIX,
+    feed_head_key, feed_once_sk, feed_pk, feed_sk, key, n, s, tenant_pk, Attrs, Item, FEED_HEAD_SK, FEED_PREFIX, PK,
+    SK, WEBHOOK_COUNT_SK,
 };
-use crate::embedded::feed::{nanos, parse_kinds};
-use aws_sdk_dynamodb::types::{ConditionCheck, KeysAndAttributes, Put, TransactWriteItem, Update};
+use super::transact::{back_off, put_new, stored_nanos, transact};
+use super::webhooks::{delivery_item, webhooks_unchanged, webhooks_wanting};
+use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use openqq_core::feed::MAX_FEED_PAGE;
 use openqq_core::ports::PortResult;
-use openqq_core::{
-    CorrelationId, DesignId, EventKind, FeedEntry, NewFeedEntry, PortError, TenantId, Verdict, WebhookId,
-};
-use std::time::Duration;
+use openqq_core::{CorrelationId, DesignId, EventKind, FeedEntry, NewFeedEntry, PortError, TenantId, Verdict};
 
 /// Reads and writes at most this many times when other appends keep taking the next number.
 const MAX_APPEND_ATTEMPTS: u32 = 32;
-
-/// A time as stored in a number attribute: nanoseconds since the epoch, never negative.
-pub(crate) fn stored_nanos(t: DateTime<Utc>) -> u64 {
-    nanos(t).max(0) as u64
-}
-
-/// Sends `items` as one transaction: `Ok(Ok(()))` when it committed, `Ok(Err(reasons))` when it
-/// was cancelled only for failed conditions or conflicts (each item's reason), `Err` otherwise.
-pub(crate) async fn transact(
-    client: &Client,
-    op: &str,
-    items: Vec<TransactWriteItem>,
-) -> PortResult<Result<(), Vec<Option<Class>>>> {
-    match client.transact_write_items().set_transact_items(Some(items)).send().await {
-        Ok(_) => Ok(Ok(())),
-        Err(e) => {
-            let reasons = cancellation_reasons(&e);
-            match transact_failure_of(op, e) {
-                TransactFailure::LostRace => Ok(Err(reasons)),
-                TransactFailure::Failed(e) => Err(e),
-            }
-        }
-    }
-}
-
-/// A short pause before trying a lost race again, longer each time.
-pub(crate) async fn back_off(attempt: u32) {
-    let jitter = u64::from(Utc::now().timestamp_subsec_nanos() % 8);
-    tokio::time::sleep(Duration::from_millis(u64::from(attempt.min(20)) * 3 + jitter)).await;
-}
-
-pub(crate) fn put_new(table: &str, item: Item) -> TransactWriteItem {
-    let put = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .condition_expression("attribute_not_exists(#pk)")
-        .expression_attribute_names("#pk", PK)
-        .build()
-        .expect("table and item are set");
-    TransactWriteItem::builder().put(put).build()
-}
-
-/// The item of a pending delivery of `entry` (as JSON) to webhook `id`, due at `due_ns`.
-pub(crate) fn delivery_item(tenant: &TenantId, id: &WebhookId, seq: u64, entry_json: &str, due_ns: u64) -> Item {
-    let mut item = key(deliveries_pk(tenant, id), delivery_sk(seq));
-    item.extend([
-        ("item_type".to_owned(), s("delivery")),
-        ("tenant".to_owned(), s(tenant.as_str())),
-        ("webhook_id".to_owned(), s(id.to_string())),
-        ("seq".to_owned(), n(seq)),
-        ("entry".to_owned(), s(entry_json)),
-        ("status".to_owned(), s("pending")),
-        ("attempts".to_owned(), n(0)),
-        ("next_ns".to_owned(), n(due_ns)),
-        ("created_ns".to_owned(), n(due_ns)),
-        ("updated_ns".to_owned(), n(due_ns)),
-        (DUE_PK.to_owned(), s(DUE_PARTITION)),
-        (DUE_SK.to_owned(), s(due_sk(tenant, due_ns, id, seq))),
-    ]);
-    item
-}
 
 /// The head moved from `last` to `next`: a new head item when `last` is 0 (the tenant's first
 /// entry), else an update on condition it still says `last`.
@@ -135,21 +72,6 @@ pub(crate) fn once_item(tenant: &TenantId, once: String, seq: u64) -> Item {
     let mut marker = key(feed_pk(tenant), once);
     marker.extend([("item_type".to_owned(), s("feed_once")), ("seq".to_owned(), n(seq))]);
     marker
-}
-
-/// A check that the tenant's webhooks are still the ones read: the count item's `version` is
-/// still the one read, or the item is still absent.
-pub(crate) fn webhooks_unchanged(table: &str, tenant: &TenantId, hooks: Option<(u64, u64)>) -> TransactWriteItem {
-    let check =
-        ConditionCheck::builder().table_name(table).set_key(Some(key(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned())));
-    let check = match hooks {
-        Some((_, version)) => check
-            .condition_expression("#version = :version")
-            .expression_attribute_names("#version", "version")
-            .expression_attribute_values(":version", n(version)),
-        None => check.condition_expression("attribute_not_exists(#pk)").expression_attribute_names("#pk", PK),
-    };
-    TransactWriteItem::builder().condition_check(check.build().expect("table, key and condition are set")).build()
 }
 
 fn feed_entry(item: &Item) -> PortResult<FeedEntry> {
@@ -222,32 +144,6 @@ async fn read_held(client: &Client, table: &str, tenant: &TenantId, once: &str) 
         }
     }
     Err(PortError::Throttled { retry_after: None })
-}
-
-/// The tenant's webhooks (at most ten) with the kinds each wants, as registered.
-pub(crate) async fn webhook_kinds(
-    client: &Client,
-    table: &str,
-    tenant: &TenantId,
-) -> PortResult<Vec<(WebhookId, Vec<EventKind>)>> {
-    let hooks = query(client, table, tenant_pk(tenant), prefix_range(WEBHOOK_PREFIX), false, 100).await?;
-    let mut found = Vec::with_capacity(hooks.len());
-    for hook in &hooks {
-        let kinds = parse_kinds(hook.str_attr("kinds")?).ok_or_else(|| super::table::corrupt("kinds"))?;
-        found.push((WebhookId::parse(hook.str_attr("id")?).ok_or_else(|| super::table::corrupt("id"))?, kinds));
-    }
-    Ok(found)
-}
-
-/// The ids of the tenant's webhooks that want `kind`.
-async fn webhooks_wanting(
-    client: &Client,
-    table: &str,
-    tenant: &TenantId,
-    kind: EventKind,
-) -> PortResult<Vec<WebhookId>> {
-    let hooks = webhook_kinds(client, table, tenant).await?;
-    Ok(hooks.into_iter().filter(|(_, kinds)| kinds.contains(&kind)).map(|(id, _)| id).collect())
 }
 
 pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {

@@ -26,6 +26,7 @@ mod idempotency;
 mod reads;
 mod requests;
 pub mod table;
+mod transact;
 mod webhooks;
 
 pub use apply::MAX_REPORT_ITEM_BYTES;

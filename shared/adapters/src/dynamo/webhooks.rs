@@ -8,13 +8,13 @@
 
 use super::apply::Expr;
 use super::error::{classify, is_condition_failed, Class};
-use super::feed::{back_off, delivery_item, put_new, stored_nanos, transact};
 use super::reads::{get_item, prefix_range, query};
 use super::table::{
     deliveries_pk, delivery_sk, due_sk, key, n, parse_due_sk, s, tenant_pk, webhook_sk, Attrs, Item, DELIVERY_PREFIX,
     DUE_INDEX, DUE_PARTITION, DUE_PK, DUE_SK, PK, SK, WEBHOOK_COUNT_SK, WEBHOOK_PREFIX,
 };
-use crate::embedded::feed::{
+use super::transact::{back_off, put_new, stored_nanos, transact};
+use crate::embedded::webhooks::{
     check_webhook, kinds_text, lease_end, outcome_fields, parse_delivery_cursor, parse_kinds, parse_status,
     status_text, MAX_DELIVERY_PAGE,
 };
@@ -26,7 +26,7 @@ use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::PortResult;
 use openqq_core::webhook::{AttemptOutcome, Delivery, DeliveryStatus, MAX_WEBHOOKS_PER_TENANT};
-use openqq_core::{FeedEntry, Page, PortError, TenantId, Webhook, WebhookId, WebhookSecret};
+use openqq_core::{EventKind, FeedEntry, Page, PortError, TenantId, Webhook, WebhookId, WebhookSecret};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -487,4 +487,65 @@ pub(crate) async fn list_deliveries(
         items.last().map(|d| d.entry.seq.to_string())
     });
     Ok(Page { items, next: next.flatten() })
+}
+
+/// The item of a pending delivery of `entry` (as JSON) to webhook `id`, due at `due_ns`.
+pub(crate) fn delivery_item(tenant: &TenantId, id: &WebhookId, seq: u64, entry_json: &str, due_ns: u64) -> Item {
+    let mut item = key(deliveries_pk(tenant, id), delivery_sk(seq));
+    item.extend([
+        ("item_type".to_owned(), s("delivery")),
+        ("tenant".to_owned(), s(tenant.as_str())),
+        ("webhook_id".to_owned(), s(id.to_string())),
+        ("seq".to_owned(), n(seq)),
+        ("entry".to_owned(), s(entry_json)),
+        ("status".to_owned(), s("pending")),
+        ("attempts".to_owned(), n(0)),
+        ("next_ns".to_owned(), n(due_ns)),
+        ("created_ns".to_owned(), n(due_ns)),
+        ("updated_ns".to_owned(), n(due_ns)),
+        (DUE_PK.to_owned(), s(DUE_PARTITION)),
+        (DUE_SK.to_owned(), s(due_sk(tenant, due_ns, id, seq))),
+    ]);
+    item
+}
+
+/// A check that the tenant's webhooks are still the ones read: the count item's `version` is
+/// still the one read, or the item is still absent.
+pub(crate) fn webhooks_unchanged(table: &str, tenant: &TenantId, hooks: Option<(u64, u64)>) -> TransactWriteItem {
+    let check =
+        ConditionCheck::builder().table_name(table).set_key(Some(key(tenant_pk(tenant), WEBHOOK_COUNT_SK.to_owned())));
+    let check = match hooks {
+        Some((_, version)) => check
+            .condition_expression("#version = :version")
+            .expression_attribute_names("#version", "version")
+            .expression_attribute_values(":version", n(version)),
+        None => check.condition_expression("attribute_not_exists(#pk)").expression_attribute_names("#pk", PK),
+    };
+    TransactWriteItem::builder().condition_check(check.build().expect("table, key and condition are set")).build()
+}
+
+/// The tenant's webhooks (at most ten) with the kinds each wants, as registered.
+pub(crate) async fn webhook_kinds(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+) -> PortResult<Vec<(WebhookId, Vec<EventKind>)>> {
+    let hooks = query(client, table, tenant_pk(tenant), prefix_range(WEBHOOK_PREFIX), false, 100).await?;
+    let mut found = Vec::with_capacity(hooks.len());
+    for hook in &hooks {
+        let kinds = parse_kinds(hook.str_attr("kinds")?).ok_or_else(|| super::table::corrupt("kinds"))?;
+        found.push((WebhookId::parse(hook.str_attr("id")?).ok_or_else(|| super::table::corrupt("id"))?, kinds));
+    }
+    Ok(found)
+}
+
+/// The ids of the tenant's webhooks that want `kind`.
+pub(crate) async fn webhooks_wanting(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    kind: EventKind,
+) -> PortResult<Vec<WebhookId>> {
+    let hooks = webhook_kinds(client, table, tenant).await?;
+    Ok(hooks.into_iter().filter(|(_, kinds)| kinds.contains(&kind)).map(|(id, _)| id).collect())
 }

@@ -1,8 +1,10 @@
 //! Shared SQLite plumbing: opening a database in WAL mode, pools of reader connections, and
 //! running blocking calls from async code.
 
+use chrono::{DateTime, Utc};
+use openqq_core::ports::PortResult;
 use openqq_core::PortError;
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -69,6 +71,23 @@ pub(crate) fn sqlite_error(what: &str, e: rusqlite::Error) -> PortError {
         )
     );
     PortError::backend(format!("sqlite: {what}: {e}"), retriable, e)
+}
+
+/// A stored value that does not parse as `what`: the row is corrupt, not the caller's request.
+pub(super) fn corrupt(what: &str) -> rusqlite::Error {
+    rusqlite::Error::InvalidColumnType(0, what.to_owned(), rusqlite::types::Type::Text)
+}
+
+pub(super) fn time(text: &str, what: &str) -> rusqlite::Result<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&Utc)).map_err(|_| corrupt(what))
+}
+
+pub(super) fn begin_tx(conn: &mut Connection) -> PortResult<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sqlite_error("begin", e))
+}
+
+pub(super) fn commit_tx(tx: rusqlite::Transaction<'_>) -> PortResult<()> {
+    tx.commit().map_err(|e| sqlite_error("commit", e))
 }
 
 /// One connection, or a small pool of them, used from async code. A call takes a free

@@ -9,6 +9,7 @@ mod log;
 mod objects;
 mod retention;
 mod store;
+pub(crate) mod webhooks;
 
 pub use db::{record_sqlite_memory, Durability};
 pub use limiter::InProcessRateLimiter;

@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{accepted, feed, idempotency};
+use super::{accepted, feed, idempotency, webhooks};
 use openqq_core::{AcceptedRevision, IdempotencyClaim, IdempotencyKey, KeptResponse};
 
 const SCHEMA: &str = "
@@ -75,7 +75,7 @@ impl EmbeddedDesignStore {
         // The API's own tables (accepted-revision markers and idempotency keys), and the feed,
         // webhooks and deliveries.
         writer
-            .execute_batch(&format!("{}{}{}", accepted::SCHEMA, idempotency::SCHEMA, feed::SCHEMA))
+            .execute_batch(&format!("{}{}{}{}", accepted::SCHEMA, idempotency::SCHEMA, feed::SCHEMA, webhooks::SCHEMA))
             .map_err(|e| sqlite_error("initialise schema", e))?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
@@ -626,25 +626,25 @@ impl WebhookRegistry for EmbeddedDesignStore {
     async fn create_webhook(&self, tenant: &TenantId, hook: &Webhook) -> PortResult<()> {
         count("create_webhook");
         let (tenant, hook) = (tenant.to_string(), hook.clone());
-        self.writer.call(move |conn| feed::create_webhook(conn, &tenant, &hook)).await
+        self.writer.call(move |conn| webhooks::create_webhook(conn, &tenant, &hook)).await
     }
 
     async fn list_webhooks(&self, tenant: &TenantId) -> PortResult<Vec<Webhook>> {
         count("list_webhooks");
         let tenant = tenant.to_string();
-        self.reader.call(move |conn| feed::list_webhooks(conn, &tenant)).await
+        self.reader.call(move |conn| webhooks::list_webhooks(conn, &tenant)).await
     }
 
     async fn get_webhook(&self, tenant: &TenantId, id: &WebhookId) -> PortResult<Option<Webhook>> {
         count("get_webhook");
         let (tenant, id) = (tenant.to_string(), *id);
-        self.reader.call(move |conn| feed::get_webhook(conn, &tenant, &id)).await
+        self.reader.call(move |conn| webhooks::get_webhook(conn, &tenant, &id)).await
     }
 
     async fn delete_webhook(&self, tenant: &TenantId, id: &WebhookId) -> PortResult<bool> {
         count("delete_webhook");
         let (tenant, id) = (tenant.to_string(), *id);
-        self.writer.call(move |conn| feed::delete_webhook(conn, &tenant, &id)).await
+        self.writer.call(move |conn| webhooks::delete_webhook(conn, &tenant, &id)).await
     }
 
     async fn rotate_webhook_secret(
@@ -656,7 +656,7 @@ impl WebhookRegistry for EmbeddedDesignStore {
     ) -> PortResult<Option<Webhook>> {
         count("rotate_webhook_secret");
         let (tenant, id, secret) = (tenant.to_string(), *id, secret.clone());
-        self.writer.call(move |conn| feed::rotate_secret(conn, &tenant, &id, &secret, previous_until)).await
+        self.writer.call(move |conn| webhooks::rotate_secret(conn, &tenant, &id, &secret, previous_until)).await
     }
 }
 
@@ -665,7 +665,7 @@ impl DeliveryQueue for EmbeddedDesignStore {
     async fn queue_delivery(&self, tenant: &TenantId, id: &WebhookId, entry: &FeedEntry) -> PortResult<()> {
         count("queue_delivery");
         let (tenant, id, entry) = (tenant.to_string(), *id, entry.clone());
-        self.writer.call(move |conn| feed::queue(conn, &tenant, &id, &entry)).await
+        self.writer.call(move |conn| webhooks::queue(conn, &tenant, &id, &entry)).await
     }
 
     async fn claim_due_deliveries(
@@ -676,7 +676,7 @@ impl DeliveryQueue for EmbeddedDesignStore {
         limit: usize,
     ) -> PortResult<Vec<Delivery>> {
         count("claim_due_deliveries");
-        self.writer.call(move |conn| feed::claim(conn, now, lease, per_tenant, limit)).await
+        self.writer.call(move |conn| webhooks::claim(conn, now, lease, per_tenant, limit)).await
     }
 
     async fn finish_attempt(
@@ -689,7 +689,7 @@ impl DeliveryQueue for EmbeddedDesignStore {
     ) -> PortResult<()> {
         count("finish_attempt");
         let (tenant, id, outcome) = (tenant.to_string(), *id, outcome.clone());
-        self.writer.call(move |conn| feed::finish(conn, &tenant, &id, seq, &outcome, now)).await
+        self.writer.call(move |conn| webhooks::finish(conn, &tenant, &id, seq, &outcome, now)).await
     }
 
     async fn list_deliveries(
@@ -701,7 +701,7 @@ impl DeliveryQueue for EmbeddedDesignStore {
     ) -> PortResult<Page<Delivery>> {
         count("list_deliveries");
         let (tenant, id, cursor) = (tenant.to_string(), *id, cursor.map(str::to_owned));
-        self.reader.call(move |conn| feed::list_deliveries(conn, &tenant, &id, cursor.as_deref(), limit)).await
+        self.reader.call(move |conn| webhooks::list_deliveries(conn, &tenant, &id, cursor.as_deref(), limit)).await
     }
 }
 

@@ -19,7 +19,7 @@
 //! needs, added to [`DesignStore`]'s supertraits and implemented by each adapter in a block of
 //! its own; docs/ARCHITECTURE.md says more.
 
-use super::{PortError, PortResult};
+use super::{Applied, Page, PortError, PortResult};
 use crate::accepted::AcceptedRevision;
 use crate::design::{Change, DesignView, StoredReport};
 use crate::event::TimelineEntry;
@@ -28,27 +28,6 @@ use crate::ids::{DesignId, IdempotencyKey, TenantId};
 use crate::webhook::WebhookStore;
 use async_trait::async_trait;
 use std::time::Duration;
-
-/// The outcome of a revision-conditional write. Both variants are success: a consumer commits
-/// its offset either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
-    /// The entry was new; it and its change were written.
-    Applied,
-    /// This exact kind and revision was already applied (a re-read or a retried send), whether
-    /// or not newer revisions were applied since. Handlers publish their events again: the first
-    /// attempt may have crashed before publishing them.
-    Duplicate,
-    /// This revision was never applied and a newer revision of this kind was; nothing changed.
-    Stale,
-}
-
-/// A page of a listing; `next` is an opaque cursor for the following page.
-#[derive(Debug, Clone)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next: Option<String>,
-}
 
 /// Most timeline entries one [`DesignReads::timeline`] read returns (the latest ones).
 pub const MAX_TIMELINE_ENTRIES: usize = 1000;

@@ -1,11 +1,11 @@
 //! The store writes of a consumer batch, applied together.
 //!
 //! A record handler asks for its store writes as [`Write`]s instead of making them. The
-//! [`Committer`] of a batch gathers the writes its lanes ask for at about the same time and hands
+//! [`BatchWriter`] of a batch gathers the writes its lanes ask for at about the same time and hands
 //! them to the store in one [`DesignWrites::apply_batch`] (one SQLite transaction on the embedded
 //! store), rather than one call per write.
 //!
-//! Gathering is group commit: a lane that asks while no call is in flight lets the other lanes of
+//! Gathering works like a group commit: a lane that asks while no call is in flight lets the other lanes of
 //! the batch queue their writes first (they run on the same task, so they all get there before it
 //! goes on), then makes one call for all of them; a lane that asks while a call is in flight goes
 //! in the next one. Every lane plans its records' first writes at once, so a batch's first writes
@@ -13,7 +13,7 @@
 //! a quick lane never waits for a slow one's work, only for the call in flight.
 
 use futures_util::FutureExt;
-use openqq_core::event::Cause;
+use openqq_core::event::Origin;
 use openqq_core::ports::{ApplyOp, BatchApplied};
 use openqq_core::{Change, DesignId, DesignWrites, PortError, TenantId, TimelineEntry};
 use std::panic::AssertUnwindSafe;
@@ -34,7 +34,7 @@ pub struct Write {
 
 impl Write {
     /// `entry` and `change` for the design `cause` names.
-    pub fn new(cause: &Cause, replayed: bool, entry: TimelineEntry, change: Change) -> Self {
+    pub fn new(cause: &Origin, replayed: bool, entry: TimelineEntry, change: Change) -> Self {
         Self { replayed, tenant: cause.tenant_id.clone(), design: cause.design_id.clone(), entry, change }
     }
 
@@ -58,14 +58,14 @@ struct Request {
 
 /// Applies the writes the lanes of one batch ask for, in as few store calls as their timing
 /// allows (see the module documentation).
-pub(crate) struct Committer<'s> {
+pub(crate) struct BatchWriter<'s> {
     store: &'s dyn DesignWrites,
     queue: std::sync::Mutex<Vec<Request>>,
     /// Held by the lane making the call in flight.
     turn: tokio::sync::Mutex<()>,
 }
 
-impl<'s> Committer<'s> {
+impl<'s> BatchWriter<'s> {
     pub(crate) fn new(store: &'s dyn DesignWrites) -> Self {
         Self { store, queue: std::sync::Mutex::new(Vec::new()), turn: tokio::sync::Mutex::new(()) }
     }

@@ -1,7 +1,7 @@
 //! Concurrent submissions share their durable writes: [`Grouped`] queues what callers hand it
 //! while a write is under way and does the whole queue in the next one (one transaction in the
 //! embedded log and store, one produce per topic on Kafka) rather than one write each. Two kinds
-//! of work are grouped: log appends ([`GroupCommit`], the event log the API publishes to) and the
+//! of work are grouped: log appends ([`GroupedAppends`], the event log the API publishes to) and the
 //! accepted-revision markers written once a submission is durable ([`AcceptedMarkers`]).
 //!
 //! Each caller still gets its answer only once its own write is done, and the items of one call
@@ -134,7 +134,7 @@ fn take_group<W: GroupWork>(queue: &mut Vec<(W::Item, Answer)>) -> Vec<(W::Item,
 pub struct Appends(pub Arc<dyn EventLog>);
 
 /// The event log, with concurrent calls to `publish` grouped into shared appends.
-pub type GroupCommit = Grouped<Appends>;
+pub type GroupedAppends = Grouped<Appends>;
 
 #[async_trait]
 impl GroupWork for Appends {
@@ -156,7 +156,7 @@ impl GroupWork for Appends {
 }
 
 #[async_trait]
-impl EventLog for GroupCommit {
+impl EventLog for GroupedAppends {
     async fn publish(&self, topic: &str, records: Vec<Record>) -> PortResult<()> {
         if records.is_empty() {
             return Ok(());
@@ -304,7 +304,7 @@ mod tests {
     async fn calls_waiting_while_an_append_runs_share_the_next_one_and_each_keeps_its_order() {
         let gate = Arc::new(Semaphore::new(0));
         let inner = Arc::new(Held { gate: Some(gate.clone()), ..Held::default() });
-        let log = Arc::new(GroupCommit::new(Appends(inner.clone())));
+        let log = Arc::new(GroupedAppends::new(Appends(inner.clone())));
         let first = tokio::spawn({
             let log = log.clone();
             async move { log.publish("t", vec![record("first")]).await }
@@ -340,7 +340,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_append_fails_every_call_in_it_with_the_same_kind_of_error() {
-        let log = GroupCommit::new(Appends(Arc::new(Held { fail: true, ..Held::default() })));
+        let log = GroupedAppends::new(Appends(Arc::new(Held { fail: true, ..Held::default() })));
         let (a, b) = tokio::join!(log.publish("t", vec![record("a")]), log.publish("u", vec![record("b")]));
         for e in [a.unwrap_err(), b.unwrap_err()] {
             assert!(matches!(&e, PortError::Unavailable(f) if f.message() == "the disk is gone"), "{e}");
@@ -352,7 +352,7 @@ mod tests {
     #[tokio::test]
     async fn a_record_over_the_log_limit_is_refused_alone_before_it_joins_a_group() {
         let inner = Arc::new(Held::default());
-        let log = GroupCommit::new(Appends(inner.clone()));
+        let log = GroupedAppends::new(Appends(inner.clone()));
         let huge =
             Record { key: "acme".into(), value: vec![b'x'; openqq_core::ports::MAX_RECORD_BYTES + 1], headers: vec![] };
         assert!(matches!(log.publish("t", vec![huge]).await, Err(PortError::Invalid(_))));
