@@ -11,9 +11,9 @@
 //! - [`lambda`]: the `main` of each function on AWS Lambda.
 //! - [`remote`]: consumer functions invoked over the Lambda Invoke API (`openqq up --invoke`).
 //! - [`flags`]: each backend's settings (Kafka / MSK, DynamoDB, S3, the limiter's Redis or
-//!   ElastiCache), checked and applied.
-//! - [`secret`], [`webhooks`], [`overrides`], [`data_dir`]: the local JWT secret, the webhook
-//!   endpoints file, the rate-limit overrides file and the private data dir.
+//!   ElastiCache), checked and connected.
+//! - [`secret`], [`overrides`], [`data_dir`]: the local JWT secret, the rate-limit overrides
+//!   file and the private data dir.
 
 pub mod build;
 pub mod data_dir;
@@ -28,3 +28,6 @@ pub mod settings;
 pub use build::{Platform, CONSUMED};
 pub use local::{start, Running, UpArgs};
 pub use settings::{JwtRuleArgs, Settings};
+
+#[cfg(test)]
+mod docs_tests;
