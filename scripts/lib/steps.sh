@@ -32,9 +32,20 @@ background() {
   shift
   printf '\n==> %s (in the background: %s/%s.log)\n' "$name" "$STEPS_LOGS" "$name"
   _bg_started[$name]=$(date +%s)
-  # Each in a process group of its own, so stop_background ends everything it started.
+  rm -f "$STEPS_LOGS/$name.rc"
+  # Each in a process group of its own, so stop_background ends everything it started. The step
+  # leaves its exit status in a file: `wait` cannot be trusted with a job that ended long before
+  # it is joined (it answers 127 once the shell has forgotten the job).
   set -m
-  "$@" >"$STEPS_LOGS/$name.log" 2>&1 </dev/null &
+  # (The step itself runs with `set -e`, so its first failing command ends it.)
+  {
+    set +e
+    (
+      set -e
+      "$@"
+    ) >"$STEPS_LOGS/$name.log" 2>&1 </dev/null
+    echo $? >"$STEPS_LOGS/$name.rc"
+  } &
   _bg_pid[$name]=$!
   set +m
 }
@@ -50,7 +61,11 @@ stop_background() {
 join() {
   local name=$1 status=0 waited_from
   waited_from=$(date +%s)
-  wait "${_bg_pid[$name]}" || status=$?
+  while [ ! -s "$STEPS_LOGS/$name.rc" ] && kill -0 "${_bg_pid[$name]}" 2>/dev/null; do
+    sleep 1
+  done
+  wait "${_bg_pid[$name]}" 2>/dev/null || true
+  status=$(cat "$STEPS_LOGS/$name.rc" 2>/dev/null || echo 1)
   unset "_bg_pid[$name]"
   _steps+=("$name (background; waited $(($(date +%s) - waited_from)) s for it)")
   _secs+=($(($(date +%s) - _bg_started[$name])))
