@@ -23,6 +23,9 @@ pub struct Platform {
     pub backends: Backends,
     /// The request quota per tenant, with overrides from `--rate-limits`.
     pub limits: Arc<LimitPolicy>,
+    /// Whether the build created (or made private) the data dir: it did when something embedded
+    /// opened there.
+    data_dir_made: bool,
 }
 
 /// How often an idle event stream reads the store for what was applied since.
@@ -68,8 +71,15 @@ impl Platform {
         if let Some(path) = &settings.rate_limits {
             crate::overrides::watch_overrides(limits.clone(), path.clone())?;
         }
+        let data_dir_made = embedded.dir_made;
         let backends = Backends { log, source, store, objects, limiter };
-        Ok(Self { settings, topics, backends, limits })
+        Ok(Self { settings, topics, backends, limits, data_dir_made })
+    }
+
+    /// Whether the data dir exists and is private because the build opened something embedded
+    /// in it; where every backend is elsewhere it was left alone.
+    pub fn made_data_dir(&self) -> bool {
+        self.data_dir_made
     }
 
     /// The API's state, as the settings ask. `keys` verify bearer tokens; `metrics` renders

@@ -182,8 +182,10 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let platform = Arc::new(Platform::build(args.platform.clone()).await?);
     // Every line from here on also goes to the data dir's capped JSON log, which `openqq trace`
     // reads. `openqq up` keeps its log and its token secret there even where every backend is
-    // elsewhere, so the data dir is made (private) here whatever the platform opened in it.
-    crate::data_dir::create_private(&args.platform.data_dir)?;
+    // elsewhere, so it makes the data dir (private) itself where the platform opened nothing in it.
+    if !platform.made_data_dir() {
+        crate::data_dir::create_private(&args.platform.data_dir)?;
+    }
     let log_file = openqq_telemetry::log_file::open(&args.platform.data_dir)
         .with_context(|| format!("opening the log file in {}", args.platform.data_dir.display()))?;
     tracing::info!(log_file = %log_file.display(), "Logging as JSON lines to the data dir.");
