@@ -100,6 +100,25 @@ background oracle record_oracle
 step "Checking formatting (rustfmt.toml)"
 cargo fmt --all --check
 
+# Two more builds run in the background, at lower priority than the workspace build, so they use
+# the time it leaves a core idle (its links and its long single-crate compiles).
+#
+# The noisy-neighbour suite measures what an attacker's work costs others, as a deployment would
+# pay it: against the release `openqq`. It runs on the embedded backends only, so it is built
+# without the cloud ones (no AWS SDK, no librdkafka and OpenSSL from source); `cargo run
+# --release` builds those on top of it.
+background release nice -n 5 cargo build --locked --release -p openqq-cli --bin openqq --no-default-features
+# The Lambda functions for AWS (arm64), once cargo-lambda and Zig are installed. What the artifacts
+# suite reads (architecture, glibc symbol versions, needed libraries) does not depend on
+# optimisation, so they are built with the lighter `lambda-check` profile; `scripts/lambda-build.sh`
+# alone builds them `--release`, as a deployment does.
+lambda_artifacts() {
+  until [ -s "$STEPS_LOGS/tools.rc" ]; do sleep 2; done
+  [ "$(cat "$STEPS_LOGS/tools.rc")" = 0 ] || { echo "the tools step failed"; exit 1; }
+  nice -n 5 scripts/lambda-build.sh --profile lambda-check --arm64 >"$STEPS_LOGS/lambda-artifacts.dir"
+}
+background lambda-artifacts lambda_artifacts
+
 # Clippy lints the workspace's own crates while they are built for the tests: cargo runs them
 # through clippy-driver (RUSTC_WORKSPACE_WRAPPER, as `cargo clippy` does) with warnings as errors,
 # so the dependencies are compiled once, for the build, instead of once more for a separate check.
@@ -107,9 +126,12 @@ step "Building the workspace with clippy's lints (warnings are errors)"
 export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS=-Dwarnings
 RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
 cargo build --locked --workspace --all-targets
-# The Lambda functions as `cargo lambda watch` runs them (`cargo run -p openqq-lambda`) in the
-# lambda suite: fresh here, so the suite does not wait for a build.
-cargo build --locked -p openqq-lambda --bins
+# The Lambda functions as `cargo lambda watch` runs them in the lambda suite
+# (`cargo run -p openqq-lambda -F dev-build`): fresh here, so the suite does not wait for a build.
+# `dev-build` gives their dependencies the workspace build's features, so only the four binaries
+# compile; the check names any dependency that would be compiled a second time.
+cargo build --locked -p openqq-lambda --bins -F dev-build
+scripts/lib/same-build.py
 # The fuzz targets are not a workspace member (fuzzing needs nightly); they must still build.
 cargo build --locked --manifest-path shared/fpga/fuzz/Cargo.toml
 
@@ -126,12 +148,6 @@ if cargo tree --locked -p openqq-api -e normal | grep -E 'rusqlite|libsqlite3-sy
   exit 1
 fi
 
-# The noisy-neighbour suite measures what an attacker's work costs others, as a deployment would
-# pay it: against the release build, the same one `cargo run --release` makes.
-step "Building the release openqq"
-env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS cargo build --locked --release -p openqq-cli --bin openqq
-export OPENQQ_RELEASE_BIN=$CARGO_TARGET_DIR/release/openqq
-
 step "Checking the Prometheus config and alert rules, and their unit tests (promtool)"
 promtool check config infra/prometheus/prometheus.yml
 promtool check rules infra/prometheus/rules.yml
@@ -140,17 +156,14 @@ promtool test rules infra/prometheus/tests.yml
 join tools
 export OPENQQ_TEST_CARGO_LAMBDA=$cache/tools/cargo-lambda-venv/bin/cargo-lambda
 
-# What the artifacts suite reads (architecture, glibc symbol versions, needed libraries) does not
-# depend on optimisation, so the functions are built for AWS with the lighter `lambda-check`
-# profile; `scripts/lambda-build.sh` alone builds them `--release`, as a deployment does.
-step "Building the Lambda artifacts for AWS (cargo lambda build --arm64, profile lambda-check)"
-OPENQQ_LAMBDA_ARTIFACTS=$(env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
-  scripts/lambda-build.sh --profile lambda-check --arm64)
-export OPENQQ_LAMBDA_ARTIFACTS
-
 step "Fuzzing a live openqq up against the API contract (docs/openapi.yaml) with schemathesis"
 scripts/services/schemathesis.sh
 
+join release
+export OPENQQ_RELEASE_BIN=$CARGO_TARGET_DIR/release/openqq
+join lambda-artifacts
+OPENQQ_LAMBDA_ARTIFACTS=$(cat "$STEPS_LOGS/lambda-artifacts.dir")
+export OPENQQ_LAMBDA_ARTIFACTS
 join oracle
 while IFS='=' read -r var dir; do
   export "$var=$dir"

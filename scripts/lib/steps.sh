@@ -9,12 +9,15 @@
 # Totals come from the `test result:` lines cargo test prints, which `count_tests FILE` adds up.
 # Needs STEPS_LOGS (a directory) set before use.
 
-_steps=() _secs=() _step_started=
+_steps=() _secs=() _step_started= _step_name=
 declare -A _bg_pid=() _bg_started=()
 _passed=0 _failed=0 _ignored=0
 
+# A step's name and time are recorded together when it ends (a join in the middle of a step adds
+# its own line first).
 _end_step() {
   if [ -n "$_step_started" ]; then
+    _steps+=("$_step_name")
     _secs+=($(($(date +%s) - _step_started)))
     _step_started=
   fi
@@ -23,7 +26,7 @@ _end_step() {
 step() {
   _end_step
   printf '\n==> %s\n' "$*"
-  _steps+=("$*")
+  _step_name=$*
   _step_started=$(date +%s)
 }
 

@@ -7,8 +7,8 @@
 //!
 //! `cargo-lambda` comes from PyPI (the test script installs it); it is found at
 //! `OPENQQ_TEST_CARGO_LAMBDA` or as `cargo-lambda` on the `PATH`. The functions are built by the
-//! test script beforehand (`cargo build -p openqq-lambda --bins`), so the first invocation only
-//! starts them.
+//! test script beforehand (`cargo build -p openqq-lambda --bins -F dev-build`, which reuses every
+//! dependency the workspace build compiled), so the first invocation only starts them.
 
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
@@ -35,12 +35,36 @@ impl Watch {
     /// Starts `cargo lambda watch` for the four functions, each started with `env` (and nothing
     /// else of this process's `OPENQQ_*` variables), and waits until its Invoke API answers.
     pub fn start(cargo_lambda: &Path, env: &[(String, String)]) -> Self {
-        let port = free_port();
+        // The port is free when picked, but another process may bind it before the watcher does;
+        // then the watcher exits, and it starts again on another.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let mut watch = Self::spawn(cargo_lambda, env, free_port());
+            match watch.until_it_answers(Duration::from_secs(60)) {
+                Ok(()) => return watch,
+                Err(e) if attempts < 3 => eprintln!("{e}; starting it again"),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    fn spawn(cargo_lambda: &Path, env: &[(String, String)], port: u16) -> Self {
         let mut cmd = Command::new(cargo_lambda);
-        cmd.args(["lambda", "watch", "--package", "openqq-lambda", "--ignore-changes", "--quiet"])
-            .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port.to_string()])
-            .current_dir(crate::repo_root())
-            .process_group(0);
+        // `dev-build`: the dependencies as the workspace build made them, so nothing compiles here.
+        cmd.args([
+            "lambda",
+            "watch",
+            "--package",
+            "openqq-lambda",
+            "--features",
+            "dev-build",
+            "--ignore-changes",
+            "--quiet",
+        ])
+        .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port.to_string()])
+        .current_dir(crate::repo_root())
+        .process_group(0);
         for (var, _) in std::env::vars().filter(|(k, _)| k.starts_with("OPENQQ_")) {
             cmd.env_remove(var);
         }
@@ -55,28 +79,43 @@ impl Watch {
             .stderr(if log.is_some() { Stdio::inherit() } else { Stdio::null() })
             .spawn()
             .unwrap_or_else(|e| panic!("starting {} lambda watch: {e}", cargo_lambda.display()));
-        let url = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "cargo lambda watch did not listen on {url} within 60 s");
+        Self { url: format!("http://127.0.0.1:{port}"), child, http: reqwest::Client::new() }
+    }
+
+    /// Waits until the emulator answers HTTP on its port (any status: an open port alone could be
+    /// a listener that is not serving yet, or not this one); an error if it exited first.
+    fn until_it_answers(&mut self, within: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the watcher's status can be read") {
+                return Err(format!("cargo lambda watch exited ({status}) before it answered on {}", self.url));
+            }
+            if answers_http(&self.url) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("cargo lambda watch did not answer on {} within {within:?}", self.url));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let http = reqwest::Client::builder().build().expect("a plain HTTP client builds");
-        Self { url, child, http }
     }
 
     /// Invokes `function` with `event` through the Invoke API: what it returned, or the error it
     /// reported (`X-Amz-Function-Error`).
     pub async fn invoke(&self, function: &str, event: &Value, within: Duration) -> Result<Value, Value> {
         let url = format!("{}/2015-03-31/functions/{function}/invocations", self.url);
-        let resp = self
-            .http
-            .post(&url)
-            .timeout(within)
-            .json(event)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("invoking {function}: {e}"));
+        // A refused connection means the request was never sent, so it is tried again; any other
+        // failure is the answer (an invocation is not repeated: it may have run).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let resp = loop {
+            match self.http.post(&url).timeout(within).json(event).send().await {
+                Ok(resp) => break resp,
+                Err(e) if e.is_connect() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("invoking {function}: {}", chain(&e)),
+            }
+        };
         let failed = resp.headers().contains_key("x-amz-function-error") || !resp.status().is_success();
         let status = resp.status();
         let body = resp.text().await.unwrap_or_else(|e| panic!("reading {function}'s answer: {e}"));
@@ -96,6 +135,32 @@ impl Drop for Watch {
         let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.wait();
     }
+}
+
+/// Whether something at `url` (`http://HOST:PORT`) answers a plain HTTP request with a status line.
+fn answers_http(url: &str) -> bool {
+    use std::io::{Read, Write};
+    let host = url.trim_start_matches("http://");
+    let ask = || -> std::io::Result<bool> {
+        let mut stream = std::net::TcpStream::connect(host)?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        write!(stream, "GET /2015-03-31/functions HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")?;
+        let mut head = [0u8; 7];
+        stream.read_exact(&mut head)?;
+        Ok(&head == b"HTTP/1.")
+    };
+    ask().unwrap_or(false)
+}
+
+/// An error and its causes, one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(&format!(": {e}"));
+        cause = e.source();
+    }
+    text
 }
 
 fn free_port() -> u16 {
