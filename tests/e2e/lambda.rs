@@ -13,6 +13,11 @@ use openqq_e2e::{aws, blink_design, tansu};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The two suites here run one at a time: each drives eight processes (the watcher, its four
+/// functions, `openqq up` or the test's own calls) against the one moto server, whose DynamoDB
+/// answers a request at a time; side by side, each took several times as long as alone.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// What the deployment template gives every function (`openqq up`'s flags, as variables), with
 /// the broker, the AWS stand-in and a fresh topic prefix, table and bucket.
 fn shared_env(brokers: &str, endpoint: &str, prefix: &str) -> Vec<(String, String)> {
@@ -91,6 +96,7 @@ fn as_msk_sends_it(event: &mut Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let Some(endpoint) = aws::endpoint("the Lambda functions test") else { return };
     let Some(cargo_lambda) = cargo_lambda() else { return };
     let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
@@ -216,6 +222,7 @@ async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() 
 /// the Kafka-protocol broker, the store on DynamoDB, the objects in S3 and the limiter on Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_design_goes_through_all_four_lambda_binaries_with_openqq_up_as_their_trigger() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let Some(endpoint) = aws::endpoint("the openqq up --invoke test") else { return };
     let Some(cargo_lambda) = cargo_lambda() else { return };
     let Ok(redis) = std::env::var("OPENQQ_TEST_REDIS_URL") else {
@@ -256,13 +263,13 @@ async fn a_design_goes_through_all_four_lambda_binaries_with_openqq_up_as_their_
     let (status, accepted) = call(&lambda, submit).await;
     assert_eq!(status, 202, "{accepted}");
     let id = accepted["design_id"].as_str().unwrap().to_owned();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let design = loop {
         let (_, design) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}"), None, Some("acme"))).await;
         if design["status"] == "ready" {
             break design;
         }
-        assert!(std::time::Instant::now() < deadline, "not ready within 60 s: {design}");
+        assert!(std::time::Instant::now() < deadline, "not ready within 120 s: {design}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(design["verdict"], "pass", "{design}");

@@ -24,8 +24,9 @@
 //! in-progress cap and its own body bounds itself (see [`uploads`]).
 //!
 //! `POST /v1/dev/tokens` ([`dev_tokens`], `openqq up --dev-tokens` only), `GET /v1/targets`
-//! ([`targets`]) and the web UI ([`ui`], at `/` and `/ui/{file}`) pass through steps 1 and 2
-//! only: they need no token.
+//! ([`targets`]), the web UI ([`ui`], at `/` and `/ui/{file}`), `GET /healthz` and `GET /metrics`
+//! ([`observe::scrape`]) pass through steps 1 and 2 only: they need no token. Which operations
+//! need one is also what docs/openapi.yaml says; the contract suite checks each route both ways.
 //!
 //! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
 //! TCP listener with a header read timeout and a connection ceiling.

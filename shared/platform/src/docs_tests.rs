@@ -1,5 +1,6 @@
 //! What the docs say about the code's layout, checked against it: the module list of this crate's
-//! doc, and the crate table of docs/ARCHITECTURE.md against the workspace's members.
+//! doc, the crate table of docs/ARCHITECTURE.md against the workspace's members, and the store
+//! methods docs/BENCHMARKS.md §8 counts against the ports.
 
 /// The `[`name`]` links of the `//! - ` lines of `doc` (a module list).
 fn listed(doc: &str) -> std::collections::BTreeSet<String> {
@@ -35,5 +36,25 @@ fn the_architecture_crate_table_names_every_workspace_member_at_its_path() {
         let row = table.iter().copied().find(|row| row.contains(&format!("`{name}`")));
         let at_path = |row: &str| row.contains(&format!("`{member}`")) || row.contains("`functions/*`");
         assert!(row.is_some_and(at_path), "docs/ARCHITECTURE.md's crate table has `{name}` at `{member}`");
+    }
+}
+
+#[test]
+fn benchmarks_section_8_names_store_methods_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let benchmarks = std::fs::read_to_string(root.join("docs/BENCHMARKS.md")).unwrap();
+    let start = benchmarks.find("## 8. ").expect("BENCHMARKS.md has a section 8");
+    let section = &benchmarks[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
+    // The embedded store's rows: `| embedded | `method` …` and the rows under it, `| | `method` …`.
+    let rows = section.lines().skip_while(|l| !l.starts_with("| embedded | `")).take_while(|l| !l.starts_with("| DynamoDB"));
+    let methods: Vec<&str> = rows.filter_map(|l| l.split('`').nth(1)).collect();
+    assert!(methods.len() >= 3, "section 8's embedded rows name the store's methods: {methods:?}");
+    // The store's roles: shared/core/src/ports/store.rs, the feed reader and the webhook roles.
+    let ports = ["ports/store.rs", "feed.rs", "webhook.rs"]
+        .map(|f| std::fs::read_to_string(root.join("shared/core/src").join(f)).unwrap())
+        .concat();
+    for method in methods {
+        assert!(ports.contains(&format!("fn {method}(")), "BENCHMARKS.md §8 names `{method}`, a method of no port");
     }
 }
