@@ -25,8 +25,7 @@ pub struct TokenArgs {
 
 pub fn run(args: TokenArgs) -> Result<()> {
     let tenant = TenantId::parse(args.tenant).context("--tenant")?;
-    let keys = JwtKeys::with_rules(&secret::load_or_create(&args.data_dir)?, args.rules.rules())
-        .map_err(anyhow::Error::msg)?;
+    let keys = JwtKeys::with_rules(&secret::load_or_create(&args.data_dir)?, args.rules.rules())?;
     println!("{}", keys.issue(&tenant, args.ttl));
     Ok(())
 }

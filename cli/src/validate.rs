@@ -46,20 +46,50 @@ pub struct ValidateArgs {
 /// Largest input file read, in bytes.
 const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
-fn read(path: &PathBuf) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("{} is larger than {MAX_FILE_BYTES} bytes", path.display()));
-    }
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+/// Why an input file could not be read.
+#[derive(Debug, thiserror::Error)]
+enum InputError {
+    #[error("cannot read {}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is larger than {MAX_FILE_BYTES} bytes", .path.display())]
+    TooLarge { path: PathBuf },
+    #[error("{} is not UTF-8 text", .path.display())]
+    NotText {
+        path: PathBuf,
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
 }
 
-fn text(path: &PathBuf) -> Result<String, String> {
-    String::from_utf8(read(path)?).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+fn read(path: &PathBuf) -> Result<Vec<u8>, InputError> {
+    let unreadable = |source| InputError::Unreadable { path: path.clone(), source };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(InputError::TooLarge { path: path.clone() });
+    }
+    std::fs::read(path).map_err(unreadable)
+}
+
+fn text(path: &PathBuf) -> Result<String, InputError> {
+    String::from_utf8(read(path)?).map_err(|source| InputError::NotText { path: path.clone(), source })
+}
+
+/// The constraints flag given is not the one the device's family reads.
+#[derive(Debug, thiserror::Error)]
+#[error("{device} is an {family} part: give its constraints with {wanted}, not {given}")]
+struct ConstraintsFlagError {
+    device: String,
+    family: &'static str,
+    wanted: String,
+    given: &'static str,
 }
 
 /// The constraints file given, after checking it is the format the device's family reads.
-fn constraints_path(args: &ValidateArgs) -> Result<Option<&PathBuf>, String> {
+fn constraints_path(args: &ValidateArgs) -> Result<Option<&PathBuf>, ConstraintsFlagError> {
     let (flag, path) = match (&args.pcf, &args.lpf) {
         (Some(p), _) => ("--pcf", p),
         (None, Some(p)) => ("--lpf", p),
@@ -68,11 +98,12 @@ fn constraints_path(args: &ValidateArgs) -> Result<Option<&PathBuf>, String> {
     if let Some(family) = openqq_fpga::Family::of_device(&args.device) {
         let wanted = format!("--{}", family.constraint_format());
         if flag != wanted {
-            return Err(format!(
-                "{} is an {} part: give its constraints with {wanted}, not {flag}",
-                args.device,
-                family.name()
-            ));
+            return Err(ConstraintsFlagError {
+                device: args.device.clone(),
+                family: family.name(),
+                wanted,
+                given: flag,
+            });
         }
     }
     Ok(Some(path))
@@ -86,13 +117,13 @@ pub fn run(args: ValidateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let loaded = (|| -> Result<_, String> {
+    let loaded = (|| -> Result<_, InputError> {
         Ok((text(&args.netlist)?, constraints.map(text).transpose()?, args.bitstream.as_ref().map(read).transpose()?))
     })();
     let (netlist, pcf, bitstream) = match loaded {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", openqq_core::error::with_causes(&e));
             return ExitCode::from(2);
         }
     };

@@ -113,7 +113,7 @@ impl Watch {
                 Err(e) if e.is_connect() && Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(e) => panic!("invoking {function}: {}", chain(&e)),
+                Err(e) => panic!("invoking {function}: {}", openqq_core::error::with_causes(&e)),
             }
         };
         let failed = resp.headers().contains_key("x-amz-function-error") || !resp.status().is_success();
@@ -150,17 +150,6 @@ fn answers_http(url: &str) -> bool {
         Ok(&head == b"HTTP/1.")
     };
     ask().unwrap_or(false)
-}
-
-/// An error and its causes, one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        text.push_str(&format!(": {e}"));
-        cause = e.source();
-    }
-    text
 }
 
 fn free_port() -> u16 {

@@ -164,7 +164,7 @@ fn signing_keys(data_dir: &Path) -> Result<JwtKeys> {
     if std::env::var_os(secret::ENV).is_none() && !data_dir.join("jwt-secret").exists() {
         bail!("{} holds no local secret: point --data-dir at the running server's data dir", data_dir.display());
     }
-    JwtKeys::from_secret(&secret::load_or_create(data_dir)?).map_err(anyhow::Error::msg)
+    Ok(JwtKeys::from_secret(&secret::load_or_create(data_dir)?)?)
 }
 
 /// The compliant tenants, then the noisy ones, each with a token and a schedule seeded from

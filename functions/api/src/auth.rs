@@ -58,14 +58,24 @@ impl ClaimRules {
         Self { issuer: var("OPENQQ_JWT_ISSUER"), audience: var("OPENQQ_JWT_AUDIENCE") }
     }
 
-    fn check(&self) -> Result<(), String> {
-        for (what, value) in [("issuer", &self.issuer), ("audience", &self.audience)] {
+    fn check(&self) -> Result<(), JwtKeysError> {
+        for (claim, value) in [("issuer", &self.issuer), ("audience", &self.audience)] {
             if value.as_ref().is_some_and(|v| v.trim().is_empty() || v.len() > MAX_CLAIM_RULE_BYTES) {
-                return Err(format!("the JWT {what} must be 1 to {MAX_CLAIM_RULE_BYTES} bytes"));
+                return Err(JwtKeysError::ClaimRule { claim });
             }
         }
         Ok(())
     }
+}
+
+/// Why keys could not be made from a secret and claim rules.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JwtKeysError {
+    #[error("the JWT secret must be at least {min} bytes", min = MIN_SECRET_BYTES)]
+    ShortSecret { bytes: usize },
+    /// The `issuer` or `audience` rule is blank or longer than [`MAX_CLAIM_RULE_BYTES`].
+    #[error("the JWT {claim} must be 1 to {max} bytes", max = MAX_CLAIM_RULE_BYTES)]
+    ClaimRule { claim: &'static str },
 }
 
 /// Why a request was not authenticated. Logged at debug level; the client only ever sees one
@@ -158,15 +168,15 @@ pub const MIN_SECRET_BYTES: usize = 32;
 impl JwtKeys {
     /// HS256 keys: tokens must be signed with `secret` by HS256 (no other algorithm, `none`
     /// included), unexpired and past their `nbf`, within [`LEEWAY_SECS`].
-    pub fn from_secret(secret: &[u8]) -> Result<Self, String> {
+    pub fn from_secret(secret: &[u8]) -> Result<Self, JwtKeysError> {
         Self::with_rules(secret, ClaimRules::default())
     }
 
     /// [`JwtKeys::from_secret`], and tokens must also carry the `iss` and `aud` that `rules` set;
     /// tokens issued here carry them.
-    pub fn with_rules(secret: &[u8], rules: ClaimRules) -> Result<Self, String> {
+    pub fn with_rules(secret: &[u8], rules: ClaimRules) -> Result<Self, JwtKeysError> {
         if secret.len() < MIN_SECRET_BYTES {
-            return Err(format!("the JWT secret must be at least {MIN_SECRET_BYTES} bytes"));
+            return Err(JwtKeysError::ShortSecret { bytes: secret.len() });
         }
         rules.check()?;
         let mut validation = Validation::new(Algorithm::HS256);
@@ -363,7 +373,9 @@ mod tests {
 
     #[test]
     fn short_secrets_are_refused_and_never_printed() {
-        assert!(JwtKeys::from_secret(b"short").is_err());
+        let refused = JwtKeys::from_secret(b"short").unwrap_err();
+        assert_eq!(refused, JwtKeysError::ShortSecret { bytes: 5 });
+        assert_eq!(refused.to_string(), "the JWT secret must be at least 32 bytes");
         let keys = JwtKeys::from_secret(b"0123456789abcdef0123456789abcdef").unwrap();
         assert!(!format!("{keys:?}").contains("0123"));
     }
@@ -419,7 +431,8 @@ mod tests {
         assert_eq!(keys.verify(&keys.sign(&right)).unwrap(), acme(), "aud may be a list that names us");
         let plain = JwtKeys::from_secret(&[7; 32]).unwrap();
         assert!(plain.verify(&plain.issue(&acme(), Duration::from_secs(60))).is_ok());
-        assert!(JwtKeys::with_rules(&[7; 32], ClaimRules { issuer: Some(" ".into()), audience: None }).is_err());
+        let blank = JwtKeys::with_rules(&[7; 32], ClaimRules { issuer: Some(" ".into()), audience: None });
+        assert_eq!(blank.unwrap_err().to_string(), "the JWT issuer must be 1 to 256 bytes");
     }
 
     fn object() -> openqq_core::ObjectRef {

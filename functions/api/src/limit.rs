@@ -3,10 +3,12 @@
 //! `Retry-After` headers.
 
 use crate::problem::Problem;
+use crate::quota::SizeError;
 use crate::AppState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use openqq_core::{Decision, Quota, TenantId};
 use std::collections::HashMap;
+use std::num::ParseIntError;
 use std::str::FromStr;
 use std::sync::RwLock;
 use std::time::Duration;
@@ -36,25 +38,43 @@ impl LimitPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaSpec(pub Quota);
 
+/// Why a `COUNT/WINDOW` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuotaSpecError {
+    /// No `/`, no unit on the window, or a unit other than `ms`, `s`, `m`, `h`.
+    #[error("{text:?} is not COUNT/WINDOW (for example 100/1s, 6000/1m, 50/250ms)")]
+    Malformed { text: String },
+    /// The count or the window's number did not parse.
+    #[error("{text:?} is not COUNT/WINDOW (for example 100/1s, 6000/1m, 50/250ms)")]
+    Number {
+        text: String,
+        #[source]
+        source: ParseIntError,
+    },
+    #[error("{text:?}: count and window must be positive")]
+    NotPositive { text: String },
+}
+
 impl FromStr for QuotaSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let err = || format!("{s:?} is not COUNT/WINDOW (for example 100/1s, 6000/1m, 50/250ms)");
-        let (count, window) = s.split_once('/').ok_or_else(err)?;
-        let limit: u32 = count.trim().parse().map_err(|_| err())?;
+    type Err = QuotaSpecError;
+    fn from_str(s: &str) -> Result<Self, QuotaSpecError> {
+        let malformed = || QuotaSpecError::Malformed { text: s.to_owned() };
+        let number = |source| QuotaSpecError::Number { text: s.to_owned(), source };
+        let (count, window) = s.split_once('/').ok_or_else(malformed)?;
+        let limit: u32 = count.trim().parse().map_err(number)?;
         let window = window.trim();
-        let split = window.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
+        let split = window.find(|c: char| !c.is_ascii_digit()).ok_or_else(malformed)?;
         let (n, unit) = window.split_at(split);
-        let n: u64 = n.parse().map_err(|_| err())?;
+        let n: u64 = n.parse().map_err(number)?;
         let window = match unit {
             "ms" => Duration::from_millis(n),
             "s" => Duration::from_secs(n),
             "m" => Duration::from_secs(n * 60),
             "h" => Duration::from_secs(n * 3600),
-            _ => return Err(err()),
+            _ => return Err(malformed()),
         };
         if limit == 0 || window.is_zero() {
-            return Err(format!("{s:?}: count and window must be positive"));
+            return Err(QuotaSpecError::NotPositive { text: s.to_owned() });
         }
         Ok(QuotaSpec(Quota { limit, window }))
     }
@@ -65,17 +85,44 @@ impl FromStr for QuotaSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByteQuotaSpec(pub Quota);
 
+/// Why a `SIZE/WINDOW` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ByteQuotaSpecError {
+    /// No `/` between the size and the window.
+    #[error("{text:?} is not SIZE/WINDOW (for example 64MiB/1m, 500KiB/10s)")]
+    Malformed { text: String },
+    #[error("{text:?} is not SIZE/WINDOW (for example 64MiB/1m, 500KiB/10s)")]
+    Size {
+        text: String,
+        #[source]
+        source: SizeError,
+    },
+    #[error("{text:?} is not SIZE/WINDOW (for example 64MiB/1m, 500KiB/10s)")]
+    Window {
+        text: String,
+        #[source]
+        source: QuotaSpecError,
+    },
+    #[error("{text:?}: the size must be under 4 GiB")]
+    TooLarge { text: String },
+    #[error("{text:?}: the size must be positive")]
+    NotPositive { text: String },
+}
+
 impl FromStr for ByteQuotaSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let err = || format!("{s:?} is not SIZE/WINDOW (for example 64MiB/1m, 500KiB/10s)");
-        let (size, window) = s.split_once('/').ok_or_else(err)?;
-        let bytes = crate::quota::parse_size(size).map_err(|_| err())?;
-        let limit = u32::try_from(bytes).map_err(|_| format!("{s:?}: the size must be under 4 GiB"))?;
+    type Err = ByteQuotaSpecError;
+    fn from_str(s: &str) -> Result<Self, ByteQuotaSpecError> {
+        let text = || s.to_owned();
+        let (size, window) = s.split_once('/').ok_or_else(|| ByteQuotaSpecError::Malformed { text: text() })?;
+        let bytes =
+            crate::quota::parse_size(size).map_err(|source| ByteQuotaSpecError::Size { text: text(), source })?;
+        let limit = u32::try_from(bytes).map_err(|_| ByteQuotaSpecError::TooLarge { text: text() })?;
         // The window takes the same forms as a request quota's.
-        let QuotaSpec(Quota { window, .. }) = format!("1/{window}").parse::<QuotaSpec>().map_err(|_| err())?;
+        let QuotaSpec(Quota { window, .. }) = format!("1/{window}")
+            .parse::<QuotaSpec>()
+            .map_err(|source| ByteQuotaSpecError::Window { text: text(), source })?;
         if limit == 0 {
-            return Err(format!("{s:?}: the size must be positive"));
+            return Err(ByteQuotaSpecError::NotPositive { text: text() });
         }
         Ok(ByteQuotaSpec(Quota { limit, window }))
     }
@@ -173,6 +220,10 @@ mod tests {
         for bad in ["100", "x/1s", "100/1", "100/1d", "0/1s", "10/0s"] {
             assert!(bad.parse::<QuotaSpec>().is_err(), "{bad}");
         }
+        let refused = "x/1s".parse::<QuotaSpec>().unwrap_err();
+        assert_eq!(refused.to_string(), r#""x/1s" is not COUNT/WINDOW (for example 100/1s, 6000/1m, 50/250ms)"#);
+        assert!(matches!(refused, QuotaSpecError::Number { .. }), "the number's error is kept: {refused:?}");
+        assert_eq!("0/1s".parse::<QuotaSpec>(), Err(QuotaSpecError::NotPositive { text: "0/1s".into() }));
     }
 
     #[test]
@@ -185,6 +236,10 @@ mod tests {
         for bad in ["64MiB", "64MB/1m", "4GiB/1m", "0/1s", "10KiB/0s", "x/1s", "10KiB/1d", "-1/1s"] {
             assert!(q(bad).is_err(), "{bad}");
         }
+        assert_eq!(q("4GiB/1m"), Err(ByteQuotaSpecError::TooLarge { text: "4GiB/1m".into() }));
+        let refused = q("64MB/1m").unwrap_err();
+        assert_eq!(refused.to_string(), r#""64MB/1m" is not SIZE/WINDOW (for example 64MiB/1m, 500KiB/10s)"#);
+        assert!(matches!(refused, ByteQuotaSpecError::Size { .. }), "the size's error is kept: {refused:?}");
     }
 
     #[test]

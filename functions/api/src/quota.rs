@@ -43,29 +43,46 @@ impl Default for StorageLimits {
     }
 }
 
+/// Why the storage quota's settings were refused; each names the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum QuotaSettingsError {
+    #[error("reading OPENQQ_TENANT_STORAGE")]
+    Storage(#[source] SizeError),
+    #[error("OPENQQ_TENANT_DESIGNS: {value:?} is not a number of designs")]
+    Designs {
+        value: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("--tenant-storage (OPENQQ_TENANT_STORAGE) must be at least 1 byte")]
+    NoBytes,
+    #[error("--tenant-designs (OPENQQ_TENANT_DESIGNS) must allow at least 1 design")]
+    NoDesigns,
+}
+
 impl StorageLimits {
     /// From `OPENQQ_TENANT_STORAGE` and `OPENQQ_TENANT_DESIGNS` (the defaults where unset), checked.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, QuotaSettingsError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mut limits = Self::default();
         if let Some(v) = var("OPENQQ_TENANT_STORAGE") {
-            limits.bytes = parse_size(&v).map_err(|e| format!("OPENQQ_TENANT_STORAGE: {e}"))?;
+            limits.bytes = parse_size(&v).map_err(QuotaSettingsError::Storage)?;
         }
         if let Some(v) = var("OPENQQ_TENANT_DESIGNS") {
             limits.designs =
-                v.trim().parse().map_err(|_| format!("OPENQQ_TENANT_DESIGNS: {v:?} is not a number of designs"))?;
+                v.trim().parse().map_err(|source| QuotaSettingsError::Designs { value: v.clone(), source })?;
         }
         limits.check()?;
         Ok(limits)
     }
 
     /// Checked at start-up; the message names the setting.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), QuotaSettingsError> {
         if self.bytes == 0 {
-            return Err("--tenant-storage (OPENQQ_TENANT_STORAGE) must be at least 1 byte".into());
+            return Err(QuotaSettingsError::NoBytes);
         }
         if self.designs == 0 {
-            return Err("--tenant-designs (OPENQQ_TENANT_DESIGNS) must allow at least 1 design".into());
+            return Err(QuotaSettingsError::NoDesigns);
         }
         Ok(())
     }
@@ -203,22 +220,38 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// Why a size was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// Not a number of bytes, with or without a binary unit.
+    #[error("{text:?} is not a size (for example 1GiB, 500MiB, 64KiB or a number of bytes)")]
+    Malformed { text: String },
+    /// The number did not parse (no digits, or too many for 64 bits).
+    #[error("{text:?} is not a size (for example 1GiB, 500MiB, 64KiB or a number of bytes)")]
+    Number {
+        text: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("{text:?} is too large a size")]
+    TooLarge { text: String },
+}
+
 /// Parses a size such as `1GiB`, `500MiB`, `64KiB` or `1048576` (bytes), for the flag.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let err = || format!("{s:?} is not a size (for example 1GiB, 500MiB, 64KiB or a number of bytes)");
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
-    let n: u64 = n.parse().map_err(|_| err())?;
+    let n: u64 = n.parse().map_err(|source| SizeError::Number { text: s.to_owned(), source })?;
     let scale: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
         "MiB" => 1 << 20,
         "GiB" => 1 << 30,
         "TiB" => 1 << 40,
-        _ => return Err(err()),
+        _ => return Err(SizeError::Malformed { text: s.to_owned() }),
     };
-    n.checked_mul(scale).ok_or_else(err)
+    n.checked_mul(scale).ok_or_else(|| SizeError::TooLarge { text: s.to_owned() })
 }
 
 #[cfg(test)]

@@ -72,26 +72,43 @@ impl Default for TenantLimits {
 impl TenantLimits {
     /// Checks the limits against each other and the body limit; the error is a sentence naming
     /// the setting (flag and environment variable) at fault.
-    pub fn check(&self, max_body_bytes: usize) -> Result<(), String> {
+    pub fn check(&self, max_body_bytes: usize) -> Result<(), TenantLimitsError> {
         if self.concurrency == 0 {
-            return Err("--tenant-concurrency (OPENQQ_TENANT_CONCURRENCY) must allow at least 1 request".into());
+            return Err(TenantLimitsError::NoConcurrency);
         }
         if self.streams == 0 {
-            return Err("--tenant-streams (OPENQQ_TENANT_STREAMS) must allow at least 1 stream".into());
+            return Err(TenantLimitsError::NoStreams);
         }
         if self.body_timeout.is_zero() {
-            return Err("--body-timeout (OPENQQ_BODY_TIMEOUT) must be longer than 0 s".into());
+            return Err(TenantLimitsError::NoBodyTimeout);
         }
         if u64::from(self.bytes.limit) < max_body_bytes as u64 {
-            return Err(format!(
-                "--byte-limit (OPENQQ_BYTE_LIMIT) allows {} bytes per {:?}, less than one body of \
-                 --max-body-bytes (OPENQQ_MAX_BODY_BYTES, {max_body_bytes} bytes): such a body could never be \
-                 accepted; raise the byte limit or lower the body limit",
-                self.bytes.limit, self.bytes.window
-            ));
+            return Err(TenantLimitsError::BytesBelowBody {
+                limit: self.bytes.limit,
+                window: self.bytes.window,
+                max_body_bytes,
+            });
         }
         Ok(())
     }
+}
+
+/// Why [`TenantLimits`] were refused; each names the setting (flag and environment variable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TenantLimitsError {
+    #[error("--tenant-concurrency (OPENQQ_TENANT_CONCURRENCY) must allow at least 1 request")]
+    NoConcurrency,
+    #[error("--tenant-streams (OPENQQ_TENANT_STREAMS) must allow at least 1 stream")]
+    NoStreams,
+    #[error("--body-timeout (OPENQQ_BODY_TIMEOUT) must be longer than 0 s")]
+    NoBodyTimeout,
+    /// The byte quota is smaller than one body of the largest size allowed.
+    #[error(
+        "--byte-limit (OPENQQ_BYTE_LIMIT) allows {limit} bytes per {window:?}, less than one body of \
+         --max-body-bytes (OPENQQ_MAX_BODY_BYTES, {max_body_bytes} bytes): such a body could never be \
+         accepted; raise the byte limit or lower the body limit"
+    )]
+    BytesBelowBody { limit: u32, window: Duration, max_body_bytes: usize },
 }
 
 /// The running counts behind [`TenantLimits`]; one per API instance, in [`AppState`].
@@ -294,10 +311,10 @@ mod tests {
     fn limits_that_contradict_each_other_are_refused_with_the_setting_named() {
         assert!(TenantLimits::default().check(crate::DEFAULT_MAX_BODY_BYTES).is_ok());
         let small = TenantLimits { bytes: Quota { limit: 1000, window: Duration::from_secs(1) }, ..Default::default() };
-        assert!(small.check(1001).unwrap_err().contains("--byte-limit"));
+        assert!(small.check(1001).unwrap_err().to_string().contains("--byte-limit"));
         let zero = TenantLimits { concurrency: 0, ..Default::default() };
-        assert!(zero.check(10).unwrap_err().contains("--tenant-concurrency"));
+        assert!(zero.check(10).unwrap_err().to_string().contains("--tenant-concurrency"));
         let instant = TenantLimits { body_timeout: Duration::ZERO, ..Default::default() };
-        assert!(instant.check(10).unwrap_err().contains("--body-timeout"));
+        assert!(instant.check(10).unwrap_err().to_string().contains("--body-timeout"));
     }
 }

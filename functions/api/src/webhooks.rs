@@ -144,7 +144,8 @@ fn kinds(asked: &[String]) -> Result<Vec<EventKind>, Problem> {
 }
 
 fn validate(state: &AppState, req: CreateRequest) -> Result<(String, Vec<EventKind>, Option<String>), Problem> {
-    check_target_url(&req.url, state.webhooks_allow_private).map_err(|e| Problem::invalid_field("url", e))?;
+    check_target_url(&req.url, state.webhooks_allow_private)
+        .map_err(|e| Problem::invalid_field("url", openqq_core::error::with_causes(&e)))?;
     let description = req.description.map(|d| d.trim().to_owned()).filter(|d| !d.is_empty());
     if let Some(d) = &description {
         if d.chars().count() > MAX_DESCRIPTION_CHARS || d.chars().any(char::is_control) {

@@ -172,7 +172,7 @@ impl DesignSpec {
             ("constraints.text_ref", &self.constraints.text_ref),
         ] {
             if let Some(object) = object {
-                check_ref(object).map_err(|m| field_error(field, m))?;
+                check_ref(object).map_err(|e| field_error(field, e.to_string()))?;
             }
         }
         if let Some(top) = &self.options.top {
@@ -245,13 +245,22 @@ pub fn json_string_len(s: &str) -> usize {
         .sum::<usize>()
 }
 
+/// Why a client's reference to a stored object is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ObjectRefError {
+    #[error("digest must be a SHA-256 in lower-case hex (64 characters)")]
+    Digest,
+    #[error("bytes must be between 1 and {max}", max = MAX_OBJECT_BYTES)]
+    Bytes,
+}
+
 /// A reference a client may give: a well-formed digest and a length the object store takes.
-fn check_ref(object: &ObjectRef) -> Result<(), String> {
+fn check_ref(object: &ObjectRef) -> Result<(), ObjectRefError> {
     if !ObjectRef::well_formed(&object.digest) {
-        return Err("digest must be a SHA-256 in lower-case hex (64 characters)".into());
+        return Err(ObjectRefError::Digest);
     }
     if object.bytes == 0 || object.bytes > MAX_OBJECT_BYTES as u64 {
-        return Err(format!("bytes must be between 1 and {MAX_OBJECT_BYTES}"));
+        return Err(ObjectRefError::Bytes);
     }
     Ok(())
 }

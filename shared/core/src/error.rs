@@ -161,6 +161,23 @@ impl std::error::Error for PortError {
 
 pub type PortResult<T> = Result<T, PortError>;
 
+/// `e` and the errors under it, each after a colon: the one string a log field, a problem
+/// detail or a dead letter's reason has room for. A cause whose words are already shown (a port
+/// error's message keeps its cause's text) is not repeated.
+pub fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let words = c.to_string();
+        if !words.is_empty() && !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// An error of the same kind and message as `e`, with `e` kept as its cause.
 fn same_kind(e: &Arc<PortError>) -> PortError {
     let cause = || Shared(e.clone());
@@ -225,6 +242,18 @@ mod tests {
         let backend = PortError::backend("the table is gone", false, Underneath);
         assert_eq!(chain(&backend), ["the table is gone", "the disk is on fire"]);
         assert!(!backend.is_retriable());
+    }
+
+    #[test]
+    fn with_causes_shows_each_cause_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("reading the settings")]
+        struct Reading(#[source] PortError);
+        assert_eq!(with_causes(&Underneath), "the disk is on fire");
+        let plain = Reading(PortError::backend("the table is gone", false, Underneath));
+        assert_eq!(with_causes(&plain), "reading the settings: the table is gone: the disk is on fire");
+        let repeated = Reading(PortError::unavailable("writing failed: the disk is on fire", Underneath));
+        assert_eq!(with_causes(&repeated), "reading the settings: unavailable: writing failed: the disk is on fire");
     }
 
     #[test]

@@ -90,9 +90,9 @@ impl WebhookSecret {
     /// Fewest key bytes accepted.
     pub const MIN_BYTES: usize = 24;
 
-    pub fn from_bytes(key: Vec<u8>) -> Result<Self, String> {
+    pub fn from_bytes(key: Vec<u8>) -> Result<Self, SecretError> {
         if key.len() < Self::MIN_BYTES || key.len() > 64 {
-            return Err(format!("a webhook secret holds {} to 64 bytes", Self::MIN_BYTES));
+            return Err(SecretError::Length { bytes: key.len() });
         }
         Ok(Self(key))
     }
@@ -100,6 +100,18 @@ impl WebhookSecret {
     pub fn bytes(&self) -> &[u8] {
         &self.0
     }
+}
+
+/// Why a webhook secret was refused: its text ([`signing::parse_secret`]) or its key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    #[error("a webhook secret starts with whsec_")]
+    NoPrefix,
+    #[error("a webhook secret is whsec_ followed by base64")]
+    NotBase64(#[source] base64::DecodeError),
+    /// The key is shorter than [`WebhookSecret::MIN_BYTES`] or longer than 64 bytes.
+    #[error("a webhook secret holds {min} to 64 bytes", min = WebhookSecret::MIN_BYTES)]
+    Length { bytes: usize },
 }
 
 impl fmt::Debug for WebhookSecret {

@@ -128,7 +128,7 @@ impl Platform {
     /// first use).
     pub fn local_keys(&self) -> Result<JwtKeys> {
         let secret = crate::secret::load_or_create(&self.settings.data_dir)?;
-        JwtKeys::with_rules(&secret, self.settings.jwt.rules()).map_err(anyhow::Error::msg)
+        Ok(JwtKeys::with_rules(&secret, self.settings.jwt.rules())?)
     }
 
     /// The consumer function reading `kind`'s topic, wrapped in the runtime's [`Consumer`].
@@ -194,11 +194,13 @@ impl<'s> Embedded<'s> {
     }
 
     fn store(&mut self) -> Result<Arc<dyn DesignStore>> {
-        let readers = self.settings.store_readers;
+        let (readers, durability) = (self.settings.store_readers, self.durability());
         let dir = self.dir()?;
-        let options = openqq_adapters::embedded::EmbeddedOptions { retention: None, store_readers: readers };
-        let store = EmbeddedDesignStore::open_with_readers(dir, self.durability(), options.store_readers())
-            .with_context(|| format!("opening the design store in the data dir {}", dir.display()))?;
+        let store = match readers {
+            Some(readers) => EmbeddedDesignStore::open_with_readers(dir, durability, readers),
+            None => EmbeddedDesignStore::open(dir, durability),
+        }
+        .with_context(|| format!("opening the design store in the data dir {}", dir.display()))?;
         Ok(Arc::new(store))
     }
 

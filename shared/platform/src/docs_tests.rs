@@ -47,7 +47,8 @@ fn benchmarks_section_8_names_store_methods_that_exist() {
     let section = &benchmarks[start..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
     // The embedded store's rows: `| embedded | `method` …` and the rows under it, `| | `method` …`.
-    let rows = section.lines().skip_while(|l| !l.starts_with("| embedded | `")).take_while(|l| !l.starts_with("| DynamoDB"));
+    let rows =
+        section.lines().skip_while(|l| !l.starts_with("| embedded | `")).take_while(|l| !l.starts_with("| DynamoDB"));
     let methods: Vec<&str> = rows.filter_map(|l| l.split('`').nth(1)).collect();
     assert!(methods.len() >= 3, "section 8's embedded rows name the store's methods: {methods:?}");
     // The store's roles: shared/core/src/ports/store.rs, the feed reader and the webhook roles.

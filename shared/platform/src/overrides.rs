@@ -30,7 +30,7 @@ pub fn parse_overrides(text: &str) -> Result<HashMap<TenantId, Quota>> {
             bail!("line {}: expected `TENANT COUNT/WINDOW`, got {line:?}", n + 1);
         };
         let tenant = TenantId::parse(tenant).with_context(|| format!("line {}", n + 1))?;
-        let quota: QuotaSpec = quota.parse().map_err(|e: String| anyhow::anyhow!("line {}: {e}", n + 1))?;
+        let quota: QuotaSpec = quota.parse().with_context(|| format!("line {}", n + 1))?;
         out.insert(tenant, quota.0);
     }
     Ok(out)
@@ -84,6 +84,7 @@ mod tests {
         assert_eq!(o[&TenantId::parse("batch-co").unwrap()].window, Duration::from_millis(250));
         let err = parse_overrides("acme 5/1s\nbroken\n").unwrap_err();
         assert!(format!("{err:#}").contains("line 2"), "{err:#}");
-        assert!(parse_overrides("acme lots").is_err());
+        let err = parse_overrides("acme lots").unwrap_err();
+        assert_eq!(format!("{err:#}"), r#"line 1: "lots" is not COUNT/WINDOW (for example 100/1s, 6000/1m, 50/250ms)"#);
     }
 }

@@ -31,18 +31,38 @@ impl RemoteFunction {
         Self { name: name.to_owned(), url, http, store }
     }
 
-    async fn invoke(&self, event: &KafkaEvent) -> Result<Answer, String> {
-        let resp = self.http.post(&self.url).json(event).send().await.map_err(|e| format!("invoking: {e}"))?;
+    async fn invoke(&self, event: &KafkaEvent) -> Result<Answer, InvokeError> {
+        let resp = self.http.post(&self.url).json(event).send().await.map_err(InvokeError::Send)?;
         let status = resp.status();
         let function_error = resp.headers().get("x-amz-function-error").map(|v| v.to_str().unwrap_or("").to_owned());
-        let body = resp.text().await.map_err(|e| format!("reading the answer: {e}"))?;
+        let body = resp.text().await.map_err(InvokeError::Read)?;
         if !status.is_success() || function_error.is_some() {
             let kind = function_error.unwrap_or_default();
-            return Err(format!("the function answered {status} {kind}: {}", truncate(&body, 512)));
+            return Err(InvokeError::Failed { status, kind, body: truncate(&body, 512).to_owned() });
         }
         serde_json::from_str(&body)
-            .map_err(|e| format!("the answer is no partial-batch response ({e}): {}", truncate(&body, 512)))
+            .map_err(|source| InvokeError::NotPartialBatch { body: truncate(&body, 512).to_owned(), source })
     }
+}
+
+/// Why an invocation gave no partial-batch response: every partition of the batch then fails.
+#[derive(Debug, thiserror::Error)]
+enum InvokeError {
+    #[error("invoking")]
+    Send(#[source] reqwest::Error),
+    #[error("reading the answer")]
+    Read(#[source] reqwest::Error),
+    /// A status other than 2xx, or `X-Amz-Function-Error` (its value is `kind`); the body is
+    /// clipped to 512 characters.
+    #[error("the function answered {status} {kind}: {body}")]
+    Failed { status: reqwest::StatusCode, kind: String, body: String },
+    /// The body (clipped to 512 characters) is not a partial-batch response.
+    #[error("the answer is no partial-batch response: {body}")]
+    NotPartialBatch {
+        body: String,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 #[derive(Deserialize)]
@@ -75,7 +95,7 @@ impl BatchHandler for RemoteFunction {
         let answer = match self.invoke(&event).await {
             Ok(answer) => answer,
             // A failed invocation fails every partition of the batch from its first record.
-            Err(reason) => return Err(whole_batch(&self.name, &batch, &reason)),
+            Err(e) => return Err(whole_batch(&self.name, &batch, &openqq_core::error::with_causes(&e))),
         };
         let failures = answer.batch_item_failures.unwrap_or_default();
         let mut failed = Vec::new();

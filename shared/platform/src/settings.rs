@@ -106,13 +106,36 @@ pub struct Delays(pub Vec<Duration>);
 /// At most this many waits (so at most one attempt more).
 pub const MAX_RETRY_DELAYS: usize = 20;
 
-fn parse_delays(s: &str) -> Result<Delays, String> {
-    let delays = s
-        .split(',')
-        .map(|d| humantime::parse_duration(d.trim()).map_err(|e| format!("{d:?}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    if delays.len() > MAX_RETRY_DELAYS || delays.iter().any(|d| *d > Duration::from_secs(7 * 24 * 3600)) {
-        return Err(format!("at most {MAX_RETRY_DELAYS} waits, each at most 7 days"));
+/// The longest wait of `--webhook-retry-delays`.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Why `--webhook-retry-delays` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DelaysError {
+    #[error("{wait:?} is not a duration (for example 5s, 1m or 3h)")]
+    NotADuration {
+        wait: String,
+        #[source]
+        source: humantime::DurationError,
+    },
+    #[error("at most {MAX_RETRY_DELAYS} waits, each at most 7 days ({count} waits given)")]
+    TooMany { count: usize },
+    #[error("at most {MAX_RETRY_DELAYS} waits, each at most 7 days ({wait:?} is longer)")]
+    TooLong { wait: String },
+}
+
+fn parse_delays(s: &str) -> Result<Delays, DelaysError> {
+    let mut delays = Vec::new();
+    for wait in s.split(',').map(str::trim) {
+        let delay = humantime::parse_duration(wait)
+            .map_err(|source| DelaysError::NotADuration { wait: wait.to_owned(), source })?;
+        if delay > MAX_RETRY_DELAY {
+            return Err(DelaysError::TooLong { wait: wait.to_owned() });
+        }
+        delays.push(delay);
+    }
+    if delays.len() > MAX_RETRY_DELAYS {
+        return Err(DelaysError::TooMany { count: delays.len() });
     }
     Ok(Delays(delays))
 }
@@ -200,8 +223,8 @@ impl Settings {
         if self.max_body_bytes == 0 || u32::try_from(self.max_body_bytes).is_err() {
             anyhow::bail!("--max-body-bytes (OPENQQ_MAX_BODY_BYTES) must be between 1 byte and 4 GiB");
         }
-        self.storage_limits().check().map_err(anyhow::Error::msg)?;
-        self.tenant_limits().check(self.max_body_bytes).map_err(anyhow::Error::msg)
+        self.storage_limits().check()?;
+        Ok(self.tenant_limits().check(self.max_body_bytes)?)
     }
 
     /// The per-tenant front-door limits.
@@ -295,6 +318,7 @@ mod tests {
             ("--log-retention", "0s", "OPENQQ_LOG_RETENTION"),
             ("--instances", "0", "OPENQQ_INSTANCES"),
             ("--tenant-storage", "much", "OPENQQ_TENANT_STORAGE"),
+            ("--webhook-retry-delays", "5s,soon", "OPENQQ_WEBHOOK_RETRY_DELAYS"),
         ] {
             let err = match Settings::from_args([format!("{flag}={value}")]) {
                 Ok(_) => panic!("{flag} {value} was accepted"),
@@ -303,5 +327,16 @@ mod tests {
             assert!(err.contains(flag) && err.contains(env), "{flag} {value}: {err}");
             assert_eq!(err.lines().count(), 1, "one sentence: {err}");
         }
+    }
+
+    #[test]
+    fn retry_delays_name_the_wait_at_fault_and_keep_the_parse_error_underneath() {
+        assert_eq!(parse_delays("5s, 1m").unwrap().0, [Duration::from_secs(5), Duration::from_secs(60)]);
+        let soon = parse_delays("5s,soon").unwrap_err();
+        assert_eq!(soon.to_string(), r#""soon" is not a duration (for example 5s, 1m or 3h)"#);
+        assert!(std::error::Error::source(&soon).is_some());
+        assert!(matches!(parse_delays("1s,8days"), Err(DelaysError::TooLong { wait }) if wait == "8days"));
+        let many = vec!["1s"; MAX_RETRY_DELAYS + 1].join(",");
+        assert!(matches!(parse_delays(&many), Err(DelaysError::TooMany { count }) if count == MAX_RETRY_DELAYS + 1));
     }
 }

@@ -88,6 +88,16 @@ impl RecordError {
     }
 }
 
+/// Why giving up on a record did not succeed: the lane stops at the record and its batch is
+/// retried.
+#[derive(Debug, thiserror::Error)]
+enum GiveUpError {
+    #[error("marking the revision failed did not succeed")]
+    FailRevision(#[source] PortError),
+    #[error("dead-lettering failed")]
+    DeadLetter(#[source] PortError),
+}
+
 /// One partition of a batch failed and must be retried from this record; the partition's records
 /// before it are done.
 #[derive(Debug, thiserror::Error)]
@@ -331,15 +341,10 @@ impl<H: RecordHandler> Consumer<H> {
     }
 
     /// Fails the record's revision, then dead-letters the record.
-    async fn give_up(&self, rec: &Incoming, reason: &str) -> Result<(), String> {
-        fail_revision(self.store.as_ref(), rec, reason)
-            .await
-            .map_err(|e| format!("marking the revision failed did not succeed: {e}"))?;
+    async fn give_up(&self, rec: &Incoming, reason: &str) -> Result<(), GiveUpError> {
+        fail_revision(self.store.as_ref(), rec, reason).await.map_err(GiveUpError::FailRevision)?;
         let letter = dead_letter_record(rec, self.handler.name(), reason);
-        self.log
-            .publish(&self.topics.dead_letter(), vec![letter])
-            .await
-            .map_err(|e| format!("dead-lettering failed: {e}"))
+        self.log.publish(&self.topics.dead_letter(), vec![letter]).await.map_err(GiveUpError::DeadLetter)
     }
 
     /// The log line of a handled record.
@@ -379,7 +384,7 @@ impl<H: RecordHandler> Consumer<H> {
                     correlation_id = rec.header_str(headers::CORRELATION_ID).unwrap_or(""), %reason,
                     "The record can never succeed; its revision failed and it was sent to the dead-letter topic.");
                 if let Err(failed) = self.give_up(rec, &reason).await {
-                    return Some(failed);
+                    return Some(openqq_core::error::with_causes(&failed));
                 }
                 metrics::counter!("openqq_dead_letters_total", "function" => function, "reason" => source.label())
                     .increment(1);

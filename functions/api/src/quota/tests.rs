@@ -97,12 +97,15 @@ fn sizes_parse_in_binary_units() {
     for bad in ["1GB", "x", "", "-1", "99999999999TiB"] {
         assert!(parse_size(bad).is_err(), "{bad}");
     }
+    assert_eq!(parse_size("1GB"), Err(SizeError::Malformed { text: "1GB".into() }));
+    assert_eq!(parse_size("99999999999TiB"), Err(SizeError::TooLarge { text: "99999999999TiB".into() }));
+    assert!(matches!(parse_size("x"), Err(SizeError::Number { .. })));
 }
 
 #[test]
 fn the_limits_refuse_zero_naming_the_setting() {
-    assert!(StorageLimits { bytes: 0, designs: 1 }.check().unwrap_err().contains("--tenant-storage"));
-    assert!(StorageLimits { bytes: 1, designs: 0 }.check().unwrap_err().contains("--tenant-designs"));
+    assert!(StorageLimits { bytes: 0, designs: 1 }.check().unwrap_err().to_string().contains("--tenant-storage"));
+    assert!(StorageLimits { bytes: 1, designs: 0 }.check().unwrap_err().to_string().contains("--tenant-designs"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 //! one per signing secret, separated by spaces, so a receiver still holding the secret before a
 //! rotation accepts the delivery during the overlap).
 
-use super::WebhookSecret;
+use super::{SecretError, WebhookSecret};
 use crate::feed::FeedEntry;
 use crate::ids::TenantId;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -16,9 +16,9 @@ const PREFIX: &str = "whsec_";
 
 /// Reads a secret written `whsec_<base64>`; the key holds
 /// [`WebhookSecret::MIN_BYTES`] to 64 bytes.
-pub fn parse_secret(text: &str) -> Result<WebhookSecret, String> {
-    let key = text.strip_prefix(PREFIX).ok_or("a webhook secret starts with whsec_")?;
-    let key = B64.decode(key).map_err(|_| "a webhook secret is whsec_ followed by base64")?;
+pub fn parse_secret(text: &str) -> Result<WebhookSecret, SecretError> {
+    let key = text.strip_prefix(PREFIX).ok_or(SecretError::NoPrefix)?;
+    let key = B64.decode(key).map_err(SecretError::NotBase64)?;
     WebhookSecret::from_bytes(key)
 }
 
@@ -92,6 +92,11 @@ mod tests {
         for bad in ["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_c2hvcnQ=", "whsec_not base64!", "whsec_"] {
             assert!(parse_secret(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse_secret("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), Err(SecretError::NoPrefix));
+        assert_eq!(parse_secret("whsec_c2hvcnQ="), Err(SecretError::Length { bytes: 5 }));
+        let not_base64 = parse_secret("whsec_not base64!").unwrap_err();
+        assert!(matches!(not_base64, SecretError::NotBase64(_)), "{not_base64:?}");
+        assert!(std::error::Error::source(&not_base64).is_some(), "the decoding error is kept underneath");
         assert!(!format!("{secret:?}").contains("MfKQ"), "Debug never prints the key");
     }
 

@@ -73,38 +73,60 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     global && !refused
 }
 
+/// Why a URL may not be a webhook's target. Each is a sentence for the tenant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookUrlError {
+    #[error("a webhook URL is at most {max} bytes", max = MAX_URL_BYTES)]
+    TooLong { bytes: usize },
+    #[error("is not a URL")]
+    NotAUrl(#[source] url::ParseError),
+    #[error("a webhook URL is http or https")]
+    Scheme { scheme: String },
+    #[error("a webhook URL names a host")]
+    NoHost,
+    /// A literal address outside the public ranges, or a name that is local by definition.
+    #[error("{host} is not a public address; webhooks reach public hosts only")]
+    NotPublic { host: String },
+}
+
 /// Whether `url` may be a webhook's target: http or https, at most [`MAX_URL_BYTES`], with a
 /// host; unless `allow_private`, a literal address must be public ([`is_public`]) and a name must
-/// not be local by definition. The error is a sentence for the tenant.
-pub fn check_target_url(url: &str, allow_private: bool) -> Result<(), String> {
+/// not be local by definition.
+pub fn check_target_url(url: &str, allow_private: bool) -> Result<(), WebhookUrlError> {
     if url.len() > MAX_URL_BYTES {
-        return Err(format!("a webhook URL is at most {MAX_URL_BYTES} bytes"));
+        return Err(WebhookUrlError::TooLong { bytes: url.len() });
     }
-    let parsed = Url::parse(url).map_err(|e| format!("is not a URL: {e}"))?;
+    let parsed = Url::parse(url).map_err(WebhookUrlError::NotAUrl)?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err("a webhook URL is http or https".into());
+        return Err(WebhookUrlError::Scheme { scheme: parsed.scheme().to_owned() });
     }
-    check_host(&parsed, allow_private)
+    check_url_host(&parsed, allow_private)
 }
 
 /// The host part of [`check_target_url`], for a URL parsed already.
-pub fn check_host(url: &Url, allow_private: bool) -> Result<(), String> {
-    let refused = |what: &str| Err(format!("{what} is not a public address; webhooks reach public hosts only"));
+pub fn check_url_host(url: &Url, allow_private: bool) -> Result<(), WebhookUrlError> {
+    let refused = |host: String| Err(WebhookUrlError::NotPublic { host });
     match url.host() {
-        None => Err("a webhook URL names a host".into()),
+        None => Err(WebhookUrlError::NoHost),
         Some(_) if allow_private => Ok(()),
-        Some(url::Host::Ipv4(ip)) if !is_public_v4(ip) => refused(&ip.to_string()),
-        Some(url::Host::Ipv6(ip)) if !is_public_v6(ip) => refused(&ip.to_string()),
+        Some(url::Host::Ipv4(ip)) if !is_public_v4(ip) => refused(ip.to_string()),
+        Some(url::Host::Ipv6(ip)) if !is_public_v6(ip) => refused(ip.to_string()),
         Some(url::Host::Domain(name)) => {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
             let local = name == "localhost" || LOCAL_SUFFIXES.iter().any(|s| name.ends_with(s));
             if local || !name.contains('.') {
-                return refused(&name);
+                return refused(name);
             }
             Ok(())
         }
         Some(_) => Ok(()),
     }
+}
+
+/// [`check_url_host`] with the error as its sentence: the form the delivery client
+/// (`openqq_adapters::webhook`) still takes; it goes once the client keeps the typed error.
+pub fn check_host(url: &Url, allow_private: bool) -> Result<(), String> {
+    check_url_host(url, allow_private).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -226,7 +248,10 @@ mod tests {
             assert!(check_target_url(bad, true).is_err(), "{bad} even when private targets are allowed");
         }
         let long = format!("https://hooks.example.com/{}", "a".repeat(MAX_URL_BYTES));
-        assert!(check_target_url(&long, true).unwrap_err().contains("at most"));
+        assert!(check_target_url(&long, true).unwrap_err().to_string().contains("at most"));
+        let not_a_url = check_target_url("hooks.example.com/in", false).unwrap_err();
+        assert!(matches!(not_a_url, WebhookUrlError::NotAUrl(_)), "{not_a_url:?}");
+        assert!(std::error::Error::source(&not_a_url).is_some(), "the parse error is kept underneath");
     }
 
     #[test]
@@ -251,7 +276,10 @@ mod tests {
             "http://[fd00::1]/",
         ] {
             let refused = check_target_url(bad, false);
-            assert!(refused.as_ref().is_err_and(|e| e.contains("not a public address")), "{bad}: {refused:?}");
+            assert!(
+                refused.as_ref().is_err_and(|e| e.to_string().contains("not a public address")),
+                "{bad}: {refused:?}"
+            );
             assert!(check_target_url(bad, true).is_ok(), "{bad} is allowed when private targets are");
         }
         assert!(check_target_url("http://8.8.8.8/", false).is_ok());
