@@ -4,7 +4,7 @@
 //! host nobody checked), a timeout per attempt, and at most [`MAX_RESPONSE_BYTES`] of an answer
 //! read.
 
-use super::ssrf::{check_host, GuardedResolver};
+use super::ssrf::{check_url_host, GuardedResolver};
 use crate::SettingsError;
 use reqwest::redirect::Policy;
 use reqwest::Url;
@@ -87,7 +87,7 @@ impl WebhookClient {
         if !matches!(target.scheme(), "http" | "https") {
             return Err(SendError::Refused("it is not http or https".into()));
         }
-        check_host(&target, self.allow_private).map_err(SendError::Refused)?;
+        check_url_host(&target, self.allow_private).map_err(|e| SendError::Refused(e.to_string()))?;
         let host = target.host_str().unwrap_or_default().to_owned();
         let sent = self
             .http

@@ -17,7 +17,7 @@
 //! The rules themselves are the core's ([`openqq_core::webhook::target`]), so the API checks
 //! registrations without linking an HTTP client.
 
-pub use openqq_core::webhook::target::{check_host, check_target_url, is_public};
+pub use openqq_core::webhook::target::{check_target_url, check_url_host, is_public};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::net::{IpAddr, SocketAddr};
 

@@ -123,12 +123,6 @@ pub fn check_url_host(url: &Url, allow_private: bool) -> Result<(), WebhookUrlEr
     }
 }
 
-/// [`check_url_host`] with the error as its sentence: the form the delivery client
-/// (`openqq_adapters::webhook`) still takes; it goes once the client keeps the typed error.
-pub fn check_host(url: &Url, allow_private: bool) -> Result<(), String> {
-    check_url_host(url, allow_private).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
