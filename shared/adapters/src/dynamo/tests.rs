@@ -12,7 +12,7 @@ use openqq_core::{CorrelationId, DesignReads, DesignWrites, EventKind, WebhookId
 const TYPE_PREFIX: &str = "com.amazonaws.dynamodb.v20120810#";
 
 /// A recorded answer of DynamoDB; the request side is not compared.
-fn answer(status: u16, body: String) -> ReplayEvent {
+pub(super) fn answer(status: u16, body: String) -> ReplayEvent {
     let request = http::Request::builder().uri("https://dynamodb.eu-west-1.amazonaws.com/").body(SdkBody::empty());
     let response = http::Response::builder()
         .status(status)
@@ -29,6 +29,13 @@ fn error(status: u16, code: &str, extra: &str) -> ReplayEvent {
 /// A store whose client replays `events` in order, with the SDK's own retries off so that each
 /// answer reaches the classification.
 fn store(events: Vec<ReplayEvent>) -> (DynamoDesignStore, StaticReplayClient) {
+    let (client, replay) = replaying(events);
+    (DynamoDesignStore::new(client, "openqq").unwrap(), replay)
+}
+
+/// A client that answers `events` in order (it keeps the requests sent), with the SDK's own
+/// retries off.
+pub(super) fn replaying(events: Vec<ReplayEvent>) -> (Client, StaticReplayClient) {
     let replay = StaticReplayClient::new(events);
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
@@ -37,7 +44,7 @@ fn store(events: Vec<ReplayEvent>) -> (DynamoDesignStore, StaticReplayClient) {
         .retry_config(RetryConfig::disabled())
         .http_client(replay.clone())
         .build();
-    (DynamoDesignStore::new(Client::from_conf(config), "openqq").unwrap(), replay)
+    (Client::from_conf(config), replay)
 }
 
 fn ids() -> (TenantId, DesignId) {

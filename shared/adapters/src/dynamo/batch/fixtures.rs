@@ -1,11 +1,8 @@
 //! Ops for the tests of this module's parts: [`ApplyOp`] borrows its ids, entry and change, so
 //! a test holds them in an [`Owned`] and borrows the op from it.
 
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::Client;
-use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
-use aws_smithy_types::body::SdkBody;
+use aws_smithy_http_client::test_util::StaticReplayClient;
 use openqq_core::ports::ApplyOp;
 use openqq_core::{Change, CorrelationId, DesignId, EventKind, TenantId, TimelineEntry, Verdict};
 use serde_json::value::RawValue;
@@ -81,19 +78,5 @@ pub(super) fn ops(owned: &[Owned]) -> Vec<ApplyOp<'_>> {
 /// A client with one answer recorded, an empty object (no item found, nothing left over), which
 /// counts the requests sent: `actual_requests` holds the one sent, if any.
 pub(super) fn client_with_one_answer() -> (Client, StaticReplayClient) {
-    let request = http::Request::builder().uri("https://dynamodb.eu-west-1.amazonaws.com/").body(SdkBody::empty());
-    let response = http::Response::builder()
-        .status(200)
-        .header("content-type", "application/x-amz-json-1.0")
-        .header("x-amzn-requestid", "RECORDED")
-        .body(SdkBody::from("{}"));
-    let replay = StaticReplayClient::new(vec![ReplayEvent::new(request.unwrap(), response.unwrap())]);
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("eu-west-1"))
-        .credentials_provider(Credentials::new("AKIDEXAMPLE", "secret", None, None, "test"))
-        .retry_config(RetryConfig::disabled())
-        .http_client(replay.clone())
-        .build();
-    (Client::from_conf(config), replay)
+    crate::dynamo::tests::replaying(vec![crate::dynamo::tests::answer(200, "{}".to_owned())])
 }
