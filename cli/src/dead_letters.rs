@@ -15,6 +15,7 @@
 use crate::dead_letters_format::{heading, replay_record, show, Filter, Letter, LetterId};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use openqq_adapters::embedded::WriterLock;
 use openqq_core::{EventLog, LogSource};
 use openqq_platform::{Platform, Settings};
 
@@ -202,7 +203,7 @@ async fn replay(args: ReplayArgs) -> Result<()> {
         bail!("--tenant chooses among all dead letters: use it with --all, or name the dead letters to replay");
     }
     let filter = Filter::parse(args.tenant.as_deref(), None)?;
-    only_writer(&args.platform).await?;
+    let _writer = only_writer(&args.platform).await?;
     let (platform, topic, hint) = open(args.platform).await?;
     let source = platform.backends.source.as_ref();
     if args.all {
@@ -260,25 +261,18 @@ async fn replay(args: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
-/// Refuses to append to the embedded log while another process has it open. It has one writer,
-/// which assigns offsets from what it appended itself: a second writer's records would take the
-/// offsets the running platform appends next (and make its appends fail). SQLite keeps
-/// `log.db-wal` beside the log while any process has it open and removes it when the last one
-/// closes it cleanly. Kafka takes any number of producers.
-async fn only_writer(settings: &Settings) -> Result<()> {
+/// Refuses to append to the embedded log while another process may: it has one writer, which
+/// assigns offsets from what it appended itself, so a second writer's records would take the
+/// offsets the running platform appends next (and make its appends fail). The lock it answers is
+/// held until the replay ends, so `openqq up` cannot start in the middle of it. Kafka takes any
+/// number of producers.
+async fn only_writer(settings: &Settings) -> Result<Option<WriterLock>> {
     let topics = settings.topics().all();
     let kafka = openqq_platform::flags::kafka::settings(&settings.kafka, settings.partitions, topics).await?;
-    let wal = settings.data_dir.join("log.db-wal");
-    if kafka.is_none() && wal.exists() {
-        bail!(
-            "the embedded log in {} is open in another process (`openqq up`?); it has one writer, so stop that \
-             process and replay again: the records are handled when it starts ({} exists; after a crash it stays \
-             until `openqq up` starts and stops once)",
-            settings.data_dir.display(),
-            wal.display()
-        );
+    if kafka.is_some() {
+        return Ok(None);
     }
-    Ok(())
+    Ok(Some(openqq_platform::local::writer_lock(&settings.data_dir)?))
 }
 
 /// The topics a replay may publish to: every topic of the platform but the dead-letter topic.

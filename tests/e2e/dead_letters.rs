@@ -228,3 +228,35 @@ async fn on_kafka_a_dead_letter_is_listed_and_replayed_while_the_platform_runs()
     assert_eq!((again["revision"].clone(), again["status"].clone()), (json!(1), json!("ready")));
     assert_eq!(timeline(&acme, design_id.as_str()).await, entries, "no new timeline entry");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_openqq_up_on_the_same_embedded_log_is_refused_while_the_first_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Server::start(dir.path(), "127.0.0.1:0", &["--partitions", PARTITIONS]).unwrap();
+    let mut second = std::process::Command::new(openqq_bin())
+        .args(["up", "--listen", "127.0.0.1:0", "--partitions", PARTITIONS, "--data-dir"])
+        .arg(dir.path())
+        .env_remove("OPENQQ_JWT_SECRET")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = second.kill();
+            panic!("a second openqq up on the same data dir kept running");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success() && stderr.contains("is open in another process"), "{status}: {stderr}");
+    // The lock goes with the process that held it.
+    first.terminate().unwrap();
+    first.restart().unwrap();
+    first.terminate().unwrap();
+}

@@ -185,8 +185,8 @@ async fn designs_go_through_all_four_lambda_binaries_under_cargo_lambda_watch() 
 
     // The results invocation ran a delivery round after its batch: one delivery got through, the
     // other was refused and waits for its retry, which the schedule's invocation sends.
-    let first = crate::webhooks::next(&mut hooks, Duration::from_secs(10)).await;
-    let second = crate::webhooks::next(&mut hooks, Duration::from_secs(10)).await;
+    let first = crate::webhooks::next(&mut hooks, Duration::from_secs(30)).await;
+    let second = crate::webhooks::next(&mut hooks, Duration::from_secs(30)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let scheduled = json!({"version": "0", "id": "e2e", "detail-type": "Scheduled Event", "source": "aws.events",
         "account": "123456789012", "time": "2026-11-30T12:00:00Z", "region": "us-east-1", "resources": [], "detail": {}});

@@ -170,6 +170,8 @@ pub struct Running {
     server: JoinHandle<std::io::Result<()>>,
     mappings: Vec<JoinHandle<()>>,
     deliveries: openqq_adapters::DeliveryWorker,
+    /// The embedded log's writer lock, held while this runs (none when the log is on Kafka).
+    _writer: Option<openqq_adapters::embedded::WriterLock>,
 }
 
 /// Builds the platform from `args` and starts serving: the API on `--listen`, one emulated
@@ -186,6 +188,11 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     if !platform.made_data_dir() {
         crate::data_dir::create_private(&args.platform.data_dir)?;
     }
+    // The embedded log has one writer: this process, until it ends.
+    let writer = match args.platform.kafka.selected() {
+        true => None,
+        false => Some(writer_lock(&args.platform.data_dir)?),
+    };
     let log_file = openqq_telemetry::log_file::open(&args.platform.data_dir)
         .with_context(|| format!("opening the log file in {}", args.platform.data_dir.display()))?;
     tracing::info!(log_file = %log_file.display(), "Logging as JSON lines to the data dir.");
@@ -228,7 +235,21 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let server = tokio::spawn(openqq_api::serve::serve(listener, router(state, args.pool()), serve, async move {
         let _ = http_stop.wait_for(|s| *s).await;
     }));
-    Ok(Running { addr, platform, stop, server, mappings, deliveries })
+    Ok(Running { addr, platform, stop, server, mappings, deliveries, _writer: writer })
+}
+
+/// The embedded log's writer lock in `data_dir`, or an error naming who may hold it.
+pub fn writer_lock(data_dir: &std::path::Path) -> Result<openqq_adapters::embedded::WriterLock> {
+    openqq_adapters::embedded::WriterLock::try_acquire(data_dir)
+        .with_context(|| format!("locking the embedded log in {}", data_dir.display()))?
+        .with_context(|| {
+            format!(
+                "the embedded log in {} is open in another process (`openqq up`, or `openqq dead-letters replay`); \
+                 it has one writer: stop that process and try again (a replay's records are handled when \
+                 `openqq up` starts)",
+                data_dir.display()
+            )
+        })
 }
 
 /// Samples SQLite's heap for `/metrics` every 5 seconds (the recorder's own upkeep interval)

@@ -5,6 +5,7 @@ mod db;
 pub(crate) mod feed;
 mod idempotency;
 mod limiter;
+mod lock;
 mod log;
 mod objects;
 mod retention;
@@ -13,6 +14,7 @@ pub(crate) mod webhooks;
 
 pub use db::{record_sqlite_memory, Durability};
 pub use limiter::InProcessRateLimiter;
+pub use lock::WriterLock;
 pub use log::{Compacted, EmbeddedEventLog, Retention};
 pub use objects::EmbeddedObjectStore;
 pub use store::EmbeddedDesignStore;

@@ -80,7 +80,7 @@ pub struct KafkaArgs {
 
 impl KafkaArgs {
     /// Whether the event log goes to Kafka.
-    fn selected(&self) -> bool {
+    pub fn selected(&self) -> bool {
         self.kafka_brokers.is_some() || self.msk_cluster_arn.is_some()
     }
 
