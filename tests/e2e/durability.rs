@@ -6,6 +6,7 @@
 
 use openqq_e2e::ordering::sigkill_restarts_keep_every_acknowledged_revision_in_order;
 use openqq_e2e::{blink_design, Server};
+use std::time::Duration;
 
 const TENANTS: usize = 8;
 const REVISIONS: u64 = 25;
@@ -20,6 +21,7 @@ async fn every_acknowledged_revision_reaches_results_ready_once_in_order_across_
         blink_design("durable"),
         TENANTS,
         REVISIONS,
+        Duration::ZERO,
     )
     .await;
 }

@@ -95,8 +95,14 @@ async fn with_the_store_on_dynamodb_and_objects_in_s3_every_acknowledged_revisio
     let args = openqq_e2e::aws::on_aws(&endpoint, "ordering", &extra);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
-    sigkill_restarts_keep_every_acknowledged_revision_in_order(&mut server, compact_blink_design("durable"), 6, 20)
-        .await;
+    sigkill_restarts_keep_every_acknowledged_revision_in_order(
+        &mut server,
+        compact_blink_design("durable"),
+        6,
+        20,
+        Duration::ZERO,
+    )
+    .await;
 }
 
 /// A bad DynamoDB setting stops `openqq up` at once with a sentence naming the setting, before

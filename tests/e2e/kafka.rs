@@ -148,6 +148,7 @@ async fn on_kafka_every_acknowledged_revision_reaches_results_ready_once_in_orde
         compact_blink_design("durable"),
         8,
         60,
+        Duration::ZERO,
     )
     .await;
 }

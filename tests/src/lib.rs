@@ -349,13 +349,13 @@ impl Client {
     pub async fn wait_for(&self, design_id: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Result<Value> {
         let deadline = Instant::now() + within;
         loop {
-            if let Ok((200, v)) = self.get(&format!("/v1/designs/{design_id}")).await {
-                if done(&v) {
-                    return Ok(v);
-                }
-            }
+            let last = match self.get(&format!("/v1/designs/{design_id}")).await {
+                Ok((200, v)) if done(&v) => return Ok(v),
+                Ok((status, v)) => format!("{status} {v}"),
+                Err(e) => format!("{e:#}"),
+            };
             if Instant::now() > deadline {
-                bail!("design {design_id} did not reach the expected state within {within:?}");
+                bail!("design {design_id} did not reach the expected state within {within:?}; last seen: {last}");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

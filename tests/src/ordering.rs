@@ -93,7 +93,16 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
     for (i, (id, acked)) in results {
         let c = &clients[i];
         let last = *acked.last().unwrap();
-        c.wait_for(id, READY_WITHIN, |d| d["revision"] == last && d["status"] == "ready").await.unwrap();
+        if let Err(e) = c.wait_for(id, READY_WITHIN, |d| d["revision"] == last && d["status"] == "ready").await {
+            let events = c.get(&format!("/v1/designs/{id}/events")).await.map(|(_, v)| v).unwrap_or_default();
+            let timeline: Vec<String> = events["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| format!("{}@{}", e["kind"].as_str().unwrap_or("?"), e["revision"]))
+                .collect();
+            panic!("tenant-{i}: {e:#}\nacknowledged revisions: {acked:?}\ntimeline: {timeline:?}");
+        }
         let events = c.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(30)).await.unwrap();
         let events = events["events"].as_array().unwrap();
         for kind in ["design.submitted", "validation.started", "validation.finished", "results.ready"] {
@@ -107,15 +116,16 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
 }
 
 /// The SIGKILL scenario on a running server: `tenants` editors post `revisions` revisions of
-/// `design` each
-/// while the server is SIGKILLed and restarted four times mid-stream, and once more after the
-/// last acknowledgement; then every acknowledged revision must reach `results.ready` once, in
-/// order. The server's extra args decide where the log lives (embedded, or Kafka).
+/// `design` each while the server is SIGKILLed four times mid-stream, and once more after the
+/// last acknowledgement, each time restarted after `down_for`; then every acknowledged revision
+/// must reach `results.ready` once, in order. The server's extra args decide where the log lives
+/// (embedded, or Kafka).
 pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(
     server: &mut crate::Server,
     design: Value,
     tenants: usize,
     revisions: u64,
+    down_for: Duration,
 ) {
     let attempts = Attempts::default();
     let clients: BTreeMap<usize, Client> =
@@ -131,6 +141,7 @@ pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(!tasks.iter().all(|t| t.is_finished()), "the kill lands while clients are still posting");
         server.kill9();
+        tokio::time::sleep(down_for).await;
         server.restart().unwrap();
     }
     let mut results = BTreeMap::new();
@@ -139,6 +150,7 @@ pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(
     }
     // One more kill after the last acknowledgement: nothing acknowledged may be lost.
     server.kill9();
+    tokio::time::sleep(down_for).await;
     server.restart().unwrap();
 
     assert_every_acknowledged_revision_ready_once_in_order(&clients, &results).await;
