@@ -25,6 +25,7 @@ pub mod design;
 pub mod error;
 pub mod event;
 pub mod feed;
+pub mod generation;
 pub mod ids;
 pub mod object;
 pub mod page;
