@@ -40,6 +40,7 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 step "Installing Debian packages when missing"
 need_debs=()
 command -v yosys >/dev/null || need_debs+=(yosys)
+command -v iverilog >/dev/null || need_debs+=(iverilog)
 command -v nextpnr-ice40 >/dev/null || need_debs+=(nextpnr-ice40)
 command -v icepack >/dev/null || need_debs+=(fpga-icestorm)
 # (compgen -G is true when a pattern matches at least one file.)
