@@ -159,7 +159,7 @@ pub fn check_equivalence(design: &Source, reference: &Source, limits: &Limits) -
     let (design_run, reference_run) = std::thread::scope(|scope| {
         let d = scope.spawn(|| prepare(dir.path(), Side::Design, design, limits));
         let r = prepare(dir.path(), Side::Reference, reference, limits);
-        (d.join().unwrap_or_else(|_| Err(HdlError::ToolMissing { tool: "yosys" })), r)
+        (d.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), r)
     });
     let mut prepared = Vec::new();
     for (side, run) in [(Side::Design, design_run?), (Side::Reference, reference_run?)] {

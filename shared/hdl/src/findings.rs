@@ -197,7 +197,10 @@ mod tests {
                    I give up.\n";
         let files = ["fifo.v", "alu.v", "fa.v", "tb.v"];
         let findings = parse_iverilog_log(log, &files);
-        assert_eq!(findings[0], at(Severity::Error, "fifo.v", 17, "Unable to bind wire/reg/memory `read_ptr' in `tb.dut'"));
+        assert_eq!(
+            findings[0],
+            at(Severity::Error, "fifo.v", 17, "Unable to bind wire/reg/memory `read_ptr' in `tb.dut'")
+        );
         assert_eq!(findings[1], at(Severity::Error, "alu.v", 13, "syntax error"));
         assert_eq!(findings[3], at(Severity::Info, "fa.v", 14, "It was declared here as a variable."));
         assert_eq!(findings[4].severity, Severity::Warning);

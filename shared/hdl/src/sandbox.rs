@@ -148,7 +148,8 @@ pub(crate) fn run<S: AsRef<OsStr>>(
     ];
     let mut readers = 0;
     for mut stream in streams.into_iter().flatten() {
-        let (output, exceeded, done_tx, max) = (output.clone(), exceeded.clone(), done_tx.clone(), limits.max_output_bytes);
+        let (output, exceeded, done_tx, max) =
+            (output.clone(), exceeded.clone(), done_tx.clone(), limits.max_output_bytes);
         readers += 1;
         std::thread::spawn(move || {
             let mut chunk = [0u8; 8192];

@@ -79,7 +79,7 @@ pub struct CounterexampleStep {
     pub reference_outputs: Vec<SignalValue>,
 }
 
-/// Input values per step that make the two designs' outputs differ (at the last step shown).
+/// Input values per step that make the two designs' outputs differ at the last step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counterexample {
     pub steps: Vec<CounterexampleStep>,
@@ -101,6 +101,7 @@ pub fn parse_counterexample(log: &str) -> Option<Counterexample> {
     let mut steps: Vec<CounterexampleStep> = Vec::new();
     let mut truncated = false;
     let mut in_table = false;
+    let mut first_difference = None;
     for line in log.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         if words.windows(2).any(|w| w == ["Signal", "Name"]) {
@@ -138,6 +139,9 @@ pub fn parse_counterexample(log: &str) -> Option<Counterexample> {
                 continue;
             }
         };
+        if name == "trigger" && value.value.contains('1') {
+            first_difference = Some(first_difference.map_or(step, |s: u32| s.min(step)));
+        }
         let entry = &mut steps[position];
         let (list, port) = if let Some(port) = name.strip_prefix("in_") {
             (&mut entry.inputs, port)
@@ -155,6 +159,10 @@ pub fn parse_counterexample(log: &str) -> Option<Counterexample> {
         }
     }
     steps.sort_by_key(|s| s.step);
+    // `sat -seq N` shows all N steps; the counterexample ends where the outputs first differ.
+    if let Some(last) = first_difference {
+        steps.retain(|s| s.step <= last);
+    }
     (!steps.is_empty()).then_some(Counterexample { steps, truncated })
 }
 
@@ -215,7 +223,13 @@ mod tests {
 
     #[test]
     fn state_cells_are_flip_flops_latches_and_memories() {
-        for line in ["  cell $dff $procdff$12", "  cell $adffe $x", "  cell $_DFF_P_ $y", "  cell $dlatch $z", "  cell $mem_v2 m"] {
+        for line in [
+            "  cell $dff $procdff$12",
+            "  cell $adffe $x",
+            "  cell $_DFF_P_ $y",
+            "  cell $dlatch $z",
+            "  cell $mem_v2 m",
+        ] {
             assert!(is_state_cell(line), "{line}");
         }
         for line in ["  cell $add $a", "  cell \\sub u", "  wire $dff", "  cell $mux $m"] {
@@ -236,6 +250,9 @@ mod tests {
                    \x20    2 \\gate_count                1         1      00000001\n\
                    \x20    2 \\gold_count                0         0      00000000\n\
                    \x20    2 \\in_rst                    1         1             1\n\
+                   \x20    2 \\trigger                   1         1             1\n\
+                   \x20    3 \\in_rst                    0         0             0\n\
+                   \x20    3 \\trigger                   1         1             1\n\
                    ERROR: Called with -verify and proof did fail!\n";
         let cex = parse_counterexample(log).unwrap();
         assert_eq!(cex.steps.len(), 2);
@@ -280,7 +297,10 @@ mod tests {
             parse_sat_result("** Trying induction with length 7 **\nInduction step proven: SUCCESS!\n"),
             SatResult::Proven { induction_length: Some(7) }
         );
-        assert_eq!(parse_sat_result("SAT proof finished - no model found: SUCCESS!"), SatResult::Proven { induction_length: None });
+        assert_eq!(
+            parse_sat_result("SAT proof finished - no model found: SUCCESS!"),
+            SatResult::Proven { induction_length: None }
+        );
         assert_eq!(parse_sat_result("SAT proof finished - model found: FAIL!"), SatResult::Failed);
         assert_eq!(
             parse_sat_result("SAT temporal induction proof finished - model found for base case: FAIL!"),

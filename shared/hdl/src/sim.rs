@@ -38,7 +38,7 @@ pub enum TestVerdict {
     Fail {
         /// Why, in a sentence.
         reason: String,
-        /// The `ERROR:`/`FATAL:` lines, clipped, at most 20.
+        /// The `ERROR:`/`FATAL:` lines, clipped: the first 19 and the last.
         messages: Vec<String>,
     },
     /// Icarus Verilog could not compile design and testbench; the findings say where.
@@ -75,7 +75,8 @@ impl TestReport {
 /// A random 64-bit value as hex, unpredictable to the source (std's per-process random keys).
 fn nonce() -> String {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
     format!("{:016x}", hasher.finish())
 }
 
@@ -156,12 +157,13 @@ pub fn simulate(design: &Source, testbench: &Testbench, limits: &Limits) -> Resu
 
 /// The verdict of a run that ended by itself, from its output and exit status.
 pub(crate) fn judge(output: &str, status: i32, marker: &str, max_message_bytes: usize) -> TestVerdict {
-    let messages: Vec<String> = output
-        .lines()
-        .filter(|l| l.starts_with("ERROR:") || l.starts_with("FATAL:"))
-        .take(MAX_FAILURE_MESSAGES)
-        .map(|l| clip(l, max_message_bytes))
-        .collect();
+    let failures: Vec<&str> = output.lines().filter(|l| l.starts_with("ERROR:") || l.starts_with("FATAL:")).collect();
+    // The first ones, and the last (a closing `$fatal` summary, typically).
+    let mut messages: Vec<String> =
+        failures.iter().take(MAX_FAILURE_MESSAGES - 1).map(|l| clip(l, max_message_bytes)).collect();
+    if failures.len() >= MAX_FAILURE_MESSAGES {
+        messages.push(clip(failures[failures.len() - 1], max_message_bytes));
+    }
     let finished = !output.lines().any(|l| l.trim_end() == marker);
     let reason = if !messages.is_empty() {
         "the testbench reported errors ($error or $fatal)".to_string()
@@ -214,7 +216,10 @@ mod tests {
         let out = "ERROR: tb.v:23: fifo check failed: not full\n       Time: 40000 Scope: tb.check\n\
                    FATAL: tb.v:67: fifo: 3 check(s) failed\n";
         let TestVerdict::Fail { messages, .. } = judge(out, 0, MARKER, 512) else { panic!() };
-        assert_eq!(messages, ["ERROR: tb.v:23: fifo check failed: not full", "FATAL: tb.v:67: fifo: 3 check(s) failed"]);
+        assert_eq!(
+            messages,
+            ["ERROR: tb.v:23: fifo check failed: not full", "FATAL: tb.v:67: fifo: 3 check(s) failed"]
+        );
     }
 
     #[test]
@@ -228,10 +233,11 @@ mod tests {
 
     #[test]
     fn failure_messages_are_clipped_and_bounded() {
-        let out = format!("ERROR: {}\n", "x".repeat(2000)).repeat(50);
+        let out = format!("ERROR: {}\n", "x".repeat(2000)).repeat(50) + "FATAL: tb.v:9: 50 checks failed\n";
         let TestVerdict::Fail { messages, .. } = judge(&out, 0, MARKER, 100) else { panic!() };
         assert_eq!(messages.len(), MAX_FAILURE_MESSAGES);
         assert!(messages.iter().all(|m| m.len() <= 100));
+        assert_eq!(messages.last().unwrap(), "FATAL: tb.v:9: 50 checks failed");
     }
 
     #[test]

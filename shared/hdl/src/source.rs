@@ -157,7 +157,8 @@ mod tests {
 
     #[test]
     fn file_names_that_could_leave_the_directory_are_not_safe() {
-        for bad in ["", "../x.v", "a/b.v", "/etc/passwd", "..", "a..v", ".hidden.v", "_gen.v", "a b.v", "a;b.v", "x\n.v"]
+        for bad in
+            ["", "../x.v", "a/b.v", "/etc/passwd", "..", "a..v", ".hidden.v", "_gen.v", "a b.v", "a;b.v", "x\n.v"]
         {
             assert!(!is_safe_file_name(bad), "{bad:?}");
         }
