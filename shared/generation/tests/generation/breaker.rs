@@ -27,7 +27,7 @@ async fn the_breaker_opens_after_n_failures_refuses_fast_and_closes_after_a_prob
     let e = backend.generate(&counter()).await.unwrap_err();
     assert!(matches!(e, GenerationError::CircuitOpen { retry_in } if retry_in <= Duration::from_millis(300)));
     assert!(e.is_retriable());
-    assert!(started.elapsed() < Duration::from_millis(50), "refused without calling");
+    assert!(started.elapsed() < Duration::from_millis(200), "refused without calling");
     assert_eq!(app.server.requests(), 2);
 
     app.server.set_design("counter", Reply::Correct);

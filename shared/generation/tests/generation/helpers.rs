@@ -1,8 +1,6 @@
 //! Spawning a test server over two tiny designs, and a backend pointed at it.
 
-use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openqq_core::generation::GenerationRequest;
@@ -71,33 +69,4 @@ pub async fn spawn(adjust: impl FnOnce(&mut TestServerOptions)) -> TestApp {
 /// A first attempt at the counter.
 pub fn counter() -> GenerationRequest {
     GenerationRequest { top: Some("counter".into()), ..GenerationRequest::new("A 4-bit counter.", "ice40") }
-}
-
-/// A log buffer to hand a tracing subscriber.
-#[derive(Clone, Default)]
-pub struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
 }
