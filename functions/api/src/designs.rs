@@ -196,7 +196,9 @@ async fn by_reference(state: &AppState, tenant: &TenantId, mut spec: DesignSpec)
                 ),
             )
             .with_field(field),
-            PortError::Invalid(why) => Problem::invalid_field(field, format!("the upload does not match: {why}")),
+            PortError::Invalid { why, .. } => {
+                Problem::invalid_field(field, format!("the upload does not match: {why}"))
+            }
             e => Problem::from_port(e, "checking the upload"),
         })?;
     }
@@ -401,8 +403,12 @@ pub async fn report(
     let stored = stored_report(&state, &tenant, &id, q).await?;
     // The stored report is the validator's JSON object; the response adds the revision it belongs
     // to, spliced into the text rather than parsed into a tree (see `report_body`).
-    let body = crate::report_body::splice(stored.report.get(), stored.revision, stored.verdict.as_str())
-        .map_err(|e| Problem::from_port(openqq_core::PortError::Invalid(e.to_string()), "decoding the report"))?;
+    let body =
+        crate::report_body::splice(stored.report.get(), stored.revision, stored.verdict.as_str()).map_err(|e| {
+            let corrupt =
+                openqq_core::PortError::corrupt("stored report", openqq_core::Failure::new("it does not decode", e));
+            Problem::from_port(corrupt, "decoding the report")
+        })?;
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 

@@ -355,7 +355,7 @@ mod tests {
         let log = GroupedAppends::new(Appends(inner.clone()));
         let huge =
             Record { key: "acme".into(), value: vec![b'x'; openqq_core::ports::MAX_RECORD_BYTES + 1], headers: vec![] };
-        assert!(matches!(log.publish("t", vec![huge]).await, Err(PortError::Invalid(_))));
+        assert!(matches!(log.publish("t", vec![huge]).await, Err(PortError::Invalid { .. })));
         assert_eq!(inner.appends.load(Ordering::SeqCst), 0);
         log.publish("t", vec![record("fine")]).await.unwrap();
         assert_eq!(inner.appends.load(Ordering::SeqCst), 1);
@@ -401,8 +401,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_permanent_error_is_not_tried_again() {
-        let (tries, write) = failing(vec![PortError::Invalid("no such table".into()), unavailable()]);
-        assert!(matches!(retried(Duration::from_secs(5), write).await, Err(PortError::Invalid(_))));
+        let (tries, write) = failing(vec![PortError::invalid("record", "too large"), unavailable()]);
+        assert!(matches!(retried(Duration::from_secs(5), write).await, Err(PortError::Invalid { .. })));
         assert_eq!(tries.load(Ordering::SeqCst), 1);
     }
 

@@ -67,8 +67,8 @@ use axum::routing::{get, post, put};
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 use openqq_core::{
-    DeliveryQueue, DesignReads, DesignStore, EventLog, FeedReader, IdempotencyKeys, ObjectStore, RateLimiter, Topics,
-    WebhookRegistry,
+    DeliveryQueue, DesignReads, DesignStore, EventLog, FeedReader, IdempotencyKeys, ObjectStore, PresignedUploads,
+    RateLimiter, Topics, WebhookRegistry,
 };
 use std::sync::Arc;
 
@@ -95,6 +95,9 @@ pub struct AppState {
     /// Large payloads: uploads and netlists put there before publishing ([`uploads`],
     /// [`designs`]), full validation reports read by `GET /v1/designs/{id}/report/full`.
     pub(crate) objects: Arc<dyn ObjectStore>,
+    /// Where clients upload themselves, when the object store lets them (S3); otherwise uploads
+    /// come through `PUT /v1/uploads/{digest}`.
+    pub(crate) presigned: Option<Arc<dyn PresignedUploads>>,
     pub(crate) limiter: Arc<dyn RateLimiter>,
     pub(crate) limits: Arc<LimitPolicy>,
     pub(crate) keys: Arc<JwtKeys>,
@@ -138,6 +141,7 @@ impl AppState {
             webhooks: store.clone(),
             deliveries: store,
             objects,
+            presigned: None,
             limiter,
             limits: Arc::new(LimitPolicy::new(DEFAULT_RATE_LIMIT)),
             keys,
@@ -162,6 +166,13 @@ impl AppStateBuilder {
     /// Each tenant's request quota, with its overrides (default: [`DEFAULT_RATE_LIMIT`]).
     pub fn limits(mut self, limits: Arc<LimitPolicy>) -> Self {
         self.0.limits = limits;
+        self
+    }
+
+    /// The object store's direct uploads, when it has them (default: none, so clients upload
+    /// through the API).
+    pub fn presigned_uploads(mut self, presigned: Option<Arc<dyn PresignedUploads>>) -> Self {
+        self.0.presigned = presigned;
         self
     }
 

@@ -107,13 +107,11 @@ pub async fn begin(
     if !present {
         state.quota.check_adding(state.reads.as_ref(), state.objects.as_ref(), &tenant, object.bytes).await?;
     }
-    let direct = state
-        .objects
-        .presign_upload(&tenant, &object, UPLOAD_TTL)
-        .await
-        .map_err(|e| Problem::from_port(e, "preparing the upload"))?;
-    let upload = match direct {
-        Some(target) => target,
+    let upload = match &state.presigned {
+        Some(presigned) => presigned
+            .presign_upload(&tenant, &object, UPLOAD_TTL)
+            .await
+            .map_err(|e| Problem::from_port(e, "preparing the upload"))?,
         None => {
             let (token, expires_at) = state.keys.issue_upload(&tenant, &object, UPLOAD_TTL);
             UploadTarget {

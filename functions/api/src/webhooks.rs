@@ -175,7 +175,7 @@ pub async fn create(
     };
     match state.webhooks.create_webhook(&tenant, &hook).await {
         Ok(()) => {}
-        Err(PortError::ConditionFailed(_)) => {
+        Err(PortError::ConditionFailed { .. }) => {
             return Err(Problem::new(
                 StatusCode::CONFLICT,
                 "too-many-webhooks",
@@ -309,7 +309,7 @@ pub async fn deliveries(
     let hook = find(&state, &tenant, &id).await?;
     let page =
         state.deliveries.list_deliveries(&tenant, &hook.id, q.cursor.as_deref(), limit).await.map_err(|e| match e {
-            PortError::Invalid(_) => Problem::invalid_field("cursor", "is not a cursor this API returned"),
+            PortError::Invalid { .. } => Problem::invalid_field("cursor", "is not a cursor this API returned"),
             e => Problem::from_port(e, "listing deliveries"),
         })?;
     let items: Vec<DeliveryView> = page.items.iter().map(DeliveryView::from).collect();

@@ -2,7 +2,7 @@
 
 use crate::embedded::{Durability, EmbeddedDesignStore, EmbeddedEventLog, EmbeddedObjectStore, InProcessRateLimiter};
 use openqq_core::ports::PortResult;
-use openqq_core::{DesignStore, EventLog, LogSource, ObjectStore, RateLimiter};
+use openqq_core::{DesignStore, EventLog, LogSource, ObjectStore, PresignedUploads, RateLimiter};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,6 +16,8 @@ pub struct Backends {
     pub store: Arc<dyn DesignStore>,
     /// Large payloads by tenant and digest: full validation reports.
     pub objects: Arc<dyn ObjectStore>,
+    /// The object store's direct uploads, when it has them (S3).
+    pub presigned: Option<Arc<dyn PresignedUploads>>,
     pub limiter: Arc<dyn RateLimiter>,
 }
 
@@ -47,6 +49,7 @@ impl Backends {
             source: log,
             store: Arc::new(EmbeddedDesignStore::open_with_readers(dir, durability, options.store_readers())?),
             objects: Arc::new(EmbeddedObjectStore::open(dir)?),
+            presigned: None,
             limiter: Arc::new(InProcessRateLimiter::new()),
         })
     }

@@ -47,7 +47,7 @@ async fn the_embedded_object_store_passes_the_object_store_suite() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedObjectStore::open(dir.path()).unwrap();
     // Reports are written by the results function; nothing uploads to a directory directly.
-    objects::run(&store, &objects::Capabilities { direct_uploads: false }).await;
+    objects::run(&store, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ use aws_sdk_s3::config::{Credentials, Region};
 use openqq_adapters::conformance;
 use openqq_adapters::s3::{UPLOAD_EXPIRY_DAYS, UPLOAD_EXPIRY_RULE};
 use openqq_adapters::{S3ObjectStore, S3Settings};
-use openqq_core::{ObjectStore, PortError, TenantId};
+use openqq_core::{ObjectStore, PortError, PresignedUploads, TenantId};
 
 const ENDPOINT_VAR: &str = "OPENQQ_TEST_S3_ENDPOINT";
 
@@ -48,7 +48,7 @@ async fn store() -> Option<(S3ObjectStore, aws_sdk_s3::Client)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_s3_object_store_passes_the_object_store_suite() {
     let Some((store, _)) = store().await else { return };
-    conformance::objects::run(&store, &conformance::objects::Capabilities { direct_uploads: true }).await;
+    conformance::objects::run(&store, Some(&store)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,7 +70,7 @@ async fn objects_and_uploads_sit_under_the_documented_keys() {
         digest: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".into(),
         bytes: 0,
     };
-    let target = store.presign_upload(&t, &announced, std::time::Duration::from_secs(60)).await.unwrap().unwrap();
+    let target = store.presign_upload(&t, &announced, std::time::Duration::from_secs(60)).await.unwrap();
     let mut request = reqwest::Client::new().put(&target.url);
     for (name, value) in &target.headers {
         request = request.header(name, value);
@@ -95,7 +95,7 @@ async fn an_object_changed_in_the_bucket_is_reported_not_served() {
     let key = format!("objects/{t}/{}", r.digest);
     client.put_object().bucket(store.bucket()).key(key).body(b"tampered".to_vec().into()).send().await.unwrap();
     let err = store.get(&t, &r.digest).await.unwrap_err();
-    assert!(matches!(err, PortError::Backend { retriable: false, .. }), "{err:?}");
+    assert!(matches!(err, PortError::Corrupt { what: "stored object", .. }) && !err.is_retriable(), "{err:?}");
 }
 
 /// What `openqq up --s3-endpoint` does: the environment's settings, the bucket created.

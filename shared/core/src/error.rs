@@ -60,15 +60,23 @@ pub enum PortError {
     /// The thing asked for does not exist (for this tenant). Permanent.
     NotFound,
     /// A conditional write lost against a newer state (S3's `PreconditionFailed`, DynamoDB's
-    /// `ConditionalCheckFailed`). Permanent for that write.
-    ConditionFailed(String),
+    /// `ConditionalCheckFailed`), or a write refused by a rule on what is stored (a tenant's
+    /// webhook limit). `what` names the thing written ("webhook", "upload"). Permanent for that
+    /// write.
+    ConditionFailed { what: &'static str, why: Failure },
     /// The backend asked us to slow down. Retriable.
     Throttled { retry_after: Option<Duration> },
     /// The backend could not be reached or did not answer in time. Retriable.
     Unavailable(Failure),
-    /// The request itself is wrong (too large, malformed). Permanent. What is wrong is the
-    /// request, so there is no error underneath to keep.
-    Invalid(String),
+    /// The request itself is wrong (too large, malformed): the caller's to fix. `what` names the
+    /// part that is wrong ("record", "object digest", "cursor"); `why` says how, with the error
+    /// underneath when one was caught (a cursor that does not decode). Permanent.
+    Invalid { what: &'static str, why: Failure },
+    /// Something stored cannot be read back (a row with a malformed column, a report that is not
+    /// JSON), or a value the adapter made cannot be written (serialisation failed): the
+    /// platform's fault, never the caller's. `what` names the thing ("stored design", "feed
+    /// entry"). Permanent.
+    Corrupt { what: &'static str, why: Failure },
     /// Anything else the backend reported, with its own classification kept.
     Backend { message: String, retriable: bool, source: Option<Cause> },
     /// A setting the adapter cannot work with (a broker list that is not `HOST:PORT`, a URL it
@@ -81,6 +89,22 @@ impl PortError {
     /// The backend could not be reached or did not answer, because of `cause`.
     pub fn unavailable(message: impl Into<String>, cause: impl Into<Cause>) -> Self {
         PortError::Unavailable(Failure::new(message, cause))
+    }
+
+    /// The request's `what` is wrong, as `why` says: see [`PortError::Invalid`].
+    pub fn invalid(what: &'static str, why: impl Into<Failure>) -> Self {
+        PortError::Invalid { what, why: why.into() }
+    }
+
+    /// The conditional write of `what` lost, as `why` says: see [`PortError::ConditionFailed`].
+    pub fn condition_failed(what: &'static str, why: impl Into<Failure>) -> Self {
+        PortError::ConditionFailed { what, why: why.into() }
+    }
+
+    /// The stored (or serialised) `what` is unreadable, as `why` says: see
+    /// [`PortError::Corrupt`].
+    pub fn corrupt(what: &'static str, why: impl Into<Failure>) -> Self {
+        PortError::Corrupt { what, why: why.into() }
     }
 
     /// Anything else the backend reported (`cause`), retriable or not as the adapter judged it.
@@ -101,9 +125,11 @@ impl PortError {
         match self {
             PortError::Throttled { .. } | PortError::Unavailable(_) => true,
             PortError::Backend { retriable, .. } => *retriable,
-            PortError::NotFound | PortError::ConditionFailed(_) | PortError::Invalid(_) | PortError::Settings(_) => {
-                false
-            }
+            PortError::NotFound
+            | PortError::ConditionFailed { .. }
+            | PortError::Invalid { .. }
+            | PortError::Corrupt { .. }
+            | PortError::Settings(_) => false,
         }
     }
 
@@ -118,10 +144,11 @@ impl PortError {
     pub fn label(&self) -> &'static str {
         match self {
             PortError::NotFound => "not_found",
-            PortError::ConditionFailed(_) => "condition_failed",
+            PortError::ConditionFailed { .. } => "condition_failed",
             PortError::Throttled { .. } => "throttled",
             PortError::Unavailable(_) => "unavailable",
-            PortError::Invalid(_) => "invalid",
+            PortError::Invalid { .. } => "invalid",
+            PortError::Corrupt { .. } => "corrupt",
             PortError::Backend { .. } => "backend",
             PortError::Settings(_) => "settings",
         }
@@ -132,28 +159,30 @@ impl std::fmt::Display for PortError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PortError::NotFound => f.write_str("not found"),
-            PortError::ConditionFailed(message) => write!(f, "condition failed: {message}"),
+            PortError::ConditionFailed { what, why } => write!(f, "condition failed on the {what}: {why}"),
             PortError::Throttled { .. } => f.write_str("throttled"),
             PortError::Unavailable(failure) => write!(f, "unavailable: {failure}"),
-            PortError::Invalid(message) => write!(f, "invalid: {message}"),
+            PortError::Invalid { what, why } => write!(f, "invalid {what}: {why}"),
+            PortError::Corrupt { what, why } => write!(f, "corrupt {what}: {why}"),
             PortError::Backend { message, .. } => f.write_str(message),
             PortError::Settings(failure) => write!(f, "{failure}"),
         }
     }
 }
 
-/// Written out rather than derived: an unavailable port's cause sits inside its [`Failure`]
+/// Written out rather than derived: a port error's cause sits inside its [`Failure`]
 /// (one field, so `PortError::Unavailable("…".into())` reads as it always has), and the chain
 /// goes from the port error straight to that cause, with no link in between.
 impl std::error::Error for PortError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         let cause = match self {
-            PortError::Unavailable(failure) | PortError::Settings(failure) => failure.cause(),
+            PortError::Unavailable(failure)
+            | PortError::Settings(failure)
+            | PortError::Invalid { why: failure, .. }
+            | PortError::ConditionFailed { why: failure, .. }
+            | PortError::Corrupt { why: failure, .. } => failure.cause(),
             PortError::Backend { source, .. } => source.as_deref(),
-            PortError::NotFound
-            | PortError::ConditionFailed(_)
-            | PortError::Throttled { .. }
-            | PortError::Invalid(_) => None,
+            PortError::NotFound | PortError::Throttled { .. } => None,
         };
         cause.map(|e| e as &(dyn std::error::Error + 'static))
     }
@@ -183,10 +212,13 @@ fn same_kind(e: &Arc<PortError>) -> PortError {
     let cause = || Shared(e.clone());
     match e.as_ref() {
         PortError::NotFound => PortError::NotFound,
-        PortError::ConditionFailed(m) => PortError::ConditionFailed(m.clone()),
+        PortError::ConditionFailed { what, why } => {
+            PortError::ConditionFailed { what, why: Failure::new(why.message(), cause()) }
+        }
         PortError::Throttled { retry_after } => PortError::Throttled { retry_after: *retry_after },
         PortError::Unavailable(f) => PortError::Unavailable(Failure::new(f.message(), cause())),
-        PortError::Invalid(m) => PortError::Invalid(m.clone()),
+        PortError::Invalid { what, why } => PortError::Invalid { what, why: Failure::new(why.message(), cause()) },
+        PortError::Corrupt { what, why } => PortError::Corrupt { what, why: Failure::new(why.message(), cause()) },
         PortError::Backend { message, retriable, .. } => {
             PortError::Backend { message: message.clone(), retriable: *retriable, source: Some(Box::new(cause())) }
         }
@@ -218,8 +250,9 @@ mod tests {
     fn errors_are_classified_retriable_or_permanent() {
         assert!(PortError::Unavailable("x".into()).is_retriable());
         assert!(PortError::Throttled { retry_after: None }.is_retriable());
-        assert!(!PortError::Invalid("x".into()).is_retriable());
-        assert!(!PortError::ConditionFailed("x".into()).is_retriable());
+        assert!(!PortError::invalid("record", "x").is_retriable());
+        assert!(!PortError::condition_failed("webhook", "x").is_retriable());
+        assert!(!PortError::corrupt("stored design", "x").is_retriable());
         assert!(PortError::backend_message("m", true).is_retriable());
         assert!(!PortError::backend_message("m", false).is_retriable());
     }
@@ -245,6 +278,17 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_or_corrupt_error_names_what_and_keeps_its_cause() {
+        let invalid = PortError::invalid("cursor", Failure::new("not one this listing returned", Underneath));
+        assert_eq!(chain(&invalid), ["invalid cursor: not one this listing returned", "the disk is on fire"]);
+        let corrupt = PortError::corrupt("stored report", Failure::new("not JSON", Underneath));
+        assert_eq!(chain(&corrupt), ["corrupt stored report: not JSON", "the disk is on fire"]);
+        assert_eq!((corrupt.label(), corrupt.is_retriable()), ("corrupt", false));
+        let copies = corrupt.copies(2);
+        assert!(copies.iter().all(|c| matches!(c, PortError::Corrupt { what: "stored report", .. })));
+    }
+
+    #[test]
     fn with_causes_shows_each_cause_once() {
         #[derive(Debug, thiserror::Error)]
         #[error("reading the settings")]
@@ -262,7 +306,7 @@ mod tests {
         assert_eq!(e.to_string(), "unavailable: redis did not answer");
         assert!(std::error::Error::source(&e).is_none());
         assert_eq!(PortError::backend_message("checksum", false).to_string(), "checksum");
-        assert_eq!(PortError::Invalid("too large".into()).to_string(), "invalid: too large");
-        assert_eq!(PortError::ConditionFailed("lost".into()).to_string(), "condition failed: lost");
+        assert_eq!(PortError::invalid("record", "too large").to_string(), "invalid record: too large");
+        assert_eq!(PortError::condition_failed("upload", "lost").to_string(), "condition failed on the upload: lost");
     }
 }

@@ -9,7 +9,7 @@
 //! write and the append appends then). The feed holds one entry per design, kind and revision:
 //! appending the same triple again returns the entry already there.
 
-use crate::error::PortResult;
+use crate::error::{Failure, PortError, PortResult};
 use crate::event::{EventKind, TimelineEntry};
 use crate::ids::{CorrelationId, DesignId, TenantId};
 use crate::Verdict;
@@ -37,6 +37,15 @@ pub struct FeedEntry {
     /// The validator's verdict, on `validation.finished` and `results.ready`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub verdict: Option<Verdict>,
+}
+
+impl FeedEntry {
+    /// The entry as JSON, as a delivery carries it. A failure is the platform's (the entry is
+    /// made of ids, a kind, numbers and a time), so it is [`PortError::Corrupt`].
+    pub fn to_json(&self) -> PortResult<String> {
+        serde_json::to_string(self)
+            .map_err(|e| PortError::corrupt("feed entry", Failure::new("serialising it failed", e)))
+    }
 }
 
 /// What a consumer appends: the timeline entry it applied and, where the event has one, its

@@ -43,6 +43,6 @@ pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
 pub use ports::{
     AcceptedRevisions, Applied, Cause, Decision, DesignReads, DesignStore, DesignWrites, EventLog, Failure,
     IdempotencyClaim, IdempotencyKeys, KeptResponse, Lease, LogRecord, LogSource, ObjectRef, ObjectStore, Page,
-    PortError, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
+    PortError, PresignedUploads, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
 };
 pub use webhook::{DeliveryQueue, Webhook, WebhookId, WebhookRegistry, WebhookSecret, WebhookStore};

@@ -134,7 +134,7 @@ pub trait ObjectStore: Send + Sync {
     /// returns once they are durable.
     async fn put(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef>;
     /// The bytes of `tenant`'s object `digest`, checked against the digest (a stored object that
-    /// no longer matches is a permanent [`PortError::Backend`] error). A malformed digest is
+    /// no longer matches is [`PortError::Corrupt`]). A malformed digest is
     /// [`PortError::Invalid`].
     async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>>;
     /// The bytes `tenant`'s objects take (each distinct object once), for the storage quota.
@@ -142,36 +142,26 @@ pub trait ObjectStore: Send + Sync {
     /// Whether `tenant` has object `digest`, and its length; `None` if it has not (another
     /// tenant's object included). A malformed digest is [`PortError::Invalid`].
     async fn stat(&self, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>>;
-    /// Keeps bytes a client uploaded through the API (no direct upload): like [`ObjectStore::put`],
-    /// but until [`ObjectStore::adopt_upload`] makes them one of `tenant`'s objects they are an
-    /// upload, which expires if no submission adopts it. Stores whose uploads never expire keep
-    /// them as objects at once (the default).
-    async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
-        self.put(tenant, bytes).await
-    }
-    /// Where `tenant`'s client may upload exactly `object` itself, valid for `ttl` (a presigned
-    /// URL on S3). `None` means this store takes no direct uploads: the API receives the bytes
-    /// and [`ObjectStore::put`]s them.
-    async fn presign_upload(
-        &self,
-        _tenant: &TenantId,
-        _object: &ObjectRef,
-        _ttl: Duration,
-    ) -> PortResult<Option<UploadTarget>> {
-        Ok(None)
-    }
-    /// Makes an object the client uploaded directly (see [`ObjectStore::presign_upload`]) part of
+    /// Keeps bytes a client uploaded through the API: like [`ObjectStore::put`], but until
+    /// [`ObjectStore::adopt_upload`] makes them one of `tenant`'s objects they are an upload,
+    /// which expires if no submission adopts it.
+    async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef>;
+    /// Makes an upload (through the API, or directly to a [`PresignedUploads`] target) part of
     /// `tenant`'s objects, checked against its digest and length: afterwards
-    /// [`ObjectStore::stat`] finds it and unadopted uploads may expire. Nothing uploaded under
-    /// that digest is [`PortError::NotFound`]; bytes that do not match are [`PortError::Invalid`].
-    /// Stores without direct uploads only check that the object is there.
-    async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()> {
-        match self.stat(tenant, &object.digest).await? {
-            Some(n) if n == object.bytes => Ok(()),
-            Some(n) => Err(PortError::Invalid(format!("the object is {n} bytes, not {}", object.bytes))),
-            None => Err(PortError::NotFound),
-        }
-    }
+    /// [`ObjectStore::stat`] finds it. Adopting what is already stored is a no-op; nothing
+    /// uploaded under that digest is [`PortError::NotFound`]; bytes that do not match are
+    /// [`PortError::Invalid`].
+    async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()>;
+}
+
+/// A capability of some object stores (S3): clients upload an object themselves, to a presigned
+/// target, instead of through the API. A store without it takes uploads through the API only
+/// ([`ObjectStore::put_upload`]).
+#[async_trait]
+pub trait PresignedUploads: Send + Sync {
+    /// Where `tenant`'s client may upload exactly `object` itself, valid for `ttl`; the upload
+    /// becomes an object once [`ObjectStore::adopt_upload`]ed.
+    async fn presign_upload(&self, tenant: &TenantId, object: &ObjectRef, ttl: Duration) -> PortResult<UploadTarget>;
 }
 
 /// How a client uploads an object directly: an HTTP `method` to `url` with exactly these

@@ -18,10 +18,10 @@ pub struct Record {
 /// it before writing anything, so a batch is never half-published for size.
 pub fn check_record_sizes(records: &[Record]) -> PortResult<()> {
     match records.iter().find(|r| r.value.len() > MAX_RECORD_BYTES) {
-        Some(r) => Err(PortError::Invalid(format!(
-            "record of {} bytes exceeds the {MAX_RECORD_BYTES}-byte limit",
-            r.value.len()
-        ))),
+        Some(r) => Err(PortError::invalid(
+            "record",
+            format!("its {} bytes exceed the {MAX_RECORD_BYTES}-byte limit", r.value.len()),
+        )),
         None => Ok(()),
     }
 }

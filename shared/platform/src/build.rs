@@ -61,9 +61,9 @@ impl Platform {
             Some(store) => store,
             None => embedded.store()?,
         };
-        let objects = match objects {
-            Some(objects) => objects,
-            None => embedded.objects()?,
+        let (objects, presigned) = match objects {
+            Some((objects, presigned)) => (objects, Some(presigned)),
+            None => (embedded.objects()?, None),
         };
         let fallback: Arc<dyn RateLimiter> = Arc::new(InProcessRateLimiter::new());
         let limiter = crate::flags::limiter::build(&limiter_settings, fallback).await?;
@@ -72,7 +72,7 @@ impl Platform {
             crate::overrides::watch_overrides(limits.clone(), path.clone())?;
         }
         let data_dir_made = embedded.dir_made;
-        let backends = Backends { log, source, store, objects, limiter };
+        let backends = Backends { log, source, store, objects, presigned, limiter };
         Ok(Self { settings, topics, backends, limits, data_dir_made })
     }
 
@@ -102,6 +102,7 @@ impl Platform {
             .webhooks_allow_private(s.webhooks_allow_private)
             .tenant_limits(s.tenant_limits())
             .storage_limits(s.storage_limits())
+            .presigned_uploads(b.presigned.clone())
     }
 
     /// How webhook deliveries are sent: the settings' timeout, schedule and address rule. A

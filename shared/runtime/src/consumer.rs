@@ -637,9 +637,9 @@ mod tests {
         let cause = port.source().expect("and its cause is kept underneath");
         assert!(cause.downcast_ref::<Refused>().is_some());
 
-        let permanent = RecordError::from(PortError::Invalid("too large".into()));
+        let permanent = RecordError::from(PortError::invalid("record", "too large"));
         assert!(!permanent.is_retriable());
-        assert_eq!(permanent.to_string(), "permanent: invalid: too large");
-        assert_eq!(permanent.reason(), "invalid: too large");
+        assert_eq!(permanent.to_string(), "permanent: invalid record: too large");
+        assert_eq!(permanent.reason(), "invalid record: too large");
     }
 }

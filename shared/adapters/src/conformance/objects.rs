@@ -1,36 +1,26 @@
 //! Object-store conformance: content addressing, digest checks, size limit, tenant isolation,
 //! `stat`, and adoption.
 //!
-//! Direct uploads are a declared capability ([`Capabilities::direct_uploads`]). A store that
-//! declares them (S3) must return an [`UploadTarget`] from [`ObjectStore::presign_upload`] and
-//! goes through the whole flow: the suite uploads with an HTTP client using exactly the returned
-//! method, URL and headers, adopts, and reads back; wrong bytes are refused (by the upload or by
-//! the adoption), and another tenant can neither adopt nor read the upload. A store that does not
-//! (the embedded store) must return `None`, and the upload-flow checks confirm just that: nobody
-//! can adopt an upload that was never made. Either way, adopting what is already stored is a
-//! no-op and adopting nothing is [`PortError::NotFound`].
+//! Direct uploads are a capability ([`PresignedUploads`]). A store that has it (S3) goes through
+//! the whole flow: the suite uploads with an HTTP client using exactly the presigned method, URL
+//! and headers, adopts, and reads back; wrong bytes are refused (by the upload or by the
+//! adoption), and another tenant can neither adopt nor read the upload. For a store without it
+//! (the embedded store) the upload-flow checks confirm that nobody can adopt an upload that was
+//! never made. Either way, adopting what is already stored is a no-op and adopting nothing is
+//! [`PortError::NotFound`].
 
 use super::unique;
 use openqq_core::ports::{UploadTarget, MAX_OBJECT_BYTES};
-use openqq_core::{ObjectRef, ObjectStore, PortError, TenantId};
+use openqq_core::{ObjectRef, ObjectStore, PortError, PresignedUploads, TenantId};
 use std::time::Duration;
 
 fn tenant() -> TenantId {
     TenantId::parse(unique("t")).unwrap()
 }
 
-/// What an object store under test offers the suite.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Capabilities {
-    /// The store hands out upload targets for direct uploads (S3: presigned `PUT` URLs). Off, the
-    /// suite checks that `presign_upload` returns `None` and that an upload nobody could make is
-    /// never adopted; the upload, wrong-bytes and other-tenant flows need a target and do not
-    /// run.
-    pub direct_uploads: bool,
-}
-
-/// Runs every object-store check against `store` that `capabilities` allows.
-pub async fn run<S: ObjectStore + ?Sized>(store: &S, capabilities: &Capabilities) {
+/// Runs every object-store check against `store`; the direct-upload flows when `presigned` (the
+/// same store's [`PresignedUploads`]) is given.
+pub async fn run<S: ObjectStore + ?Sized>(store: &S, presigned: Option<&dyn PresignedUploads>) {
     an_object_reads_back_byte_for_byte_under_its_sha256(store).await;
     storing_the_same_bytes_again_returns_the_same_reference(store).await;
     a_tenant_never_reads_another_tenants_object(store).await;
@@ -39,9 +29,9 @@ pub async fn run<S: ObjectStore + ?Sized>(store: &S, capabilities: &Capabilities
     usage_counts_each_of_a_tenants_objects_once_and_nobody_elses(store).await;
     stat_gives_the_length_of_a_tenants_own_objects_only(store).await;
     adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_found(store).await;
-    an_upload_through_the_returned_target_is_adopted_and_then_read_back(store, capabilities).await;
-    an_upload_of_other_bytes_than_presigned_is_never_adopted(store, capabilities).await;
-    another_tenant_can_neither_adopt_nor_read_an_upload(store, capabilities).await;
+    an_upload_through_the_returned_target_is_adopted_and_then_read_back(store, presigned).await;
+    an_upload_of_other_bytes_than_presigned_is_never_adopted(store, presigned).await;
+    another_tenant_can_neither_adopt_nor_read_an_upload(store, presigned).await;
 }
 
 pub async fn usage_counts_each_of_a_tenants_objects_once_and_nobody_elses<S: ObjectStore + ?Sized>(store: &S) {
@@ -96,14 +86,14 @@ pub async fn unknown_and_malformed_digests_are_refused<S: ObjectStore + ?Sized>(
     let unknown = "0".repeat(64);
     assert!(matches!(store.get(&t, &unknown).await, Err(PortError::NotFound)));
     for bad in ["../../store.db", "", &"A".repeat(64), &"0".repeat(63)] {
-        assert!(matches!(store.get(&t, bad).await, Err(PortError::Invalid(_))), "{bad:?} is refused as malformed");
+        assert!(matches!(store.get(&t, bad).await, Err(PortError::Invalid { .. })), "{bad:?} is refused as malformed");
     }
 }
 
 pub async fn an_object_over_the_limit_is_refused_and_one_at_the_limit_is_kept<S: ObjectStore + ?Sized>(store: &S) {
     let t = tenant();
     let err = store.put(&t, vec![7; MAX_OBJECT_BYTES + 1]).await.unwrap_err();
-    assert!(matches!(err, PortError::Invalid(_)) && !err.is_retriable(), "{err}");
+    assert!(matches!(err, PortError::Invalid { .. }) && !err.is_retriable(), "{err}");
     let r = store.put(&t, vec![7; MAX_OBJECT_BYTES]).await.unwrap();
     assert_eq!(r.bytes as usize, MAX_OBJECT_BYTES);
 }
@@ -117,7 +107,7 @@ pub async fn stat_gives_the_length_of_a_tenants_own_objects_only<S: ObjectStore 
     let empty = store.put(&t, Vec::new()).await.unwrap();
     assert_eq!(store.stat(&t, &empty.digest).await.unwrap(), Some(0), "an empty object is there, with no bytes");
     for bad in ["../x", "", &"A".repeat(64)] {
-        assert!(matches!(store.stat(&t, bad).await, Err(PortError::Invalid(_))), "{bad:?} is refused as malformed");
+        assert!(matches!(store.stat(&t, bad).await, Err(PortError::Invalid { .. })), "{bad:?} is refused as malformed");
     }
 }
 
@@ -127,7 +117,10 @@ pub async fn adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_fou
     store.adopt_upload(&t, &r).await.unwrap();
     assert_eq!(store.get(&t, &r.digest).await.unwrap(), b"already here");
     let longer = ObjectRef { digest: r.digest.clone(), bytes: r.bytes + 1 };
-    assert!(matches!(store.adopt_upload(&t, &longer).await, Err(PortError::Invalid(_))), "a wrong length is refused");
+    assert!(
+        matches!(store.adopt_upload(&t, &longer).await, Err(PortError::Invalid { .. })),
+        "a wrong length is refused"
+    );
     let nothing = ObjectRef { digest: "1".repeat(64), bytes: 5 };
     assert!(matches!(store.adopt_upload(&t, &nothing).await, Err(PortError::NotFound)));
 }
@@ -146,21 +139,13 @@ async fn upload(target: &UploadTarget, bytes: Vec<u8>) -> reqwest::StatusCode {
     request.send().await.unwrap_or_else(|e| panic!("uploading to {}: {e}", target.url)).status()
 }
 
-/// `object`'s upload target for `tenant`, or `None` when the store declares no direct uploads
-/// (and returned none).
-async fn presign<S: ObjectStore + ?Sized>(
-    store: &S,
-    capabilities: &Capabilities,
+/// `object`'s upload target for `tenant`, or `None` for a store without direct uploads.
+async fn presign(
+    presigned: Option<&dyn PresignedUploads>,
     tenant: &TenantId,
     object: &ObjectRef,
 ) -> Option<UploadTarget> {
-    let target = store.presign_upload(tenant, object, UPLOAD_TTL).await.expect("presigning answers");
-    assert_eq!(
-        target.is_some(),
-        capabilities.direct_uploads,
-        "the store hands out an upload target exactly when it declares direct uploads: {target:?}"
-    );
-    let target = target?;
+    let target = presigned?.presign_upload(tenant, object, UPLOAD_TTL).await.expect("presigning answers");
     assert!(target.expires_at > chrono::Utc::now(), "the target is valid for a while: {target:?}");
     Some(target)
 }
@@ -173,12 +158,12 @@ fn object_of(bytes: &[u8]) -> ObjectRef {
 
 pub async fn an_upload_through_the_returned_target_is_adopted_and_then_read_back<S: ObjectStore + ?Sized>(
     store: &S,
-    capabilities: &Capabilities,
+    presigned: Option<&dyn PresignedUploads>,
 ) {
     let t = tenant();
     let bytes: Vec<u8> = (0..=250u8).cycle().take(300_000).collect();
     let object = object_of(&bytes);
-    let Some(target) = presign(store, capabilities, &t, &object).await else { return };
+    let Some(target) = presign(presigned, &t, &object).await else { return };
     assert!(upload(&target, bytes.clone()).await.is_success(), "the upload is taken");
     assert_eq!(store.stat(&t, &object.digest).await.unwrap(), None, "an upload is not an object until adopted");
     store.adopt_upload(&t, &object).await.unwrap();
@@ -190,19 +175,19 @@ pub async fn an_upload_through_the_returned_target_is_adopted_and_then_read_back
 
 pub async fn an_upload_of_other_bytes_than_presigned_is_never_adopted<S: ObjectStore + ?Sized>(
     store: &S,
-    capabilities: &Capabilities,
+    presigned: Option<&dyn PresignedUploads>,
 ) {
     let t = tenant();
     let announced = b"the netlist that was announced".to_vec();
     let object = object_of(&announced);
-    let Some(target) = presign(store, capabilities, &t, &object).await else { return };
+    let Some(target) = presign(presigned, &t, &object).await else { return };
     // As long as the announced bytes (the length is a signed header), only one byte differs.
     let mut smuggled = announced;
     smuggled[4] ^= 0x20;
     let status = upload(&target, smuggled).await;
     if status.is_success() {
         let adopted = store.adopt_upload(&t, &object).await;
-        assert!(matches!(adopted, Err(PortError::Invalid(_))), "other bytes are refused at adoption: {adopted:?}");
+        assert!(matches!(adopted, Err(PortError::Invalid { .. })), "other bytes are refused at adoption: {adopted:?}");
     }
     assert_eq!(store.stat(&t, &object.digest).await.unwrap(), None, "nothing was adopted");
     assert!(matches!(store.get(&t, &object.digest).await, Err(PortError::NotFound)));
@@ -212,12 +197,12 @@ pub async fn an_upload_of_other_bytes_than_presigned_is_never_adopted<S: ObjectS
 
 pub async fn another_tenant_can_neither_adopt_nor_read_an_upload<S: ObjectStore + ?Sized>(
     store: &S,
-    capabilities: &Capabilities,
+    presigned: Option<&dyn PresignedUploads>,
 ) {
     let (owner, other) = (tenant(), tenant());
     let bytes = b"owner's bitstream".to_vec();
     let object = object_of(&bytes);
-    let Some(target) = presign(store, capabilities, &owner, &object).await else {
+    let Some(target) = presign(presigned, &owner, &object).await else {
         assert!(matches!(store.adopt_upload(&other, &object).await, Err(PortError::NotFound)));
         return;
     };

@@ -5,7 +5,7 @@
 //! again, so a replay that raced its original comes out `Duplicate` or `Stale`.
 
 use super::error::{classify, transact_failure, TransactFailure};
-use super::table::{applied_sk, design_pk, design_sk, entry_sk, key, n, report_sk, s, tenant_pk, Attrs, Item, PK};
+use super::table::{applied_sk, design_pk, design_sk, items, key, n, s, tenant_pk, Attrs, Item, PK};
 use aws_sdk_dynamodb::types::{AttributeValue, Get, Put, TransactGetItem, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use chrono::Utc;
@@ -19,6 +19,22 @@ use std::time::Duration;
 /// below that when written (a capped report stays under 256 KiB), so only a report built some
 /// other way is refused.
 pub const MAX_REPORT_ITEM_BYTES: usize = 380 * 1024;
+
+/// A report too large for an item, refused before anything is sent.
+pub(super) fn too_large(change: &Change) -> Option<PortError> {
+    match change {
+        Change::ValidationFinished { report, .. } if report.get().len() > MAX_REPORT_ITEM_BYTES => {
+            Some(PortError::invalid(
+                "report",
+                format!(
+                    "its {} bytes exceed the {MAX_REPORT_ITEM_BYTES}-byte limit of a DynamoDB item",
+                    report.get().len()
+                ),
+            ))
+        }
+        _ => None,
+    }
+}
 
 /// Reads and plans at most this many times when other writers keep winning the race.
 const MAX_ATTEMPTS: u32 = 16;
@@ -49,13 +65,8 @@ pub(crate) async fn apply(
     change: &Change,
     replay: bool,
 ) -> PortResult<Applied> {
-    if let Change::ValidationFinished { report, .. } = change {
-        if report.get().len() > MAX_REPORT_ITEM_BYTES {
-            return Err(PortError::Invalid(format!(
-                "a report of {} bytes exceeds the {MAX_REPORT_ITEM_BYTES}-byte limit of a DynamoDB item",
-                report.get().len()
-            )));
-        }
+    if let Some(e) = too_large(change) {
+        return Err(e);
     }
     for attempt in 0..MAX_ATTEMPTS {
         // A submission nearly always creates its design, so its first attempt is planned as the
@@ -268,33 +279,15 @@ fn transaction(
             TransactWriteItem::builder().update(update).build()
         }
     };
-    let mut marker = key(design_pk(tenant, design), applied_sk(entry.kind, entry.revision));
-    marker.extend([("item_type".to_owned(), s("applied")), ("seq".to_owned(), n(seq))]);
-    let mut timeline = key(design_pk(tenant, design), entry_sk(seq));
-    timeline.extend([
-        ("item_type".to_owned(), s("entry")),
-        ("event_id".to_owned(), s(entry.event_id.to_string())),
-        ("kind".to_owned(), s(entry.kind.as_str())),
-        ("revision".to_owned(), n(entry.revision)),
-        ("correlation_id".to_owned(), s(entry.correlation_id.as_str())),
-        ("occurred_at".to_owned(), s(entry.occurred_at.to_rfc3339())),
-    ]);
     let mut items = vec![design_write];
     // Only a replayed record that fails again applies a kind and revision seen before (its
     // revision fails once more): its marker is already there.
     if !snapshot.held.seen {
-        items.push(TransactWriteItem::builder().put(new(marker)).build());
+        items.push(TransactWriteItem::builder().put(new(items::applied_marker(tenant, design, entry, seq))).build());
     }
-    items.push(TransactWriteItem::builder().put(new(timeline)).build());
+    items.push(TransactWriteItem::builder().put(new(items::timeline_entry(tenant, design, entry, seq))).build());
     if let Some(r) = &writes.report {
-        let mut report = key(design_pk(tenant, design), report_sk(r.revision));
-        report.extend([
-            ("item_type".to_owned(), s("report")),
-            ("revision".to_owned(), n(r.revision)),
-            ("verdict".to_owned(), s(r.verdict.as_str())),
-            ("report".to_owned(), s(r.report.get())),
-        ]);
-        items.push(TransactWriteItem::builder().put(new(report)).build());
+        items.push(TransactWriteItem::builder().put(new(items::report(tenant, design, r))).build());
     }
     items
 }

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::CancellationReason;
-use openqq_core::PortError;
+use openqq_core::{Failure, PortError};
 use std::error::Error as StdError;
 
 /// What an error code (of an operation, or of one item of a cancelled transaction) means.
@@ -73,8 +73,8 @@ where
     };
     match class {
         Class::Unavailable => PortError::unavailable(message, e),
-        Class::Invalid => PortError::Invalid(message),
-        Class::ConditionFailed => PortError::ConditionFailed(message),
+        Class::Invalid => PortError::invalid("DynamoDB request", Failure::new(message, e)),
+        Class::ConditionFailed => PortError::condition_failed("DynamoDB item", Failure::new(message, e)),
         Class::Throttled | Class::Conflict | Class::Other => PortError::backend(message, false, e),
     }
 }
@@ -120,7 +120,7 @@ pub(crate) fn transact_failure_of(op: &str, e: SdkError<TransactWriteItemsError,
     if has(Class::Invalid) || has(Class::Other) {
         let message = detail();
         return TransactFailure::Failed(if has(Class::Invalid) {
-            PortError::Invalid(message)
+            PortError::invalid("DynamoDB request", Failure::new(message, e))
         } else {
             PortError::backend(message, false, e)
         });

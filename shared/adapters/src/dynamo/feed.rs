@@ -167,7 +167,7 @@ pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new:
         // The webhooks read above are still the tenant's webhooks.
         items.push(webhooks_unchanged(table, tenant, held.hooks));
         if !wanting.is_empty() {
-            let json = serde_json::to_string(&entry).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
+            let json = entry.to_json()?;
             let now = stored_nanos(Utc::now());
             for id in &wanting {
                 items.push(put_new(table, delivery_item(tenant, id, seq, &json, now)));

@@ -9,7 +9,7 @@ use super::table::{idempotency_sk, key, n, s, tenant_pk, Attrs, Item, PK, TTL};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use openqq_core::ports::{PortResult, MAX_KEPT_RESPONSE_BYTES};
+use openqq_core::ports::PortResult;
 use openqq_core::{IdempotencyClaim, IdempotencyKey, KeptResponse, PortError, TenantId};
 use std::time::Duration;
 
@@ -95,12 +95,9 @@ pub(crate) async fn claim(
 }
 
 fn kept(item: &Item) -> PortResult<KeptResponse> {
-    let corrupt = |what: &str| PortError::Invalid(format!("stored idempotent response: {what}"));
-    let status = item.num("status").ok().and_then(|s| u16::try_from(s).ok()).ok_or_else(|| corrupt("status"))?;
-    let headers: Vec<(String, String)> =
-        serde_json::from_str(item.opt_str("headers").unwrap_or("[]")).map_err(|_| corrupt("headers"))?;
+    let status = item.num("status").ok().and_then(|s| i64::try_from(s).ok());
     let body = item.get("body").and_then(|v| v.as_b().ok()).map(|b| b.as_ref().to_vec()).unwrap_or_default();
-    Ok(KeptResponse { status, headers, body })
+    KeptResponse::from_kept(status, item.opt_str("headers"), body)
 }
 
 pub(crate) async fn complete(
@@ -112,13 +109,7 @@ pub(crate) async fn complete(
     response: &KeptResponse,
     ttl: Duration,
 ) -> PortResult<()> {
-    let headers = serde_json::to_string(&response.headers).expect("string pairs serialise");
-    let size = response.body.len() + headers.len();
-    if size > MAX_KEPT_RESPONSE_BYTES {
-        return Err(PortError::Invalid(format!(
-            "a kept response of {size} bytes exceeds the {MAX_KEPT_RESPONSE_BYTES}-byte limit"
-        )));
-    }
+    let headers = response.headers_to_keep()?;
     let expires = later(now_ms(), ttl);
     let done = client
         .update_item()

@@ -9,8 +9,8 @@ use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{PortResult, Usage, MAX_TIMELINE_ENTRIES};
 use openqq_core::{
-    AcceptedRevision, CorrelationId, DesignId, DesignStatus, DesignView, EventKind, Page, PortError, StoredReport,
-    TenantId, TimelineEntry, Verdict,
+    AcceptedRevision, CorrelationId, DesignId, DesignStatus, DesignView, EventKind, Failure, Page, PortError,
+    StoredReport, TenantId, TimelineEntry, Verdict,
 };
 use serde_json::value::RawValue;
 
@@ -144,7 +144,7 @@ pub(crate) async fn list(
     let cursor = cursor
         .map(DesignId::parse)
         .transpose()
-        .map_err(|_| PortError::Invalid("the cursor is not one this listing returned".into()))?;
+        .map_err(|e| PortError::invalid("cursor", Failure::new("it is not one this listing returned", e)))?;
     let cursor = cursor.as_ref().map(DesignId::as_str);
     // Design ids are UUIDv7, so descending id order is newest first, and the last id of a page
     // is a stable cursor. The range runs up to the cursor; the cursor's own design is dropped.
@@ -179,8 +179,9 @@ pub(crate) async fn report(
     Ok(Some(StoredReport {
         revision,
         verdict: Verdict::parse(item.str_attr("verdict")?).ok_or_else(|| super::table::corrupt("verdict"))?,
-        report: RawValue::from_string(item.str_attr("report")?.to_owned())
-            .map_err(|e| PortError::Invalid(format!("the stored report of revision {revision} is not JSON: {e}")))?,
+        report: RawValue::from_string(item.str_attr("report")?.to_owned()).map_err(|e| {
+            PortError::corrupt("stored report", Failure::new(format!("revision {revision}'s is not JSON"), e))
+        })?,
     }))
 }
 

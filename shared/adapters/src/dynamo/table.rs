@@ -150,6 +150,45 @@ pub(crate) fn n(v: u64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
+/// The items one applied event writes beside the design row, as both the one-event write
+/// (`apply.rs`) and the grouped write (`batch/group.rs`) put them: its applied marker (the
+/// kind and revision, applied once), its timeline entry numbered `seq`, and its report.
+pub(crate) mod items {
+    use super::{applied_sk, design_pk, entry_sk, key, n, report_sk, s, Item};
+    use openqq_core::revision::ReportWrite;
+    use openqq_core::{DesignId, TenantId, TimelineEntry};
+
+    pub(crate) fn applied_marker(tenant: &TenantId, design: &DesignId, entry: &TimelineEntry, seq: u64) -> Item {
+        let mut marker = key(design_pk(tenant, design), applied_sk(entry.kind, entry.revision));
+        marker.extend([("item_type".to_owned(), s("applied")), ("seq".to_owned(), n(seq))]);
+        marker
+    }
+
+    pub(crate) fn timeline_entry(tenant: &TenantId, design: &DesignId, entry: &TimelineEntry, seq: u64) -> Item {
+        let mut timeline = key(design_pk(tenant, design), entry_sk(seq));
+        timeline.extend([
+            ("item_type".to_owned(), s("entry")),
+            ("event_id".to_owned(), s(entry.event_id.to_string())),
+            ("kind".to_owned(), s(entry.kind.as_str())),
+            ("revision".to_owned(), n(entry.revision)),
+            ("correlation_id".to_owned(), s(entry.correlation_id.as_str())),
+            ("occurred_at".to_owned(), s(entry.occurred_at.to_rfc3339())),
+        ]);
+        timeline
+    }
+
+    pub(crate) fn report(tenant: &TenantId, design: &DesignId, r: &ReportWrite<'_>) -> Item {
+        let mut report = key(design_pk(tenant, design), report_sk(r.revision));
+        report.extend([
+            ("item_type".to_owned(), s("report")),
+            ("revision".to_owned(), n(r.revision)),
+            ("verdict".to_owned(), s(r.verdict.as_str())),
+            ("report".to_owned(), s(r.report.get())),
+        ]);
+        report
+    }
+}
+
 /// Reading attributes of a stored item; a missing or mistyped attribute is a permanent error
 /// naming it (the item was not written by this adapter).
 pub(crate) trait Attrs {
@@ -159,8 +198,8 @@ pub(crate) trait Attrs {
     fn opt_num(&self, name: &str) -> PortResult<Option<u64>>;
 }
 
-pub(crate) fn corrupt(what: &str) -> PortError {
-    PortError::Invalid(format!("a stored DynamoDB item has a missing or malformed {what}"))
+pub(crate) fn corrupt(attribute: &str) -> PortError {
+    PortError::corrupt("stored item", format!("its {attribute} is missing or malformed"))
 }
 
 impl Attrs for Item {
@@ -328,10 +367,13 @@ pub(crate) async fn require_table(client: &Client, table: &str) -> PortResult<()
     match client.describe_table().table_name(table).send().await {
         Ok(_) => Ok(()),
         Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {
-            Err(PortError::Invalid(format!(
-                "the DynamoDB table {table} does not exist in this account and region; against AWS it is never \
-                 created here (the deployment template declares it, docs/DYNAMODB.md)"
-            )))
+            Err(PortError::Settings(
+                format!(
+                    "the DynamoDB table {table} does not exist in this account and region; against AWS it is never \
+                     created here (the deployment template declares it, docs/DYNAMODB.md)"
+                )
+                .into(),
+            ))
         }
         Err(e) => Err(classify("describe table", e)),
     }

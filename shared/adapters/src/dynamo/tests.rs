@@ -114,7 +114,7 @@ async fn server_errors_and_timeouts_are_retriable_and_validation_errors_permanen
     assert!(err.is_retriable(), "an unknown code with a 5xx is retriable: {err:?}");
     let (invalid, _) = store(vec![error(400, "ValidationException", "")]);
     let err = invalid.report(&t, &d, Some(1)).await.unwrap_err();
-    assert!(matches!(err, PortError::Invalid(_)) && !err.is_retriable(), "{err:?}");
+    assert!(matches!(err, PortError::Invalid { .. }) && !err.is_retriable(), "{err:?}");
     assert!(err.to_string().contains("recorded ValidationException"), "the cause is kept: {err}");
     let (missing, _) = store(vec![error(400, "ResourceNotFoundException", "")]);
     let err = missing.report(&t, &d, Some(1)).await.unwrap_err();
@@ -176,7 +176,7 @@ async fn a_report_too_large_for_an_item_is_refused_before_any_request() {
         report: serde_json::value::RawValue::from_string(huge).unwrap(),
     };
     let err = store.apply(&t, &d, &entry(EventKind::ValidationFinished, 1), &change).await.unwrap_err();
-    assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
+    assert!(matches!(err, PortError::Invalid { .. }), "{err:?}");
     assert_eq!(replay.actual_requests().count(), 0);
 }
 
@@ -184,7 +184,7 @@ async fn a_report_too_large_for_an_item_is_refused_before_any_request() {
 async fn on_aws_a_missing_table_is_an_error_naming_it_and_an_existing_one_passes() {
     let (s, _) = store(vec![error(400, "ResourceNotFoundException", "")]);
     let err = table::require_table(&s.client, &s.table).await.unwrap_err();
-    assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
+    assert!(matches!(err, PortError::Settings(_)), "the operator's to fix: {err:?}");
     assert!(err.to_string().contains("the DynamoDB table openqq does not exist"), "{err}");
     assert!(!err.is_retriable());
 

@@ -136,12 +136,16 @@ pub(crate) async fn create(client: &Client, table: &str, tenant: &TenantId, hook
         match transact(client, "register a webhook", items).await? {
             Ok(()) => return Ok(()),
             Err(reasons) if reasons.first() == Some(&Some(Class::ConditionFailed)) => {
-                return Err(PortError::ConditionFailed(format!(
-                    "the tenant has {MAX_WEBHOOKS_PER_TENANT} webhooks already, the most it may register"
-                )))
+                return Err(PortError::condition_failed(
+                    "webhook",
+                    format!("the tenant has {MAX_WEBHOOKS_PER_TENANT} webhooks already, the most it may register"),
+                ))
             }
             Err(reasons) if reasons.get(1) == Some(&Some(Class::ConditionFailed)) => {
-                return Err(PortError::ConditionFailed(format!("the tenant has a webhook {} already", hook.id)))
+                return Err(PortError::condition_failed(
+                    "webhook",
+                    format!("the tenant has a webhook {} already", hook.id),
+                ))
             }
             Err(_) => back_off(attempt).await,
         }
@@ -282,7 +286,7 @@ pub(crate) async fn queue(
     id: &WebhookId,
     entry: &FeedEntry,
 ) -> PortResult<()> {
-    let json = serde_json::to_string(entry).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
+    let json = entry.to_json()?;
     for attempt in 0..MAX_ATTEMPTS {
         let exists = ConditionCheck::builder()
             .table_name(table)

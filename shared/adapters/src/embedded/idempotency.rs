@@ -4,8 +4,8 @@
 //! purged a few at a time by each claim.
 
 use super::db::sqlite_error;
-use openqq_core::ports::{PortResult, MAX_KEPT_RESPONSE_BYTES};
-use openqq_core::{IdempotencyClaim, KeptResponse, PortError};
+use openqq_core::ports::PortResult;
+use openqq_core::{IdempotencyClaim, KeptResponse};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::time::Duration;
 
@@ -68,18 +68,12 @@ pub(super) fn claim(
         }
         Some((fp, _, _, _, _)) if fp != fingerprint[..] => IdempotencyClaim::Mismatch,
         Some((_, state, _, _, _)) if state == "pending" => IdempotencyClaim::InProgress,
-        Some((_, _, status, headers, body)) => IdempotencyClaim::Completed(kept(status, headers, body)?),
+        Some((_, _, status, headers, body)) => {
+            IdempotencyClaim::Completed(KeptResponse::from_kept(status, headers.as_deref(), body.unwrap_or_default())?)
+        }
     };
     tx.commit().map_err(|e| sqlite_error("commit", e))?;
     Ok(outcome)
-}
-
-fn kept(status: Option<i64>, headers: Option<String>, body: Option<Vec<u8>>) -> PortResult<KeptResponse> {
-    let corrupt = |what: &str| PortError::Invalid(format!("stored idempotent response: {what}"));
-    let status = status.and_then(|s| u16::try_from(s).ok()).ok_or_else(|| corrupt("status"))?;
-    let headers: Vec<(String, String)> =
-        serde_json::from_str(headers.as_deref().unwrap_or("[]")).map_err(|_| corrupt("headers"))?;
-    Ok(KeptResponse { status, headers, body: body.unwrap_or_default() })
 }
 
 pub(super) fn complete(
@@ -90,13 +84,7 @@ pub(super) fn complete(
     response: &KeptResponse,
     ttl: Duration,
 ) -> PortResult<()> {
-    let headers = serde_json::to_string(&response.headers).expect("string pairs serialise");
-    let size = response.body.len() + headers.len();
-    if size > MAX_KEPT_RESPONSE_BYTES {
-        return Err(PortError::Invalid(format!(
-            "a kept response of {size} bytes exceeds the {MAX_KEPT_RESPONSE_BYTES}-byte limit"
-        )));
-    }
+    let headers = response.headers_to_keep()?;
     conn.prepare_cached(
         "UPDATE idempotency_keys SET state='done', status=?4, headers=?5, body=?6, expires_at_ms=?7 \
          WHERE tenant=?1 AND key=?2 AND fingerprint=?3 AND state='pending'",

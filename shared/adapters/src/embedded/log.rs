@@ -17,7 +17,7 @@ use crate::append_signal::AppendSignal;
 use async_trait::async_trait;
 use openqq_core::partition::partition_for;
 use openqq_core::ports::PortResult;
-use openqq_core::{EventLog, LogRecord, LogSource, PortError, Record};
+use openqq_core::{EventLog, Failure, LogRecord, LogSource, PortError, Record};
 use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
@@ -140,8 +140,9 @@ impl EmbeddedEventLog {
         retention: Retention,
     ) -> PortResult<Self> {
         retention.check()?;
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| PortError::Invalid("log retention runs on a tokio runtime; none is running".into()))?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+            PortError::Settings(Failure::new("log retention runs on a tokio runtime; none is running", e))
+        })?;
         let mut log = Self::open(dir, partitions, durability)?;
         let compactor = log.compactor();
         if !compactor.reclaims_space()? {

@@ -7,7 +7,7 @@
 //! (`.`, `..`) can name a place outside `objects/`; `%` never occurs in an id, so the mapping is
 //! one to one.
 
-use openqq_core::ports::{PortResult, MAX_OBJECT_BYTES};
+use openqq_core::ports::PortResult;
 use openqq_core::{ObjectRef, ObjectStore, PortError, TenantId};
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -136,12 +136,7 @@ fn write_atomically(dir: &Path, digest: &str, bytes: &[u8]) -> PortResult<()> {
 #[async_trait::async_trait]
 impl ObjectStore for EmbeddedObjectStore {
     async fn put(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
-        if bytes.len() > MAX_OBJECT_BYTES {
-            return Err(PortError::Invalid(format!(
-                "object of {} bytes exceeds the {MAX_OBJECT_BYTES}-byte limit",
-                bytes.len()
-            )));
-        }
+        ObjectRef::check_size(bytes.len() as u64)?;
         let dir = self.tenant_dir(tenant);
         tokio::task::spawn_blocking(move || {
             let digest = sha256_hex(&bytes);
@@ -153,9 +148,7 @@ impl ObjectStore for EmbeddedObjectStore {
     }
 
     async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>> {
-        if !ObjectRef::well_formed(digest) {
-            return Err(PortError::Invalid("an object digest is 64 lower-case hex characters".into()));
-        }
+        ObjectRef::check_digest(digest)?;
         let path = self.tenant_dir(tenant).join(digest);
         let digest = digest.to_owned();
         tokio::task::spawn_blocking(move || {
@@ -165,9 +158,9 @@ impl ObjectStore for EmbeddedObjectStore {
                 Err(e) => return Err(io_error("reading", &path, e)),
             };
             if sha256_hex(&bytes) != digest {
-                return Err(PortError::backend_message(
-                    format!("object store: {} does not match its digest", path.display()),
-                    false,
+                return Err(PortError::corrupt(
+                    "stored object",
+                    format!("{} does not match its digest", path.display()),
                 ));
             }
             Ok(bytes)
@@ -186,12 +179,7 @@ impl ObjectStore for EmbeddedObjectStore {
     }
 
     async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
-        if bytes.len() > MAX_OBJECT_BYTES {
-            return Err(PortError::Invalid(format!(
-                "object of {} bytes exceeds the {MAX_OBJECT_BYTES}-byte limit",
-                bytes.len()
-            )));
-        }
+        ObjectRef::check_size(bytes.len() as u64)?;
         let (dir, ttl) = (self.tenant_uploads(tenant), self.upload_ttl);
         tokio::task::spawn_blocking(move || {
             // Each upload sweeps its tenant's expired ones: what a tenant leaves is bounded by
@@ -207,10 +195,7 @@ impl ObjectStore for EmbeddedObjectStore {
 
     async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()> {
         if let Some(n) = self.stat(tenant, &object.digest).await? {
-            return match n == object.bytes {
-                true => Ok(()),
-                false => Err(PortError::Invalid(format!("the object is {n} bytes, not {}", object.bytes))),
-            };
+            return object.check_length(n);
         }
         let (from, dir, object) =
             (self.tenant_uploads(tenant).join(&object.digest), self.tenant_dir(tenant), object.clone());
@@ -221,7 +206,7 @@ impl ObjectStore for EmbeddedObjectStore {
                 Err(e) => return Err(io_error("reading", &from, e)),
             };
             if bytes.len() as u64 != object.bytes || sha256_hex(&bytes) != object.digest {
-                return Err(PortError::Invalid("the upload does not match its digest and length".into()));
+                return Err(PortError::invalid("upload", "its bytes do not match its digest and length"));
             }
             write_atomically(&dir, &object.digest, &bytes)?;
             let _ = std::fs::remove_file(&from);
@@ -232,9 +217,7 @@ impl ObjectStore for EmbeddedObjectStore {
     }
 
     async fn stat(&self, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>> {
-        if !ObjectRef::well_formed(digest) {
-            return Err(PortError::Invalid("an object digest is 64 lower-case hex characters".into()));
-        }
+        ObjectRef::check_digest(digest)?;
         let path = self.tenant_dir(tenant).join(digest);
         match std::fs::metadata(&path) {
             Ok(meta) => Ok(Some(meta.len())),

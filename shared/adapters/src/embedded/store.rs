@@ -14,8 +14,8 @@ use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage, MAX_TIMELINE_
 use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::{
-    AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignStatus, DesignView, DesignWrites, IdempotencyKeys,
-    Page, PortError, StoredReport, TenantId, TimelineEntry, Verdict,
+    AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignStatus, DesignView, DesignWrites, Failure,
+    IdempotencyKeys, Page, PortError, StoredReport, TenantId, TimelineEntry, Verdict,
 };
 use openqq_core::{
     CorrelationId, DeliveryQueue, EventKind, FeedEntry, FeedReader, NewFeedEntry, Webhook, WebhookId, WebhookRegistry,
@@ -106,7 +106,7 @@ fn apply_tx(
         Some((revision, status)) => Some(HeldDesign {
             revision,
             status: DesignStatus::parse(&status)
-                .ok_or_else(|| PortError::Invalid(format!("stored status {status:?}")))?,
+                .ok_or_else(|| PortError::corrupt("stored design", format!("its status {status:?} is not one")))?,
         }),
         None => None,
     };
@@ -489,16 +489,17 @@ impl DesignReads for EmbeddedDesignStore {
             .await?;
         let Some((revision, verdict, bytes, report)) = found else { return Ok(None) };
         let report = report.ok_or_else(|| {
-            PortError::Invalid(format!(
-                "the stored report of revision {revision} is {bytes} bytes, over the {MAX_REPORT_READ_BYTES}-byte read limit"
-            ))
+            PortError::corrupt(
+                "stored report",
+                format!("revision {revision}'s is {bytes} bytes, over the {MAX_REPORT_READ_BYTES}-byte read limit"),
+            )
         })?;
         Ok(Some(StoredReport {
             revision,
             verdict: Verdict::parse(&verdict)
-                .ok_or_else(|| PortError::Invalid(format!("stored verdict {verdict:?}")))?,
+                .ok_or_else(|| PortError::corrupt("stored report", format!("its verdict {verdict:?} is not one")))?,
             report: RawValue::from_string(report).map_err(|e| {
-                PortError::Invalid(format!("the stored report of revision {revision} is not JSON: {e}"))
+                PortError::corrupt("stored report", Failure::new(format!("revision {revision}'s is not JSON"), e))
             })?,
         }))
     }

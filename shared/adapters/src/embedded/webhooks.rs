@@ -18,7 +18,7 @@ use openqq_core::webhook::{
     AttemptOutcome, Delivery, DeliveryStatus, MAX_DELIVERY_ERROR_BYTES, MAX_DESCRIPTION_CHARS, MAX_URL_BYTES,
     MAX_WEBHOOKS_PER_TENANT, SUBSCRIBABLE,
 };
-use openqq_core::{EventKind, FeedEntry, Page, PortError, Webhook, WebhookId, WebhookSecret};
+use openqq_core::{EventKind, Failure, FeedEntry, Page, PortError, Webhook, WebhookId, WebhookSecret};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::time::Duration;
 
@@ -59,15 +59,21 @@ pub(crate) fn lease_end(now: DateTime<Utc>, lease: Duration) -> i64 {
 /// messages; this keeps the store's own rows bounded whoever calls it.)
 pub(crate) fn check_webhook(hook: &Webhook) -> PortResult<()> {
     if hook.url.len() > MAX_URL_BYTES {
-        return Err(PortError::Invalid(format!("a webhook URL is at most {MAX_URL_BYTES} bytes")));
+        return Err(PortError::invalid("webhook URL", format!("it is at most {MAX_URL_BYTES} bytes")));
     }
     if hook.description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION_CHARS) {
-        return Err(PortError::Invalid(format!("a webhook description is at most {MAX_DESCRIPTION_CHARS} characters")));
+        return Err(PortError::invalid(
+            "webhook description",
+            format!("it is at most {MAX_DESCRIPTION_CHARS} characters"),
+        ));
     }
     let unknown = hook.kinds.iter().any(|k| !SUBSCRIBABLE.contains(k));
     let repeated = hook.kinds.iter().enumerate().any(|(i, k)| hook.kinds[..i].contains(k));
     if hook.kinds.is_empty() || unknown || repeated {
-        return Err(PortError::Invalid("a webhook subscribes to one or more feed event kinds, each once".into()));
+        return Err(PortError::invalid(
+            "webhook kinds",
+            "a webhook subscribes to one or more feed event kinds, each once",
+        ));
     }
     Ok(())
 }
@@ -123,7 +129,10 @@ pub(crate) fn parse_status(s: &str) -> Option<DeliveryStatus> {
 /// A cursor of [`list_deliveries`]: the seq of the last delivery of the previous page.
 pub(crate) fn parse_delivery_cursor(cursor: Option<&str>) -> PortResult<Option<u64>> {
     cursor
-        .map(|c| c.parse::<u64>().map_err(|_| PortError::Invalid(format!("{c:?} is not a delivery cursor"))))
+        .map(|c| {
+            c.parse::<u64>()
+                .map_err(|e| PortError::invalid("delivery cursor", Failure::new(format!("{c:?} is not one"), e)))
+        })
         .transpose()
 }
 
@@ -138,7 +147,7 @@ pub(super) fn queue_for_webhooks(tx: &Connection, tenant: &str, entry: &FeedEntr
     let wanting: Vec<String> =
         hooks.into_iter().filter(|(_, kinds)| kinds.split(',').any(|k| k == kind)).map(|(id, _)| id).collect();
     if !wanting.is_empty() {
-        let json = serde_json::to_string(&entry).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
+        let json = entry.to_json()?;
         let now = nanos(Utc::now());
         for id in wanting {
             insert_delivery(tx, tenant, &id, entry.seq, &json, now)?;
@@ -185,9 +194,10 @@ pub(super) fn create_webhook(conn: &mut Connection, tenant: &str, hook: &Webhook
         .and_then(|mut s| s.query_row(params![tenant], |r| r.get(0)))
         .map_err(|e| sqlite_error("count webhooks", e))?;
     if held as usize >= MAX_WEBHOOKS_PER_TENANT {
-        return Err(PortError::ConditionFailed(format!(
-            "the tenant has {MAX_WEBHOOKS_PER_TENANT} webhooks already, the most it may register"
-        )));
+        return Err(PortError::condition_failed(
+            "webhook",
+            format!("the tenant has {MAX_WEBHOOKS_PER_TENANT} webhooks already, the most it may register"),
+        ));
     }
     let previous = hook.previous_secret.as_ref();
     let inserted = tx
@@ -209,7 +219,7 @@ pub(super) fn create_webhook(conn: &mut Connection, tenant: &str, hook: &Webhook
         })
         .map_err(|e| sqlite_error("create webhook", e))?;
     if inserted == 0 {
-        return Err(PortError::ConditionFailed(format!("the tenant has a webhook {} already", hook.id)));
+        return Err(PortError::condition_failed("webhook", format!("the tenant has a webhook {} already", hook.id)));
     }
     commit_tx(tx)
 }
@@ -267,7 +277,7 @@ pub(super) fn rotate_secret(
 
 pub(super) fn queue(conn: &mut Connection, tenant: &str, id: &WebhookId, entry: &FeedEntry) -> PortResult<()> {
     let id = id.to_string();
-    let json = serde_json::to_string(entry).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
+    let json = entry.to_json()?;
     let tx = begin_tx(conn)?;
     let exists: bool = tx
         .prepare_cached("SELECT EXISTS(SELECT 1 FROM webhooks WHERE tenant=?1 AND id=?2)")

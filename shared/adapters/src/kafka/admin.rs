@@ -49,10 +49,13 @@ pub(super) async fn create_topics(
                 tracing::debug!(topic, "The Kafka topic already exists.")
             }
             Err((topic, code)) => {
-                return Err(PortError::Invalid(format!(
-                    "creating the Kafka topic {topic:?} ({} partitions, replication {}) failed: {code}",
-                    settings.partitions, settings.replication
-                )))
+                return Err(PortError::Settings(
+                    format!(
+                        "creating the Kafka topic {topic:?} ({} partitions, replication {}) failed: {code}",
+                        settings.partitions, settings.replication
+                    )
+                    .into(),
+                ))
             }
         }
     }

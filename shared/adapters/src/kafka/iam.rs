@@ -21,7 +21,7 @@ use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_msk_iam_sasl_signer::generate_auth_token_from_credentials_provider;
 use openqq_core::ports::PortResult;
-use openqq_core::PortError;
+use openqq_core::{Failure, PortError};
 use rdkafka::client::{Client, OAuthToken};
 use rdkafka::consumer::{BaseConsumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -117,7 +117,9 @@ async fn sign(region: &Region, credentials: &SharedCredentialsProvider) -> PortR
                 chain(&e)
             );
             match e {
-                CredentialsError::CredentialsNotLoaded(_) | CredentialsError::InvalidConfiguration(_) => PortError::Invalid(message),
+                CredentialsError::CredentialsNotLoaded(_) | CredentialsError::InvalidConfiguration(_) => {
+                    PortError::Settings(Failure::new(message, e))
+                }
                 _ => PortError::unavailable(message, e),
             }
         })?;
@@ -149,7 +151,7 @@ impl KafkaContext {
         let KafkaAuth::MskIam { region } = &security.auth else { return Ok(Self::default()) };
         let config = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.clone())).load().await;
         let credentials = config.credentials_provider().ok_or_else(|| {
-            PortError::Invalid("MSK IAM auth needs AWS credentials and no credentials provider is configured".into())
+            PortError::Settings("MSK IAM auth needs AWS credentials and no credentials provider is configured".into())
         })?;
         Ok(Self { iam: Some(IamTokens::start(region, credentials).await?), ..Self::default() })
     }
@@ -158,7 +160,10 @@ impl KafkaContext {
     /// it as a global error and then only times the request out.
     pub(super) fn explain(&self, e: PortError) -> PortError {
         match self.auth_failure.lock().unwrap().clone() {
-            Some(why) => PortError::Invalid(format!("{e}; the brokers refused the client's credentials: {why}")),
+            Some(why) => PortError::Settings(Failure::new(
+                format!("{e}; the brokers refused the client's credentials: {why}"),
+                e,
+            )),
             None => e,
         }
     }
@@ -169,7 +174,7 @@ impl KafkaContext {
         let Some(iam) = &self.iam else { return Ok(()) };
         let token = iam.current().map_err(|e| PortError::Unavailable(e.into()))?;
         let value =
-            CString::new(token.value).map_err(|_| PortError::Invalid("the MSK IAM token has a NUL byte".into()))?;
+            CString::new(token.value).map_err(|e| PortError::backend("the MSK IAM token has a NUL byte", false, e))?;
         let principal = CString::default();
         let mut errstr = [0 as std::ffi::c_char; 512];
         // SAFETY: the client pointer is live for the borrow of `client`; the strings are
@@ -190,7 +195,7 @@ impl KafkaContext {
         if code != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
             // SAFETY: librdkafka wrote a NUL-terminated message into `errstr`.
             let why = unsafe { std::ffi::CStr::from_ptr(errstr.as_ptr()) }.to_string_lossy().into_owned();
-            return Err(PortError::Invalid(format!("librdkafka refused the MSK IAM token: {why}")));
+            return Err(PortError::backend_message(format!("librdkafka refused the MSK IAM token: {why}"), false));
         }
         Ok(())
     }
@@ -336,7 +341,7 @@ mod tests {
             .await
             .err()
             .expect("no token without credentials");
-        assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
+        assert!(matches!(err, PortError::Settings(_)), "{err:?}");
         let message = err.to_string();
         assert!(
             message.contains("needs AWS credentials") && message.contains("no credentials in this test"),

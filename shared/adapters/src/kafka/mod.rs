@@ -34,7 +34,7 @@ use crate::append_signal::AppendSignal;
 use crate::SettingsError;
 use async_trait::async_trait;
 use openqq_core::ports::{PortResult, MAX_RECORD_BYTES};
-use openqq_core::{EventLog, PortError, Record};
+use openqq_core::{EventLog, Failure, PortError, Record};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -368,7 +368,7 @@ fn produce_error(e: KafkaError) -> PortError {
             RDKafkaErrorCode::MessageSizeTooLarge
             | RDKafkaErrorCode::InvalidMessageSize
             | RDKafkaErrorCode::InvalidRecord,
-        ) => PortError::Invalid(format!("Kafka refused the record: {e}")),
+        ) => PortError::invalid("record", Failure::new(format!("Kafka refused it: {e}"), e)),
         Some(RDKafkaErrorCode::TopicAuthorizationFailed | RDKafkaErrorCode::ClusterAuthorizationFailed) => {
             PortError::backend(format!("Kafka refused the publish: {e}"), false, e)
         }

@@ -9,7 +9,7 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_kafka::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kafka::operation::get_bootstrap_brokers::GetBootstrapBrokersOutput;
 use openqq_core::ports::PortResult;
-use openqq_core::PortError;
+use openqq_core::{Failure, PortError};
 use std::fmt;
 use std::str::FromStr;
 
@@ -86,7 +86,7 @@ pub(crate) async fn bootstrap_brokers_with(
     auth: &KafkaAuth,
 ) -> PortResult<String> {
     if let KafkaAuth::Scram { mechanism: ScramMechanism::Sha256, .. } = auth {
-        return Err(PortError::Invalid(
+        return Err(PortError::Settings(
             "MSK's SASL/SCRAM listener takes SCRAM-SHA-512 only; choose scram-sha-512".into(),
         ));
     }
@@ -127,11 +127,14 @@ fn pick(out: &GetBootstrapBrokersOutput, arn: &ClusterArn, auth: &KafkaAuth) -> 
         .map(|(listener, auth, _)| format!("{listener} ({auth})"))
         .collect();
     let open = if open.is_empty() { "none".to_owned() } else { open.join(", ") };
-    Err(PortError::Invalid(format!(
-        "the MSK cluster {arn} has no {} listener, which {} auth needs; its listeners: {open}. Choose the auth of one of them, or turn that listener on for the cluster",
-        all[index].0,
-        auth.name()
-    )))
+    Err(PortError::Settings(
+        format!(
+            "the MSK cluster {arn} has no {} listener, which {} auth needs; its listeners: {open}. Choose the auth of one of them, or turn that listener on for the cluster",
+            all[index].0,
+            auth.name()
+        )
+        .into(),
+    ))
 }
 
 /// A missing cluster, a malformed request or refused credentials are permanent; throttling,
@@ -147,9 +150,12 @@ where
     let retriable = match &e {
         SdkError::ServiceError(service) => match service.err().code() {
             Some("NotFoundException") => {
-                return PortError::Invalid(format!(
-                    "there is no MSK cluster {arn} in {} (or it is not visible to these AWS credentials): {detail}",
-                    arn.region()
+                return PortError::Settings(Failure::new(
+                    format!(
+                        "there is no MSK cluster {arn} in {} (or it is not visible to these AWS credentials): {detail}",
+                        arn.region()
+                    ),
+                    e,
                 ))
             }
             Some("TooManyRequestsException" | "ThrottlingException") => {
@@ -165,7 +171,7 @@ where
     match retriable {
         Some(true) => PortError::unavailable(message, e),
         Some(false) => PortError::backend(message, false, e),
-        None => PortError::Invalid(message),
+        None => PortError::Settings(Failure::new(message, e)),
     }
 }
 
@@ -261,7 +267,7 @@ mod tests {
         let err = bootstrap_brokers_with(&client(&replay), &arn, &KafkaAuth::MskIam { region: "eu-west-1".into() })
             .await
             .unwrap_err();
-        assert!(matches!(err, PortError::Invalid(_)), "{err:?}");
+        assert!(matches!(err, PortError::Settings(_)), "{err:?}");
         let message = err.to_string();
         assert!(message.contains("has no IAM listener, which msk-iam auth needs"), "{message}");
         assert!(message.contains("its listeners: TLS (tls)"), "{message}");
@@ -273,7 +279,10 @@ mod tests {
         let not_found = r#"{"message": "The requested resource doesn't exist."}"#;
         let replay = recorded(404, not_found, &[("x-amzn-errortype", "NotFoundException")]);
         let err = bootstrap_brokers_with(&client(&replay), &arn, &KafkaAuth::Tls).await.unwrap_err();
-        assert!(matches!(err, PortError::Invalid(_)) && err.to_string().contains("there is no MSK cluster"), "{err:?}");
+        assert!(
+            matches!(err, PortError::Settings(_)) && err.to_string().contains("there is no MSK cluster"),
+            "{err:?}"
+        );
 
         let replay = recorded(500, r#"{"message": "boom"}"#, &[("x-amzn-errortype", "InternalServerErrorException")]);
         let err = bootstrap_brokers_with(&client(&replay), &arn, &KafkaAuth::Tls).await.unwrap_err();

@@ -67,10 +67,13 @@ pub(crate) async fn create_bucket_if_missing(client: &Client, bucket: &str) -> P
 pub(crate) async fn require_bucket(client: &Client, bucket: &str) -> PortResult<()> {
     match client.head_bucket().bucket(bucket).send().await {
         Ok(_) => Ok(()),
-        Err(e) if is_not_found(&e) => Err(PortError::Invalid(format!(
-            "the S3 bucket {bucket} does not exist; against AWS it is never created here (the deployment \
+        Err(e) if is_not_found(&e) => Err(PortError::Settings(
+            format!(
+                "the S3 bucket {bucket} does not exist; against AWS it is never created here (the deployment \
              template declares it with its lifecycle rule, docs/OBJECTS.md)"
-        ))),
+            )
+            .into(),
+        )),
         Err(e) => Err(match classify("head bucket", e) {
             PortError::Backend { message, retriable: false, source } => PortError::Backend {
                 message: format!("the S3 bucket {bucket} cannot be used with these credentials: {message}"),

@@ -8,7 +8,7 @@
 pub(crate) use crate::aws_common::error_chain;
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
-use openqq_core::PortError;
+use openqq_core::{Failure, PortError};
 use std::error::Error as StdError;
 
 /// What an S3 error code means.
@@ -84,10 +84,10 @@ where
     };
     match class {
         Class::NotFound => PortError::NotFound,
-        Class::ConditionFailed => PortError::ConditionFailed(message),
+        Class::ConditionFailed => PortError::condition_failed("S3 object", Failure::new(message, e)),
         Class::Throttled => PortError::Throttled { retry_after: None },
         Class::Unavailable => PortError::unavailable(message, e),
-        Class::Invalid => PortError::Invalid(message),
+        Class::Invalid => PortError::invalid("S3 request", Failure::new(message, e)),
         Class::Other => PortError::backend(message, false, e),
     }
 }

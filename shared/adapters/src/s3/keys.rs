@@ -12,8 +12,7 @@
 //! mapping stays one to one.
 
 use base64::Engine;
-use openqq_core::ports::PortResult;
-use openqq_core::{ObjectRef, PortError, TenantId};
+use openqq_core::TenantId;
 
 /// The prefix of stored objects.
 pub const OBJECTS: &str = "objects/";
@@ -35,15 +34,6 @@ pub(crate) fn tenant_prefix(area: &str, tenant: &TenantId) -> String {
 /// The key of `tenant`'s object `digest` in `area`.
 pub(crate) fn key(area: &str, tenant: &TenantId, digest: &str) -> String {
     format!("{}{digest}", tenant_prefix(area, tenant))
-}
-
-/// Refuses a digest that is not lower-case hex SHA-256, before it becomes part of a key.
-pub(crate) fn check_digest(digest: &str) -> PortResult<()> {
-    if ObjectRef::well_formed(digest) {
-        Ok(())
-    } else {
-        Err(PortError::Invalid("an object digest is 64 lower-case hex characters".into()))
-    }
 }
 
 /// The digest as S3 writes SHA-256 checksums (`x-amz-checksum-sha256`): base64 of the 32 bytes.

@@ -25,7 +25,7 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_s3::config::Credentials;
 use aws_sdk_s3::Client;
 use openqq_core::ports::{PortResult, UploadTarget};
-use openqq_core::{ObjectRef, ObjectStore, TenantId};
+use openqq_core::{ObjectRef, ObjectStore, PresignedUploads, TenantId};
 use std::time::Duration;
 
 /// Where the objects are: the bucket and, for a local stand-in, an endpoint.
@@ -128,17 +128,21 @@ impl ObjectStore for S3ObjectStore {
         objects::stat(&self.client, &self.bucket, tenant, digest).await
     }
 
-    async fn presign_upload(
-        &self,
-        tenant: &TenantId,
-        object: &ObjectRef,
-        ttl: Duration,
-    ) -> PortResult<Option<UploadTarget>> {
-        objects::presign_upload(&self.client, &self.bucket, tenant, object, ttl).await.map(Some)
+    /// Clients of an S3 store upload to presigned targets; bytes that come through the API all
+    /// the same are kept as an object at once (so they never expire).
+    async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
+        objects::put(&self.client, &self.bucket, tenant, bytes).await
     }
 
     async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()> {
         objects::adopt_upload(&self.client, &self.bucket, tenant, object).await
+    }
+}
+
+#[async_trait]
+impl PresignedUploads for S3ObjectStore {
+    async fn presign_upload(&self, tenant: &TenantId, object: &ObjectRef, ttl: Duration) -> PortResult<UploadTarget> {
+        objects::presign_upload(&self.client, &self.bucket, tenant, object, ttl).await
     }
 }
 

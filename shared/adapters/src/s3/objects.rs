@@ -3,12 +3,12 @@
 //! damaged on the way.
 
 use super::error::{classify, error_chain};
-use super::keys::{check_digest, checksum_of, key, tenant_prefix, OBJECTS, UPLOADS};
+use super::keys::{checksum_of, key, tenant_prefix, OBJECTS, UPLOADS};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use openqq_core::ports::{PortResult, UploadTarget, MAX_OBJECT_BYTES};
-use openqq_core::{ObjectRef, PortError, TenantId};
+use openqq_core::{Failure, ObjectRef, PortError, TenantId};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
@@ -17,10 +17,6 @@ pub const MAX_UPLOAD_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn too_large(bytes: u64) -> PortError {
-    PortError::Invalid(format!("object of {bytes} bytes exceeds the {MAX_OBJECT_BYTES}-byte limit"))
 }
 
 /// The length of `key`, or `None` when there is no such key.
@@ -35,9 +31,7 @@ pub(crate) async fn head(client: &Client, bucket: &str, key: &str) -> PortResult
 }
 
 pub(crate) async fn put(client: &Client, bucket: &str, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
-    if bytes.len() > MAX_OBJECT_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
+    ObjectRef::check_size(bytes.len() as u64)?;
     // Hashing tens of megabytes would hold up the other tasks of this thread.
     let (digest, bytes) = tokio::task::spawn_blocking(move || (hex(&Sha256::digest(&bytes)), bytes))
         .await
@@ -104,15 +98,15 @@ async fn read(
 }
 
 pub(crate) async fn get(client: &Client, bucket: &str, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>> {
-    check_digest(digest)?;
+    ObjectRef::check_digest(digest)?;
     let key = key(OBJECTS, tenant, digest);
     // Nothing this store wrote is that large: a stored object that is, is damaged.
-    let damaged = |message| PortError::backend_message(message, false);
+    let damaged = |message| PortError::corrupt("stored object", message);
     let Read { bytes, sha256: actual, .. } = read(client, bucket, &key, MAX_OBJECT_BYTES as u64, damaged, true).await?;
     if actual != digest {
-        return Err(PortError::backend_message(
-            format!("object store: s3://{bucket}/{key} does not match its digest (it hashes to {actual})"),
-            false,
+        return Err(PortError::corrupt(
+            "stored object",
+            format!("s3://{bucket}/{key} does not match its digest (it hashes to {actual})"),
         ));
     }
     Ok(bytes)
@@ -133,7 +127,7 @@ pub(crate) async fn usage(client: &Client, bucket: &str, tenant: &TenantId) -> P
 }
 
 pub(crate) async fn stat(client: &Client, bucket: &str, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>> {
-    check_digest(digest)?;
+    ObjectRef::check_digest(digest)?;
     head(client, bucket, &key(OBJECTS, tenant, digest)).await
 }
 
@@ -146,18 +140,17 @@ pub(crate) async fn presign_upload(
     object: &ObjectRef,
     ttl: Duration,
 ) -> PortResult<UploadTarget> {
-    check_digest(&object.digest)?;
-    if object.bytes > MAX_OBJECT_BYTES as u64 {
-        return Err(too_large(object.bytes));
-    }
+    ObjectRef::check_digest(&object.digest)?;
+    ObjectRef::check_size(object.bytes)?;
+    let invalid_ttl = || {
+        let days = MAX_UPLOAD_TTL.as_secs() / 86_400;
+        format!("an upload URL is valid for between 1 second and {days} days, not {ttl:?}")
+    };
     if ttl.is_zero() || ttl > MAX_UPLOAD_TTL {
-        return Err(PortError::Invalid(format!(
-            "an upload URL is valid for between 1 second and {} days, not {ttl:?}",
-            MAX_UPLOAD_TTL.as_secs() / 86_400
-        )));
+        return Err(PortError::invalid("upload URL validity", invalid_ttl()));
     }
     let config = PresigningConfig::expires_in(ttl)
-        .map_err(|e| PortError::Invalid(format!("upload URL validity: {}", error_chain(&e))))?;
+        .map_err(|e| PortError::invalid("upload URL validity", Failure::new(invalid_ttl(), e)))?;
     let presigned = client
         .put_object()
         .bucket(bucket)
@@ -168,7 +161,8 @@ pub(crate) async fn presign_upload(
         .await
         .map_err(|e| classify("presign upload", e))?;
     let expires_at = chrono::Utc::now()
-        + chrono::Duration::from_std(ttl).map_err(|e| PortError::Invalid(format!("upload URL validity: {e}")))?;
+        + chrono::Duration::from_std(ttl)
+            .map_err(|e| PortError::invalid("upload URL validity", Failure::new(invalid_ttl(), e)))?;
     Ok(UploadTarget {
         method: presigned.method().to_owned(),
         url: presigned.uri().to_owned(),
@@ -196,40 +190,37 @@ pub(crate) async fn adopt_upload(
     tenant: &TenantId,
     object: &ObjectRef,
 ) -> PortResult<()> {
-    check_digest(&object.digest)?;
-    if object.bytes > MAX_OBJECT_BYTES as u64 {
-        return Err(too_large(object.bytes));
-    }
+    ObjectRef::check_digest(&object.digest)?;
+    ObjectRef::check_size(object.bytes)?;
     let upload = key(UPLOADS, tenant, &object.digest);
     let stored = key(OBJECTS, tenant, &object.digest);
     match head(client, bucket, &upload).await? {
         // Adopted before (a retried call), or never uploaded.
         None => {
             return match head(client, bucket, &stored).await? {
-                Some(n) if n == object.bytes => Ok(()),
-                Some(n) => Err(PortError::Invalid(format!("the object is {n} bytes, not {}", object.bytes))),
+                Some(n) => object.check_length(n),
                 None => Err(PortError::NotFound),
             }
         }
         Some(n) if n != object.bytes => {
             discard(client, bucket, &upload).await;
-            return Err(PortError::Invalid(format!("the upload is {n} bytes, not {}", object.bytes)));
+            return object.check_length(n);
         }
         Some(_) => {}
     }
     // Read back and hashed here rather than trusting a stored checksum: the bytes are what
     // every later read is checked against, and a server may keep a checksum it never verified.
     let Read { sha256: actual, etag, .. } =
-        match read(client, bucket, &upload, object.bytes, PortError::Invalid, false).await {
-            Err(PortError::Invalid(message)) => {
+        match read(client, bucket, &upload, object.bytes, |m| PortError::invalid("upload", m), false).await {
+            Err(e @ PortError::Invalid { .. }) => {
                 discard(client, bucket, &upload).await;
-                return Err(PortError::Invalid(message));
+                return Err(e);
             }
             other => other?,
         };
     if actual != object.digest {
         discard(client, bucket, &upload).await;
-        return Err(PortError::Invalid(format!("the uploaded bytes hash to {actual}, not {}", object.digest)));
+        return Err(PortError::invalid("upload", format!("its bytes hash to {actual}, not {}", object.digest)));
     }
     // Copied only if the upload is still what was just checked (the URL may still be valid).
     let mut copy = client.copy_object().bucket(bucket).key(&stored).copy_source(copy_source(bucket, &upload));
@@ -237,9 +228,10 @@ pub(crate) async fn adopt_upload(
         copy = copy.copy_source_if_match(etag);
     }
     copy.send().await.map_err(|e| match classify("adopt", e) {
-        PortError::ConditionFailed(m) => {
-            PortError::ConditionFailed(format!("the upload changed while it was adopted; adopt it again ({m})"))
-        }
+        lost @ PortError::ConditionFailed { .. } => PortError::condition_failed(
+            "upload",
+            Failure::new("the upload changed while it was adopted; adopt it again", lost),
+        ),
         other => other,
     })?;
     discard(client, bucket, &upload).await;

@@ -19,7 +19,7 @@
 //! needs, added to [`DesignStore`]'s supertraits and implemented by each adapter in a block of
 //! its own; docs/ARCHITECTURE.md says more.
 
-use super::{Applied, Page, PortError, PortResult};
+use super::{Applied, Failure, Page, PortError, PortResult};
 use crate::accepted::AcceptedRevision;
 use crate::design::{Change, DesignView, StoredReport};
 use crate::event::TimelineEntry;
@@ -260,6 +260,35 @@ pub struct KeptResponse {
     /// Headers worth replaying (`Location`, `Content-Type`), in order.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+}
+
+impl KeptResponse {
+    /// Its headers as the JSON a store keeps them in, once the whole response is known to fit:
+    /// over [`MAX_KEPT_RESPONSE_BYTES`] it is [`PortError::Invalid`].
+    pub fn headers_to_keep(&self) -> PortResult<String> {
+        let headers = serde_json::to_string(&self.headers)
+            .map_err(|e| PortError::corrupt("kept response", Failure::new("serialising its headers failed", e)))?;
+        let size = self.body.len() + headers.len();
+        if size > MAX_KEPT_RESPONSE_BYTES {
+            return Err(PortError::invalid(
+                "kept response",
+                format!("its {size} bytes exceed the {MAX_KEPT_RESPONSE_BYTES}-byte limit"),
+            ));
+        }
+        Ok(headers)
+    }
+
+    /// The response a store kept: its status, its headers as [`KeptResponse::headers_to_keep`]
+    /// wrote them (none when absent) and its body. A status or headers that do not read back
+    /// are [`PortError::Corrupt`].
+    pub fn from_kept(status: Option<i64>, headers: Option<&str>, body: Vec<u8>) -> PortResult<Self> {
+        let status = status
+            .and_then(|s| u16::try_from(s).ok())
+            .ok_or_else(|| PortError::corrupt("kept response", "its status is missing or not an HTTP status"))?;
+        let headers = serde_json::from_str(headers.unwrap_or("[]"))
+            .map_err(|e| PortError::corrupt("kept response", Failure::new("its headers are not JSON pairs", e)))?;
+        Ok(KeptResponse { status, headers, body })
+    }
 }
 
 /// The outcome of [`IdempotencyKeys::claim_idempotency_key`].

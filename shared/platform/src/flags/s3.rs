@@ -80,11 +80,14 @@ pub fn settings(args: &S3Args) -> Result<Option<S3Settings>> {
     Ok(None)
 }
 
+/// The S3 object store, as the objects port and as the presigned-uploads capability.
+pub type S3Objects = (std::sync::Arc<dyn openqq_core::ObjectStore>, std::sync::Arc<dyn openqq_core::PresignedUploads>);
+
 /// The object store on S3 when `settings` says so (`None` when objects stay in the data dir). A
 /// bucket that cannot be reached, or is missing on AWS, stops start-up with a sentence naming the
 /// setting.
 #[cfg(feature = "s3")]
-pub async fn connect(settings: Option<S3Settings>) -> Result<Option<std::sync::Arc<dyn openqq_core::ObjectStore>>> {
+pub async fn connect(settings: Option<S3Settings>) -> Result<Option<S3Objects>> {
     use anyhow::Context;
     let Some(settings) = settings else { return Ok(None) };
     let where_ = settings.endpoint.as_deref().unwrap_or("AWS");
@@ -92,11 +95,13 @@ pub async fn connect(settings: Option<S3Settings>) -> Result<Option<std::sync::A
         format!("putting the object store in the S3 bucket {} ({BUCKET}) at {where_}", settings.bucket)
     })?;
     tracing::info!(bucket = settings.bucket, endpoint = where_, "The object store is on S3.");
-    Ok(Some(std::sync::Arc::new(objects)))
+    let objects = std::sync::Arc::new(objects);
+    Ok(Some((objects.clone(), objects)))
 }
 
+/// Without the `s3` feature there is no S3 setting to act on.
 #[cfg(not(feature = "s3"))]
-pub async fn connect(settings: Option<S3Settings>) -> Result<Option<std::sync::Arc<dyn openqq_core::ObjectStore>>> {
+pub async fn connect(settings: Option<S3Settings>) -> Result<Option<S3Objects>> {
     match settings {
         Some(never) => match never {},
         None => Ok(None),

@@ -72,10 +72,10 @@ pub async fn webhooks_are_listed_oldest_first_and_read_back_as_registered<S: Des
     assert_eq!(store.get_webhook(&t, &made[1].id).await.unwrap().as_ref(), Some(&made[1]));
     assert_eq!(store.get_webhook(&t, &WebhookId::generate()).await.unwrap(), None);
     let again = store.create_webhook(&t, &made[0]).await.unwrap_err();
-    assert!(matches!(again, PortError::ConditionFailed(_)), "an id is registered once: {again:?}");
+    assert!(matches!(again, PortError::ConditionFailed { .. }), "an id is registered once: {again:?}");
     let mut long = hook(&[EventKind::ResultsReady]);
     long.url = format!("https://receiver.example/{}", "x".repeat(openqq_core::webhook::MAX_URL_BYTES));
-    assert!(matches!(store.create_webhook(&t, &long).await.unwrap_err(), PortError::Invalid(_)), "URL too long");
+    assert!(matches!(store.create_webhook(&t, &long).await.unwrap_err(), PortError::Invalid { .. }), "URL too long");
     assert_eq!(store.list_webhooks(&t).await.unwrap().len(), 2);
 }
 
@@ -88,7 +88,7 @@ pub async fn a_tenant_holds_at_most_the_webhook_limit<S: DesignStore + ?Sized>(s
         ids.push(h.id);
     }
     let over = store.create_webhook(&t, &hook(&[EventKind::ResultsReady])).await.unwrap_err();
-    assert!(matches!(over, PortError::ConditionFailed(_)), "one over the limit is refused: {over:?}");
+    assert!(matches!(over, PortError::ConditionFailed { .. }), "one over the limit is refused: {over:?}");
     assert_eq!(store.list_webhooks(&t).await.unwrap().len(), MAX_WEBHOOKS_PER_TENANT);
     store.create_webhook(&other, &hook(&[EventKind::ResultsReady])).await.expect("the limit is per tenant");
     assert!(store.delete_webhook(&t, &ids[3]).await.unwrap());

@@ -5,7 +5,7 @@ use super::plan::{once_of, plan, Design, Planned, State};
 use super::MAX_TRANSACTION_ITEMS;
 use crate::dynamo::apply::Expr;
 use crate::dynamo::feed::{entry_item, head_write, once_item};
-use crate::dynamo::table::{applied_sk, design_pk, design_sk, entry_sk, feed_once_sk, key, n, report_sk, s, tenant_pk};
+use crate::dynamo::table::{design_sk, feed_once_sk, items, key, n, s, tenant_pk};
 use crate::dynamo::transact::{put_new, stored_nanos};
 use crate::dynamo::webhooks::{delivery_item, webhooks_unchanged};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
@@ -165,30 +165,12 @@ impl Group {
             // Only a replayed record that fails again applies a kind and revision seen before:
             // its marker is already there.
             if !planned.seen {
-                let mut marker = key(design_pk(tenant, design), applied_sk(entry.kind, entry.revision));
-                marker.extend([("item_type".to_owned(), s("applied")), ("seq".to_owned(), n(seq))]);
-                self.items.push(put_new(table, marker));
+                self.items.push(put_new(table, items::applied_marker(tenant, design, entry, seq)));
                 state.markers.insert(once_of(op, entry.kind));
             }
-            let mut timeline = key(design_pk(tenant, design), entry_sk(seq));
-            timeline.extend([
-                ("item_type".to_owned(), s("entry")),
-                ("event_id".to_owned(), s(entry.event_id.to_string())),
-                ("kind".to_owned(), s(entry.kind.as_str())),
-                ("revision".to_owned(), n(entry.revision)),
-                ("correlation_id".to_owned(), s(entry.correlation_id.as_str())),
-                ("occurred_at".to_owned(), s(entry.occurred_at.to_rfc3339())),
-            ]);
-            self.items.push(put_new(table, timeline));
+            self.items.push(put_new(table, items::timeline_entry(tenant, design, entry, seq)));
             if let Some(r) = &writes.report {
-                let mut report = key(design_pk(tenant, design), report_sk(r.revision));
-                report.extend([
-                    ("item_type".to_owned(), s("report")),
-                    ("revision".to_owned(), n(r.revision)),
-                    ("verdict".to_owned(), s(r.verdict.as_str())),
-                    ("report".to_owned(), s(r.report.get())),
-                ]);
-                self.items.push(put_new(table, report));
+                self.items.push(put_new(table, items::report(tenant, design, r)));
             }
         }
         if planned.append {
@@ -214,8 +196,7 @@ impl Group {
                 hooks.iter().filter(|(_, kinds)| kinds.contains(&entry.kind)).map(|(id, _)| id).collect()
             });
             if !wanting.is_empty() {
-                let json =
-                    serde_json::to_string(&numbered).map_err(|e| PortError::Invalid(format!("feed entry: {e}")))?;
+                let json = numbered.to_json()?;
                 let due = stored_nanos(Utc::now());
                 for id in wanting {
                     self.items.push(put_new(table, delivery_item(tenant, id, seq, &json, due)));

@@ -42,12 +42,12 @@ mod fixtures;
 
 pub(crate) use memory::Memory;
 
-use super::apply::MAX_REPORT_ITEM_BYTES;
+use super::apply::too_large;
 use super::transact::{back_off, transact};
 use aws_sdk_dynamodb::Client;
 use group::group;
 use openqq_core::ports::{ApplyOp, BatchApplied};
-use openqq_core::{Change, PortError, TenantId};
+use openqq_core::{PortError, TenantId};
 use plan::Feed;
 use read::{assume, list_hooks, read, readable};
 
@@ -55,19 +55,6 @@ use read::{assume, list_hooks, read, readable};
 pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
 /// Reads and plans at most this many times in a row when other writers keep winning.
 const MAX_ATTEMPTS: u32 = 32;
-
-/// A report too large for an item, refused before anything is sent.
-fn too_large(change: &Change) -> Option<PortError> {
-    match change {
-        Change::ValidationFinished { report, .. } if report.get().len() > MAX_REPORT_ITEM_BYTES => {
-            Some(PortError::Invalid(format!(
-                "a report of {} bytes exceeds the {MAX_REPORT_ITEM_BYTES}-byte limit of a DynamoDB item",
-                report.get().len()
-            )))
-        }
-        _ => None,
-    }
-}
 
 /// Applies `ops` in order with their feed entries (`DesignWrites::apply_batch`'s contract): the
 /// outcomes of the prefix applied, and the error of the op that stopped the batch, if one did.
@@ -189,11 +176,14 @@ pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[
 mod tests {
     use super::fixtures::{client_with_one_answer, finished, op, ops, submission};
     use super::*;
+    use crate::dynamo::apply::MAX_REPORT_ITEM_BYTES;
+    use openqq_core::Change;
 
     #[test]
     fn a_report_over_the_item_limit_is_too_large_and_one_at_the_limit_is_not() {
         let over = too_large(&finished(MAX_REPORT_ITEM_BYTES + 1));
-        let Some(PortError::Invalid(message)) = over else { panic!("refused as invalid: {over:?}") };
+        let Some(e @ PortError::Invalid { what: "report", .. }) = over else { panic!("refused as invalid: {over:?}") };
+        let message = e.to_string();
         assert!(message.contains(&format!("{} bytes", MAX_REPORT_ITEM_BYTES + 1)), "{message}");
         assert!(too_large(&finished(MAX_REPORT_ITEM_BYTES)).is_none());
         assert!(too_large(&Change::Submitted { name: None }).is_none(), "only a report can be too large");
@@ -205,7 +195,7 @@ mod tests {
         let owned = [op("acme", "d-1", 1, finished(MAX_REPORT_ITEM_BYTES + 1)), submission("acme", "d-2")];
         let done = apply(&client, "openqq", &Memory::default(), &ops(&owned)).await;
         assert!(done.applied.is_empty(), "nothing after the refused op is attempted: {:?}", done.applied);
-        assert!(matches!(done.error, Some(PortError::Invalid(_))), "{:?}", done.error);
+        assert!(matches!(done.error, Some(PortError::Invalid { .. })), "{:?}", done.error);
         assert_eq!(replay.actual_requests().count(), 0);
     }
 }
