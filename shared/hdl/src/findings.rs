@@ -3,14 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How bad a finding is; errors sort first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-    Info,
-}
+/// How bad a finding is; errors sort first. The validator's severity: a design's report speaks
+/// of one kind of severity whether a tool or the validator found it.
+pub use openqq_fpga::Severity;
 
 /// One message from a tool, located in a submitted file when the tool said where.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
