@@ -372,6 +372,12 @@ pub struct ReportQuery {
 
 /// The stored (capped) report of the design named `id` in the path, at `?revision=` or the latest;
 /// 404 when there is none (yet), as for an id the tenant does not have.
+/// The answer when a stored report does not decode: the platform's fault, never the caller's.
+pub(crate) fn undecodable_report(e: impl Into<openqq_core::Cause>) -> Problem {
+    let corrupt = openqq_core::PortError::corrupt("stored report", openqq_core::Failure::new("it does not decode", e));
+    Problem::from_port(corrupt, "decoding the report")
+}
+
 pub(crate) async fn stored_report(
     state: &AppState,
     tenant: &TenantId,
@@ -403,12 +409,8 @@ pub async fn report(
     let stored = stored_report(&state, &tenant, &id, q).await?;
     // The stored report is the validator's JSON object; the response adds the revision it belongs
     // to, spliced into the text rather than parsed into a tree (see `report_body`).
-    let body =
-        crate::report_body::splice(stored.report.get(), stored.revision, stored.verdict.as_str()).map_err(|e| {
-            let corrupt =
-                openqq_core::PortError::corrupt("stored report", openqq_core::Failure::new("it does not decode", e));
-            Problem::from_port(corrupt, "decoding the report")
-        })?;
+    let body = crate::report_body::splice(stored.report.get(), stored.revision, stored.verdict.as_str())
+        .map_err(undecodable_report)?;
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 

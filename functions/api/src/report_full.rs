@@ -13,7 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use openqq_core::{Failure, ObjectRef, PortError, TenantId};
+use openqq_core::{ObjectRef, PortError, TenantId};
 use serde::Deserialize;
 
 /// The two fields of a stored report this route reads.
@@ -30,12 +30,7 @@ pub async fn full_report(
     q: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
     let stored = crate::designs::stored_report(&state, &tenant, &id, q).await?;
-    let pointer: Pointer = serde_json::from_str(stored.report.get()).map_err(|e| {
-        Problem::from_port(
-            PortError::corrupt("stored report", Failure::new("it does not decode", e)),
-            "decoding the report",
-        )
-    })?;
+    let pointer: Pointer = serde_json::from_str(stored.report.get()).map_err(crate::designs::undecodable_report)?;
     let gone = || {
         Problem::new(
             StatusCode::NOT_FOUND,

@@ -1,4 +1,5 @@
-//! Where things are in the bucket, and the checks on names and digests made before any request.
+//! Where things are in the bucket, and the bucket-name check. (A digest is checked before it
+//! becomes part of a key by `ObjectRef::check_digest`, which every object store calls.)
 //!
 //! | what                         | key                           |
 //! |------------------------------|-------------------------------|
