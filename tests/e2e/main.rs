@@ -19,6 +19,7 @@ mod observability;
 mod payloads;
 mod problems;
 mod records;
+mod source;
 mod tansu;
 mod template;
 mod trace;

@@ -14,10 +14,11 @@ use openqq_platform::{Platform, Settings};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The four functions: logical id in the template, and the `openqq-lambda` bin it runs.
-pub(crate) const FUNCTIONS: [(&str, &str); 4] = [
+/// The five functions: logical id in the template, and the `openqq-lambda` bin it runs.
+pub(crate) const FUNCTIONS: [(&str, &str); 5] = [
     ("ApiFunction", "api"),
     ("DesignJobFunction", "design-job"),
+    ("SynthesisFunction", "synthesis"),
     ("ValidationFunction", "validation"),
     ("ResultsFunction", "results"),
 ];
@@ -189,14 +190,19 @@ fn each_function_runs_its_own_openqq_lambda_bin_as_a_bootstrap_on_provided_al202
     assert_eq!(declared, FUNCTIONS.iter().map(|(id, _)| *id).collect(), "the template's functions");
     for (id, bin) in FUNCTIONS {
         let r = &resources(&t)[id];
-        assert_eq!(r["Metadata"]["BuildMethod"], "rust-cargolambda", "{id}");
-        let binary = r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap_or_else(|| panic!("{id}: Binary"));
+        let p = &r["Properties"];
+        let binary = if p["PackageType"] == "Image" {
+            image_binary(id, &r["Metadata"])
+        } else {
+            assert_eq!(r["Metadata"]["BuildMethod"], "rust-cargolambda", "{id}");
+            assert_eq!(p["Runtime"], "provided.al2023", "{id}");
+            assert_eq!(p["Handler"], "bootstrap", "{id}: cargo lambda names the executable bootstrap");
+            r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap_or_else(|| panic!("{id}: Binary")).to_owned()
+        };
+        let binary = binary.as_str();
         assert_eq!(binary, bin, "{id} runs the bin it is named for");
         assert!(bins.contains_key(binary), "{id}: {binary} is not a bin of openqq-lambda ({bins:?})");
-        assert!(used.insert(binary), "{id}: {binary} is deployed twice");
-        let p = &r["Properties"];
-        assert_eq!(p["Runtime"], "provided.al2023", "{id}");
-        assert_eq!(p["Handler"], "bootstrap", "{id}: cargo lambda names the executable bootstrap");
+        assert!(used.insert(bin), "{id}: {binary} is deployed twice");
         let arch = p["Architectures"].as_array().unwrap_or_else(|| panic!("{id}: Architectures"));
         assert!(arch.len() == 1 && ["arm64", "x86_64"].contains(&arch[0].as_str().unwrap()), "{id}: {arch:?}");
         let memory = p["MemorySize"].as_u64().unwrap_or_else(|| panic!("{id}: MemorySize"));
@@ -205,6 +211,24 @@ fn each_function_runs_its_own_openqq_lambda_bin_as_a_bootstrap_on_provided_al202
         assert!((1..=900).contains(&timeout), "{id}: Lambda takes 1 to 900 s, not {timeout}");
     }
     assert_eq!(used.len(), bins.len(), "every bin of openqq-lambda is deployed");
+}
+
+/// The bin a container-image function's Dockerfile builds and starts, checked to install the HDL
+/// tools the synthesis function runs (the image is built by `sam build`, not here: no container
+/// engine on the test machine).
+fn image_binary(id: &str, metadata: &Value) -> String {
+    assert_eq!(metadata["DockerContext"], ".", "{id}: built from the repository root");
+    let path = metadata["Dockerfile"].as_str().unwrap_or_else(|| panic!("{id}: Dockerfile"));
+    let dockerfile = std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{id}: {path}: {e}"));
+    let bin = dockerfile
+        .split("--bin ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{id}: {path} builds no --bin"));
+    for needed in ["-p openqq-lambda", "--locked", "yosys", "iverilog", &format!("target/release/{bin} /var/runtime/bootstrap")] {
+        assert!(dockerfile.contains(needed), "{id}: {path} lacks {needed:?}");
+    }
+    bin.to_owned()
 }
 
 #[test]

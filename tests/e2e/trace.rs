@@ -124,7 +124,7 @@ async fn submission_of_a_missing_netlist(tenant: &TenantId, design_id: &DesignId
         revision: 1,
         correlation_id: CorrelationId::parse(correlation_id).unwrap(),
     };
-    Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec }).to_record()
+    Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None }).to_record()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,6 +35,7 @@ impl Watch {
     /// Starts `cargo lambda watch` for the four functions, each started with `env` (and nothing
     /// else of this process's `OPENQQ_*` variables), and waits until its Invoke API answers.
     pub fn start(cargo_lambda: &Path, env: &[(String, String)]) -> Self {
+        build_functions_once();
         // The port is free when picked, but another process may bind it before the watcher does;
         // then the watcher exits, and it starts again on another.
         let mut attempts = 0;
@@ -150,6 +151,23 @@ fn answers_http(url: &str) -> bool {
         Ok(&head == b"HTTP/1.")
     };
     ask().unwrap_or(false)
+}
+
+/// Builds the four functions as the watcher's `cargo run` does, once per test process, so that no
+/// invocation waits for a compile: a function the watcher has to build first can keep an
+/// invocation waiting past what the watcher allows. Nothing compiles when the test command built
+/// them (it does, beforehand); after a change it compiles here, with the output shown.
+fn build_functions_once() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "openqq-lambda", "--bins", "--features", "dev-build"])
+            .current_dir(crate::repo_root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the Lambda functions failed ({status})");
+    });
 }
 
 fn free_port() -> u16 {

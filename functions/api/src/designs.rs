@@ -48,6 +48,13 @@ pub struct SubmitRequest {
     pub bitstream_ref: Option<RequestRef>,
     #[serde(default)]
     pub options: Options,
+    /// The design as HDL source instead of a netlist, with its testbenches and reference.
+    #[serde(default)]
+    pub source: Option<openqq_core::hdl::Source>,
+    #[serde(default)]
+    pub tests: Vec<openqq_core::hdl::Testbench>,
+    #[serde(default)]
+    pub reference: Option<openqq_core::hdl::Source>,
 }
 
 /// An upload as a client names it: `{"digest", "bytes"}`, the length a whole number however JSON
@@ -106,6 +113,9 @@ impl SubmitRequest {
             bitstream_base64: self.bitstream_base64,
             bitstream_ref: self.bitstream_ref.map(ObjectRef::from),
             options: self.options,
+            source: self.source,
+            tests: self.tests,
+            reference: self.reference,
         };
         spec.check().map_err(|e| Problem::invalid_field(e.field, e.message))?;
         Ok(spec)
@@ -135,7 +145,7 @@ async fn publish(
     let spec = by_reference(state, &tenant, spec).await?;
     let cause = Origin { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
     let name = spec.name.clone();
-    let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec });
+    let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None });
     let record = env.to_record();
     if openqq_core::ports::check_record_sizes(std::slice::from_ref(&record)).is_err() {
         return Err(Problem::new(

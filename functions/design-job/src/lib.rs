@@ -1,5 +1,6 @@
 //! The design-job function: materialises each submitted revision in the store (conditional on
-//! revision) and requests its validation.
+//! revision) and requests its validation, or, for a revision given as HDL source, its synthesis
+//! (`synthesis.requested`, the synthesis function's lane, which then requests validation).
 //!
 //! A repeated revision (a re-read, or a client's retried send) is a duplicate: the store is not
 //! touched again, but `validation.requested` is published again, because the first attempt may
@@ -48,7 +49,13 @@ impl RecordHandler for DesignJob {
             tracing::info!("A stale revision arrived after a newer one and was ignored.");
             return Ok(Step::Done);
         }
-        out.publish(&Envelope::new(EventKind::ValidationRequested, &env.cause(), NAME, env.payload));
+        // A revision given as HDL source goes to the synthesis function's lane first.
+        let next = if env.payload.spec.source.is_some() {
+            EventKind::SynthesisRequested
+        } else {
+            EventKind::ValidationRequested
+        };
+        out.publish(&Envelope::new(next, &env.cause(), NAME, env.payload));
         Ok(Step::Done)
     }
 }

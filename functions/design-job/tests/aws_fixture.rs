@@ -26,7 +26,7 @@ fn submitted(tenant: &str, rev: u64) -> Record {
         "netlist": {"modules": {}}, "constraints": {"format": "pcf", "text": ""}
     }))
     .unwrap();
-    Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec }).to_record()
+    Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None }).to_record()
 }
 
 fn wire(r: &Record, partition: i64, offset: i64, with_headers: bool) -> serde_json::Value {

@@ -226,13 +226,10 @@ impl RecordHandler for Validation {
 }
 
 impl Validation {
-    /// Validates the request's revision and names the write that stores its report with
-    /// `validation.finished`.
-    async fn validated(&self, request: Envelope<ValidationRequested>) -> Result<Step<Stage>, RecordError> {
-        let cause = request.cause();
-        let replayed = request.replay_of.is_some();
-        let spec = request.payload.spec;
-        let fetched = self.fetch(&cause.tenant_id, &spec).await?;
+    /// Runs the validator on `spec`, its payloads read from `tenant`'s objects where they are
+    /// held by reference.
+    async fn validated_report(&self, tenant: &TenantId, spec: DesignSpec) -> Result<Report, RecordError> {
+        let fetched = self.fetch(tenant, &spec).await?;
         let t0 = std::time::Instant::now();
         let budget = self.budget;
         let report =
@@ -246,8 +243,25 @@ impl Validation {
                 }
             })?;
         metrics::histogram!("openqq_validation_duration_seconds").record(t0.elapsed().as_secs_f64());
-        let verdict = if report.has_errors() { Verdict::Fail } else { Verdict::Pass };
-        let report = self.keep(&cause.tenant_id, report).await?;
+        Ok(report)
+    }
+
+    /// Validates the request's revision and names the write that stores its report with
+    /// `validation.finished`.
+    async fn validated(&self, request: Envelope<ValidationRequested>) -> Result<Step<Stage>, RecordError> {
+        let cause = request.cause();
+        let replayed = request.replay_of.is_some();
+        let checks = request.payload.checks;
+        let spec = request.payload.spec;
+        let synthesised_nothing = checks.is_some() && spec.netlist.is_none() && spec.netlist_ref.is_none();
+        let report = if synthesised_nothing {
+            unreadable("SYNTHESIS_FAILED", "synthesis gave no netlist to validate; the checks say why".into())
+        } else {
+            self.validated_report(&cause.tenant_id, spec).await?
+        };
+        let failed_check = checks.as_ref().is_some_and(|c| !c.passed);
+        let verdict = if report.has_errors() || failed_check { Verdict::Fail } else { Verdict::Pass };
+        let report = self.keep(&cause.tenant_id, report, checks.map(|c| c.report)).await?;
         let payload = self.finished(&cause.tenant_id, verdict, &report).await?;
 
         let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, payload);
@@ -270,6 +284,9 @@ struct Kept<'a> {
     report: &'a Report,
     #[serde(skip_serializing_if = "Option::is_none")]
     full_report: Option<ObjectRef>,
+    /// What the HDL checks found, for a revision given as source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checks: Option<Box<RawValue>>,
 }
 
 impl Validation {
@@ -333,7 +350,12 @@ impl Validation {
 
     /// Caps `report` to fit any record; when that cut something, stores the full report as an
     /// object of `tenant` and points at it.
-    async fn keep(&self, tenant: &TenantId, report: Report) -> Result<Box<RawValue>, RecordError> {
+    async fn keep(
+        &self,
+        tenant: &TenantId,
+        report: Report,
+        checks: Option<Box<RawValue>>,
+    ) -> Result<Box<RawValue>, RecordError> {
         let full = serde_json::to_vec(&report).expect("reports serialise");
         let (capped, cut) = report.capped(MAX_REPORT_FINDINGS);
         let full_report = if cut {
@@ -348,7 +370,7 @@ impl Validation {
         } else {
             None
         };
-        let kept = serde_json::to_string(&Kept { report: &capped, full_report }).expect("reports serialise");
+        let kept = serde_json::to_string(&Kept { report: &capped, full_report, checks }).expect("reports serialise");
         Ok(RawValue::from_string(kept).expect("valid JSON"))
     }
 }

@@ -117,6 +117,16 @@ pub struct DesignSpec {
     pub bitstream_ref: Option<ObjectRef>,
     #[serde(default)]
     pub options: Options,
+    /// The design as HDL source instead of a netlist: synthesised with Yosys for the target's
+    /// family into the netlist that is then validated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::hdl::Source>,
+    /// Testbenches run against `source` with Icarus Verilog; each reported on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<crate::hdl::Testbench>,
+    /// A design `source` must be equivalent to, proven with Yosys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<crate::hdl::Source>,
 }
 
 /// A field that failed validation, named as a JSON pointer-ish path (`target.device`).
@@ -147,11 +157,18 @@ impl DesignSpec {
                 return Err(field_error(field, "must be 1 to 32 letters, digits or '-'"));
             }
         }
+        self.check_hdl()?;
         match (&self.netlist, &self.netlist_ref) {
             (Some(_), Some(_)) => {
                 return Err(field_error("netlist_ref", "give either netlist or netlist_ref, not both"))
             }
-            (None, None) => return Err(field_error("netlist", "is required (or netlist_ref to an upload)")),
+            (Some(_), None) | (None, Some(_)) if self.source.is_some() => {
+                return Err(field_error("source", "give either a netlist or source, not both"))
+            }
+            (None, None) if self.source.is_some() => {}
+            (None, None) => {
+                return Err(field_error("netlist", "is required (or netlist_ref to an upload, or source)"))
+            }
             (Some(netlist), None) if !netlist.get().trim_start().starts_with('{') => {
                 return Err(field_error("netlist", "must be a Yosys JSON object (yosys `write_json`)"));
             }
@@ -185,6 +202,45 @@ impl DesignSpec {
 }
 
 impl DesignSpec {
+    /// The HDL parts: each set well formed, testbenches and a reference only with source, and all
+    /// of it within [`crate::hdl::MAX_HDL_BYTES`].
+    fn check_hdl(&self) -> Result<(), FieldError> {
+        use crate::hdl::{check_set, MAX_HDL_BYTES, MAX_TESTS};
+        let to_field = |(field, message): (String, String)| FieldError { field, message };
+        if self.source.is_none() {
+            if !self.tests.is_empty() {
+                return Err(field_error("tests", "testbenches need the design as source"));
+            }
+            if self.reference.is_some() {
+                return Err(field_error("reference", "an equivalence check needs the design as source"));
+            }
+            return Ok(());
+        }
+        if self.tests.len() > MAX_TESTS {
+            return Err(field_error("tests", format!("at most {MAX_TESTS} testbenches")));
+        }
+        let mut bytes = 0;
+        if let Some(source) = &self.source {
+            bytes += check_set("source", &source.files, &source.top).map_err(to_field)?;
+        }
+        for (i, test) in self.tests.iter().enumerate() {
+            if test.name.trim().is_empty() || test.name.chars().count() > MAX_NAME_CHARS {
+                return Err(field_error(&format!("tests[{i}].name"), format!("must be 1 to {MAX_NAME_CHARS} characters")));
+            }
+            bytes += check_set(&format!("tests[{i}]"), &test.files, &test.top).map_err(to_field)?;
+        }
+        if let Some(reference) = &self.reference {
+            bytes += check_set("reference", &reference.files, &reference.top).map_err(to_field)?;
+        }
+        if bytes > MAX_HDL_BYTES {
+            return Err(field_error(
+                "source",
+                format!("the HDL files hold {bytes} bytes together; at most {MAX_HDL_BYTES} are accepted"),
+            ));
+        }
+        Ok(())
+    }
+
     /// The inline payloads over `threshold` bytes as encoded in a record (see
     /// [`INLINE_PAYLOAD_MAX_BYTES`]), which must go to the object store before the specification
     /// is published.
@@ -346,6 +402,9 @@ pub enum Change {
     ResultsReady { verdict: Verdict },
     /// The platform gave up on this revision.
     Failed { reason: String },
+    /// A step of the HDL checks began (no verdict) or ended (its verdict); the status does not
+    /// move (a revision given as source stays `submitted` until its netlist's validation starts).
+    Checked { verdict: Option<Verdict> },
 }
 
 impl Change {
@@ -354,7 +413,7 @@ impl Change {
         match self {
             Change::Submitted { .. } => Some(DesignStatus::Submitted),
             Change::ValidationStarted => Some(DesignStatus::Validating),
-            Change::ValidationFinished { .. } => None,
+            Change::ValidationFinished { .. } | Change::Checked { .. } => None,
             Change::ResultsReady { .. } => Some(DesignStatus::Ready),
             Change::Failed { .. } => Some(DesignStatus::Failed),
         }
@@ -366,7 +425,7 @@ impl Change {
     /// [`crate::revision::plan_replay`] moves a status out of `failed`; `may_become` never does.
     pub fn revives_to(&self) -> Option<DesignStatus> {
         match self {
-            Change::Submitted { .. } => Some(DesignStatus::Submitted),
+            Change::Submitted { .. } | Change::Checked { .. } => Some(DesignStatus::Submitted),
             Change::ValidationStarted | Change::ValidationFinished { .. } => Some(DesignStatus::Validating),
             Change::ResultsReady { .. } => Some(DesignStatus::Ready),
             Change::Failed { .. } => None,

@@ -31,6 +31,23 @@ pub enum EventKind {
     DesignSubmitted,
     #[serde(rename = "validation.requested")]
     ValidationRequested,
+    /// A revision given as HDL source, for the synthesis function (its own lane: synthesis and
+    /// simulation take seconds, netlist validation milliseconds).
+    #[serde(rename = "synthesis.requested")]
+    SynthesisRequested,
+    /// The synthesis function took the revision up. This and the three kinds after it are
+    /// timeline (and feed) entries only: no topic carries them.
+    #[serde(rename = "synthesis.started")]
+    SynthesisStarted,
+    /// Yosys ended, with a netlist or the reason there is none.
+    #[serde(rename = "synthesis.finished")]
+    SynthesisFinished,
+    /// The revision's testbenches ran.
+    #[serde(rename = "simulation.finished")]
+    SimulationFinished,
+    /// The revision was checked against its reference.
+    #[serde(rename = "equivalence.finished")]
+    EquivalenceFinished,
     #[serde(rename = "validation.started")]
     ValidationStarted,
     #[serde(rename = "validation.finished")]
@@ -45,9 +62,10 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind published on a topic (one topic each); see [`Topics::all`].
-    pub const ALL: [EventKind; 5] = [
+    pub const ALL: [EventKind; 6] = [
         EventKind::DesignSubmitted,
         EventKind::ValidationRequested,
+        EventKind::SynthesisRequested,
         EventKind::ValidationStarted,
         EventKind::ValidationFinished,
         EventKind::ResultsReady,
@@ -57,6 +75,11 @@ impl EventKind {
         match self {
             EventKind::DesignSubmitted => "design.submitted",
             EventKind::ValidationRequested => "validation.requested",
+            EventKind::SynthesisRequested => "synthesis.requested",
+            EventKind::SynthesisStarted => "synthesis.started",
+            EventKind::SynthesisFinished => "synthesis.finished",
+            EventKind::SimulationFinished => "simulation.finished",
+            EventKind::EquivalenceFinished => "equivalence.finished",
             EventKind::ValidationStarted => "validation.started",
             EventKind::ValidationFinished => "validation.finished",
             EventKind::ResultsReady => "results.ready",
@@ -64,8 +87,17 @@ impl EventKind {
         }
     }
 
+    /// The kinds that are timeline entries only, never on a topic.
+    pub const TIMELINE_ONLY: [EventKind; 5] = [
+        EventKind::SynthesisStarted,
+        EventKind::SynthesisFinished,
+        EventKind::SimulationFinished,
+        EventKind::EquivalenceFinished,
+        EventKind::DesignFailed,
+    ];
+
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().chain([EventKind::DesignFailed]).find(|k| k.as_str() == s)
+        Self::ALL.into_iter().chain(Self::TIMELINE_ONLY).find(|k| k.as_str() == s)
     }
 }
 
@@ -253,6 +285,10 @@ impl<T: DeserializeOwned> Envelope<T> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DesignSubmitted {
     pub spec: DesignSpec,
+    /// On `validation.requested` of a revision given as source: what its HDL checks found (the
+    /// synthesis function's). Validation adds them to the report, and any that failed fails it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<crate::hdl::HdlChecks>,
 }
 
 pub type ValidationRequested = DesignSubmitted;
@@ -604,7 +640,7 @@ mod tests {
         assert!(spec.outsized(at).is_empty(), "every payload is at most at the threshold");
         assert!(json_string_len(&spec.constraints.text) <= at);
         let record =
-            Envelope::new(EventKind::DesignSubmitted, &cause(), "design-job", DesignSubmitted { spec }).to_record();
+            Envelope::new(EventKind::DesignSubmitted, &cause(), "design-job", DesignSubmitted { spec, checks: None }).to_record();
         assert!(record.value.len() < MAX_DESIGN_RECORD_BYTES, "{} bytes", record.value.len());
     }
 

@@ -34,7 +34,7 @@ pub struct FeedEntry {
     pub event_id: Uuid,
     pub correlation_id: CorrelationId,
     pub occurred_at: DateTime<Utc>,
-    /// The validator's verdict, on `validation.finished` and `results.ready`.
+    /// The verdict, on `validation.finished`, `results.ready` and the HDL checks' `*.finished`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub verdict: Option<Verdict>,
 }

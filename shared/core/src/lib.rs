@@ -8,6 +8,7 @@
 //!   the record headers, and the dead-letter record.
 //! - [`design`]: the design specification tenants submit and the status state machine
 //!   (`submitted → validating → ready | failed`).
+//! - [`hdl`]: designs as HDL source, with testbenches and a reference, and their shape checks.
 //! - [`accepted`]: read-your-writes after a 202: how a revision the API accepted shows in reads
 //!   before the consumers materialise it.
 //! - [`partition`]: the stable tenant → partition mapping (Kafka's murmur2, so the embedded log
@@ -26,6 +27,7 @@ pub mod error;
 pub mod event;
 pub mod feed;
 pub mod generation;
+pub mod hdl;
 pub mod ids;
 pub mod object;
 pub mod page;

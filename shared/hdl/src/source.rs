@@ -5,49 +5,7 @@ use crate::error::Refusal;
 use crate::limits::Limits;
 use serde::{Deserialize, Serialize};
 
-/// One submitted file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceFile {
-    /// File name, no directories: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 64 bytes, no `..`.
-    /// Names ending in `.v` or `.sv` are compiled; others (`.vh`, `.svh`, `.mem`, `.hex`, …)
-    /// are only written beside them, for `` `include `` and `$readmemh`.
-    pub name: String,
-    /// The file's text.
-    pub text: String,
-}
-
-impl SourceFile {
-    /// A file from its name and text.
-    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        SourceFile { name: name.into(), text: text.into() }
-    }
-
-    /// Whether the tools are given this file to compile (`.v`, `.sv`), rather than only finding
-    /// it through an include or a memory load.
-    pub fn is_compiled(&self) -> bool {
-        self.name.ends_with(".v") || self.name.ends_with(".sv")
-    }
-}
-
-/// A design as HDL source: its files and the name of its top module.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Source {
-    /// The files, compiled in this order.
-    pub files: Vec<SourceFile>,
-    /// The top module, a plain Verilog identifier.
-    pub top: String,
-}
-
-/// A testbench: files compiled after the design's, with its own top module.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Testbench {
-    /// A name for the report (the tenant's label for this testbench).
-    pub name: String,
-    /// The testbench's files; their names must not repeat the design's.
-    pub files: Vec<SourceFile>,
-    /// The testbench's top module, which instantiates the design.
-    pub top: String,
-}
+pub use openqq_core::hdl::{is_identifier, is_safe_file_name, Source, SourceFile, Testbench};
 
 /// The FPGA family a design is synthesised for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -60,6 +18,14 @@ pub enum Family {
 }
 
 impl Family {
+    /// The family of a device the validator knows (`hx8k`, `LFE5U-25F`), if it knows it.
+    pub fn of_device(device: &str) -> Option<Self> {
+        Some(match openqq_fpga::Family::of_device(device)? {
+            openqq_fpga::Family::Ice40(_) => Family::Ice40,
+            openqq_fpga::Family::Ecp5(_) => Family::Ecp5,
+        })
+    }
+
     /// The Yosys synthesis command for the family.
     pub fn synth_command(self) -> &'static str {
         match self {
@@ -78,31 +44,7 @@ impl Family {
 }
 
 /// The longest file name accepted.
-const MAX_NAME_BYTES: usize = 64;
-/// The longest top-module name accepted.
-const MAX_TOP_BYTES: usize = 128;
-
-/// Whether `name` may be a file name in the work directory: it cannot leave the directory, name a
-/// hidden or generated file (those start with `_`), or carry anything a shell or a Yosys script
-/// would read as syntax.
-pub fn is_safe_file_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= MAX_NAME_BYTES
-        && bytes[0].is_ascii_alphanumeric()
-        && bytes.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-        && !name.contains("..")
-}
-
-/// Whether `top` is a plain Verilog identifier, which is all that may reach a tool's command line
-/// or script.
-pub fn is_identifier(top: &str) -> bool {
-    let bytes = top.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= MAX_TOP_BYTES
-        && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
-        && bytes.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
-}
+const MAX_NAME_BYTES: usize = openqq_core::hdl::MAX_FILE_NAME_BYTES;
 
 /// Checks the shape of the file sets one request writes together (names, counts, sizes, the
 /// tops), so that nothing oversized or misnamed is written and no tool starts on it.
@@ -154,28 +96,6 @@ pub(crate) fn clip_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_names_that_could_leave_the_directory_are_not_safe() {
-        for bad in
-            ["", "../x.v", "a/b.v", "/etc/passwd", "..", "a..v", ".hidden.v", "_gen.v", "a b.v", "a;b.v", "x\n.v"]
-        {
-            assert!(!is_safe_file_name(bad), "{bad:?}");
-        }
-        for good in ["design.v", "tb.sv", "defs.vh", "rom-0.hex", "A_1.v"] {
-            assert!(is_safe_file_name(good), "{good:?}");
-        }
-        assert!(!is_safe_file_name(&"a".repeat(65)));
-    }
-
-    #[test]
-    fn tops_must_be_plain_identifiers() {
-        assert!(is_identifier("counter"));
-        assert!(is_identifier("_tb$1"));
-        for bad in ["", "1abc", "a b", "top; shell rm", "\\esc", "a-b"] {
-            assert!(!is_identifier(bad), "{bad:?}");
-        }
-    }
 
     #[test]
     fn a_file_over_the_size_limit_is_refused_by_name() {

@@ -12,6 +12,7 @@ use openqq_api::{AppState, AppStateBuilder, JwtKeys, LimitPolicy};
 use openqq_core::{DesignStore, EventKind, ObjectStore, RateLimiter, Topics};
 use openqq_runtime::{BatchHandler, Consumer, RecordHandler};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The platform's parts, built once per process (once per cold start on Lambda).
 pub struct Platform {
@@ -31,9 +32,14 @@ pub struct Platform {
 /// How often an idle event stream reads the store for what was applied since.
 pub const FEED_POLL: std::time::Duration = openqq_api::DEFAULT_FEED_POLL;
 
-/// The topics the consumer functions read, in pipeline order.
-pub const CONSUMED: [EventKind; 3] =
-    [EventKind::DesignSubmitted, EventKind::ValidationRequested, EventKind::ValidationFinished];
+/// The topics the consumer functions read, in pipeline order (synthesis is a lane beside
+/// validation, for revisions given as source).
+pub const CONSUMED: [EventKind; 4] = [
+    EventKind::DesignSubmitted,
+    EventKind::SynthesisRequested,
+    EventKind::ValidationRequested,
+    EventKind::ValidationFinished,
+];
 
 impl Platform {
     /// Builds exactly the backends `settings` asks for. Settings are checked (and an MSK
@@ -141,6 +147,11 @@ impl Platform {
                 objects: b.objects.clone(),
                 budget: self.settings.validation_budget,
             }),
+            EventKind::SynthesisRequested => {
+                let per_job = self.settings.synthesis_budget;
+                let budget = openqq_synthesis::Budget { per_run: per_job.min(Duration::from_secs(30)), per_job };
+                self.consumer(openqq_synthesis::Synthesis { objects: b.objects.clone(), budget })
+            }
             EventKind::ValidationFinished => self.consumer(openqq_results::Results),
             other => anyhow::bail!("no function consumes {other}"),
         })

@@ -30,6 +30,10 @@ pub struct Settings {
     /// VALIDATION_BUDGET_EXCEEDED finding instead of holding its partition.
     #[arg(long, env = openqq_validation::BUDGET_ENV, default_value = "5s", value_parser = openqq_validation::parse_budget)]
     pub validation_budget: Duration,
+    /// How long the HDL tools may run for one revision given as source (synthesis, its
+    /// testbenches and its equivalence check together; each run at most 30 s of it).
+    #[arg(long, env = "OPENQQ_SYNTHESIS_BUDGET", default_value = "120s", value_parser = humantime::parse_duration)]
+    pub synthesis_budget: Duration,
     /// Default per-tenant limit, COUNT/WINDOW.
     #[arg(long, env = "OPENQQ_RATE_LIMIT", default_value = "100/1s")]
     pub rate_limit: QuotaSpec,

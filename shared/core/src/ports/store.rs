@@ -94,6 +94,7 @@ impl BatchApplied {
 pub fn feed_entry<'a>(design: &'a DesignId, entry: &'a TimelineEntry, change: &Change) -> NewFeedEntry<'a> {
     let verdict = match change {
         Change::ValidationFinished { verdict, .. } | Change::ResultsReady { verdict } => Some(*verdict),
+        Change::Checked { verdict } => *verdict,
         _ => None,
     };
     NewFeedEntry { design_id: design, entry, verdict }

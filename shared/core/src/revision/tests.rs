@@ -324,7 +324,7 @@ fn expected_row(history: &History) -> Row {
         })
         .unwrap_or_else(|| DESIGN_ID.to_owned());
     let (status, verdict, failure_reason) = match &last.change {
-        Change::Submitted { .. } => (DesignStatus::Submitted, None, None),
+        Change::Submitted { .. } | Change::Checked { .. } => (DesignStatus::Submitted, None, None),
         Change::ValidationStarted | Change::ValidationFinished { .. } => (DesignStatus::Validating, None, None),
         Change::ResultsReady { verdict } => (DesignStatus::Ready, Some(*verdict), None),
         Change::Failed { reason } => (DesignStatus::Failed, None, Some(reason.clone())),

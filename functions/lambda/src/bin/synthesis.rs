@@ -1,0 +1,8 @@
+//! The synthesis function on AWS Lambda, triggered by MSK batches of `synthesis.requested`: a
+//! container-image function (`functions/lambda/synthesis.Dockerfile`), since it runs Yosys and
+//! Icarus Verilog. Its settings are the environment (`OPENQQ_*`, see `openqq_platform::Settings`).
+
+#[tokio::main]
+async fn main() -> Result<(), openqq_platform::lambda::Error> {
+    openqq_platform::lambda::consumer(openqq_core::EventKind::SynthesisRequested).await
+}

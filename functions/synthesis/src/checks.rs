@@ -1,0 +1,281 @@
+//! The HDL checks of one revision, run with the real tools (blocking; call from
+//! `spawn_blocking`): synthesis, then, when it gave a netlist, each testbench and the equivalence
+//! check. Each tool run gets what is left of the revision's time budget (at most
+//! [`Budget::per_run`]), so one revision holds its lane for at most [`Budget::per_job`].
+
+use openqq_core::hdl::{Source, Testbench};
+use openqq_core::Verdict;
+use openqq_hdl::{EquivalenceReport, EquivalenceVerdict, Family, HdlError, Limits, SynthVerdict, Synthesis, TestReport};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// How long the tools may run for one revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// One tool run (synthesis, one testbench, the equivalence check).
+    pub per_run: Duration,
+    /// All the runs of one revision together.
+    pub per_job: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget { per_run: Duration::from_secs(30), per_job: Duration::from_secs(120) }
+    }
+}
+
+/// A step that did not run, or whose input was refused before any tool ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotRun {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub testbench: Option<String>,
+    /// `refused` (the input: the reason says what to change) or `skipped` (an earlier step
+    /// failed, or the revision's time budget was spent).
+    pub verdict: &'static str,
+    pub reason: String,
+}
+
+/// The verdict of a step whose input was refused.
+const REFUSED: &str = "refused";
+
+impl NotRun {
+    fn skipped(testbench: Option<&str>, reason: &str) -> Self {
+        NotRun { testbench: testbench.map(str::to_owned), verdict: "skipped", reason: reason.to_owned() }
+    }
+}
+
+/// One step's outcome: what the tool said, or why it did not run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Ran<T> {
+    Done(T),
+    NotRun(NotRun),
+}
+
+/// Everything the checks found.
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    pub synthesis: Ran<Synthesis>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub simulation: Vec<Ran<TestReport>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub equivalence: Option<Ran<EquivalenceReport>>,
+}
+
+impl Outcome {
+    /// The netlist synthesis wrote, if it did.
+    pub fn netlist(&self) -> Option<&[u8]> {
+        match &self.synthesis {
+            Ran::Done(s) => s.netlist.as_deref(),
+            Ran::NotRun(_) => None,
+        }
+    }
+
+    pub fn synthesis_verdict(&self) -> Verdict {
+        pass_if(matches!(&self.synthesis, Ran::Done(s) if s.verdict == SynthVerdict::Ok))
+    }
+
+    /// The testbenches' verdict, when any ran or was refused: fail if one did not pass.
+    pub fn simulation_verdict(&self) -> Option<Verdict> {
+        let refused = self.simulation.iter().any(is_refused);
+        let ran: Vec<&TestReport> = self.simulation.iter().filter_map(done).collect();
+        if ran.is_empty() && !refused {
+            return None;
+        }
+        Some(pass_if(!refused && ran.iter().all(|t| t.passed())))
+    }
+
+    /// The equivalence check's verdict, when it ran: `unknown` (not proven within the budget)
+    /// does not fail the design; the report says so.
+    pub fn equivalence_verdict(&self) -> Option<Verdict> {
+        match self.equivalence.as_ref()? {
+            Ran::Done(e) => Some(pass_if(matches!(e.verdict, EquivalenceVerdict::Equivalent { .. } | EquivalenceVerdict::Unknown { .. }))),
+            refused if is_refused(refused) => Some(Verdict::Fail),
+            Ran::NotRun(_) => None,
+        }
+    }
+
+    /// Whether every check that ran passed (and synthesis gave a netlist).
+    pub fn passed(&self) -> bool {
+        [Some(self.synthesis_verdict()), self.simulation_verdict(), self.equivalence_verdict()]
+            .into_iter()
+            .flatten()
+            .all(|v| v == Verdict::Pass)
+    }
+}
+
+fn is_refused<T>(ran: &Ran<T>) -> bool {
+    matches!(ran, Ran::NotRun(n) if n.verdict == REFUSED)
+}
+
+fn done<T>(ran: &Ran<T>) -> Option<&T> {
+    match ran {
+        Ran::Done(t) => Some(t),
+        Ran::NotRun(_) => None,
+    }
+}
+
+fn pass_if(ok: bool) -> Verdict {
+    if ok {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    }
+}
+
+/// Runs the checks of `source` for `family`: synthesis; then, if it gave a netlist, `tests` and
+/// the equivalence check against `reference`. Refused input is a step's verdict; a tool that is
+/// missing or cannot start is the error (the platform's, retried).
+pub fn run(
+    source: &Source,
+    family: Family,
+    tests: &[Testbench],
+    reference: Option<&Source>,
+    budget: Budget,
+) -> Result<Outcome, HdlError> {
+    let deadline = Instant::now() + budget.per_job;
+    let limits = |deadline: Instant| -> Option<Limits> {
+        let left = deadline.saturating_duration_since(Instant::now()).min(budget.per_run);
+        (left >= Duration::from_millis(500))
+            .then(|| Limits { timeout: left, cpu_seconds: left.as_secs().max(1), ..Limits::default() })
+    };
+    const SPENT: &str = "the revision's time budget for its checks was spent";
+    let synthesis = match limits(deadline) {
+        Some(l) => refused_or(openqq_hdl::synthesize(source, family, &l), None)?,
+        None => Ran::NotRun(NotRun::skipped(None, SPENT)),
+    };
+    let mut outcome = Outcome { synthesis, simulation: Vec::new(), equivalence: None };
+    let synthesised = outcome.netlist().is_some();
+    const NO_NETLIST: &str = "synthesis did not give a netlist";
+    for test in tests {
+        let ran = match (synthesised, limits(deadline)) {
+            (false, _) => Ran::NotRun(NotRun::skipped(Some(&test.name), NO_NETLIST)),
+            (true, None) => Ran::NotRun(NotRun::skipped(Some(&test.name), SPENT)),
+            (true, Some(l)) => refused_or(openqq_hdl::simulate(source, test, &l), Some(&test.name))?,
+        };
+        outcome.simulation.push(ran);
+    }
+    if let Some(reference) = reference {
+        outcome.equivalence = Some(match (synthesised, limits(deadline)) {
+            (false, _) => Ran::NotRun(NotRun::skipped(None, NO_NETLIST)),
+            (true, None) => Ran::NotRun(NotRun::skipped(None, SPENT)),
+            (true, Some(l)) => refused_or(openqq_hdl::check_equivalence(source, reference, &l), None)?,
+        });
+    }
+    Ok(outcome)
+}
+
+/// A tool's result, with a refused input as the step's verdict.
+fn refused_or<T>(result: Result<T, HdlError>, testbench: Option<&str>) -> Result<Ran<T>, HdlError> {
+    match result {
+        Ok(t) => Ok(Ran::Done(t)),
+        Err(HdlError::Refused(why)) => Ok(Ran::NotRun(NotRun {
+            testbench: testbench.map(str::to_owned),
+            verdict: REFUSED,
+            reason: why.to_string(),
+        })),
+        Err(e) => Err(e),
+    }
+}
+
+/// Most bytes of the checks' report, which travels in `validation.requested` (beside the
+/// constraints, within [`openqq_core::design::MAX_DESIGN_RECORD_BYTES`]).
+pub const MAX_CHECKS_BYTES: usize = 24 * 1024;
+
+/// The checks' report as JSON, within [`MAX_CHECKS_BYTES`]: when the whole is larger, the
+/// simulations' output is clipped (its end kept), then lists (findings, failure messages,
+/// counterexample steps) are shortened, and as a last resort only the verdicts are kept, with
+/// `"details_omitted": true`.
+pub fn report(outcome: &Outcome) -> Value {
+    let whole = serde_json::to_value(outcome).unwrap_or(Value::Null);
+    for (output, items) in [(usize::MAX, usize::MAX), (2048, 8), (512, 3), (0, 1)] {
+        let mut shrunk = whole.clone();
+        shrink(&mut shrunk, output, items);
+        if size(&shrunk) <= MAX_CHECKS_BYTES {
+            return shrunk;
+        }
+    }
+    verdicts_only(&whole)
+}
+
+fn size(v: &Value) -> usize {
+    serde_json::to_vec(v).map_or(usize::MAX, |b| b.len())
+}
+
+/// Clips every `output` string to its last `output` bytes and every list inside a step to
+/// `items` entries (a list of testbenches is never cut: each keeps its verdict).
+fn shrink(v: &mut Value, output: usize, items: usize) {
+    match v {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match value {
+                    Value::String(s) if key == "output" && s.len() > output => *s = clip_start(s, output),
+                    Value::Array(list) if key != "simulation" && list.len() > items => {
+                        list.truncate(items);
+                    }
+                    _ => {}
+                }
+                shrink(value, output, items);
+            }
+        }
+        Value::Array(list) => list.iter_mut().for_each(|x| shrink(x, output, items)),
+        _ => {}
+    }
+}
+
+/// The last `max` bytes of `s`, on a character boundary.
+fn clip_start(s: &str, max: usize) -> String {
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_owned()
+}
+
+fn verdicts_only(whole: &Value) -> Value {
+    let verdict = |v: &Value| {
+        serde_json::json!({"testbench": v.get("testbench"), "verdict": v.get("verdict")})
+    };
+    let mut out = serde_json::json!({"details_omitted": true, "synthesis": verdict(&whole["synthesis"])});
+    if let Some(tests) = whole.get("simulation").and_then(Value::as_array) {
+        out["simulation"] = tests.iter().map(verdict).collect();
+    }
+    if let Some(e) = whole.get("equivalence") {
+        out["equivalence"] = verdict(e);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_report_is_clipped_to_fit_and_keeps_every_verdict() {
+        let test = |i: usize| {
+            serde_json::json!({"testbench": format!("t{i}"), "verdict": "fail", "output": "x".repeat(8192),
+                "messages": vec!["ERROR: a mismatch"; 20], "warnings": []})
+        };
+        let whole = serde_json::json!({
+            "synthesis": {"verdict": "ok", "findings": vec![serde_json::json!({"message": "w"}); 50]},
+            "simulation": (0..16).map(test).collect::<Vec<_>>(),
+        });
+        let mut shrunk = whole.clone();
+        shrink(&mut shrunk, 512, 3);
+        assert!(size(&shrunk) <= MAX_CHECKS_BYTES, "{}", size(&shrunk));
+        assert_eq!(shrunk["simulation"].as_array().unwrap().len(), 16, "every testbench keeps its verdict");
+        assert_eq!(shrunk["simulation"][3]["output"].as_str().unwrap().len(), 512);
+        assert_eq!(shrunk["synthesis"]["findings"].as_array().unwrap().len(), 3);
+        let only = verdicts_only(&whole);
+        assert_eq!(only["simulation"][15], serde_json::json!({"testbench": "t15", "verdict": "fail"}));
+        assert_eq!(only["details_omitted"], true);
+    }
+
+    #[test]
+    fn clipping_keeps_the_end_on_a_character_boundary() {
+        assert_eq!(clip_start("abcdef", 3), "def");
+        assert_eq!(clip_start("aé", 1), "");
+        assert_eq!(clip_start("ab", 5), "ab");
+    }
+}
