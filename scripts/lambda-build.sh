@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the four Lambda functions for AWS, as `sam build` does: `cargo lambda build --release`
+# Builds the five Lambda functions for AWS, as `sam build` does: `cargo lambda build --release`
 # for the architecture template.yaml deploys (arm64), one `bootstrap` per function under
 # $CARGO_TARGET_DIR/lambda/<bin>/. Prints that directory on stdout.
 #

@@ -79,7 +79,9 @@ async fn on_tansu_a_submitted_design_reaches_ready_only_its_tenant_sees_it_and_e
     for kind in EventKind::ALL {
         let ends = log.end_offsets(&topics.of(kind)).await.unwrap();
         assert_eq!(ends.len(), 6, "openqq up created {} with 6 partitions", topics.of(kind));
-        assert_eq!(ends.iter().sum::<u64>(), 1, "one {} record", kind.as_str());
+        // A netlist's path: nothing on synthesis.requested, which carries designs given as source.
+        let expected = u64::from(kind != EventKind::SynthesisRequested);
+        assert_eq!(ends.iter().sum::<u64>(), expected, "{} records", kind.as_str());
     }
 }
 
