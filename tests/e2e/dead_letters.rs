@@ -54,7 +54,10 @@ async fn submission_of_a_missing_netlist(tenant: &TenantId, design_id: &DesignId
         revision: 1,
         correlation_id: CorrelationId::parse("corr-replay").unwrap(),
     };
-    (Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None }).to_record(), netlist)
+    (
+        Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None }).to_record(),
+        netlist,
+    )
 }
 
 /// The id `list` prints for `design`'s dead letter, once it is there.

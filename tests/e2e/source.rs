@@ -23,7 +23,8 @@ fn counter_job(variant: &str, reference: Option<&str>) -> Value {
         "tests": [{"name": "counts and wraps", "files": [{"name": "tb.v", "text": corpus("counter", "tb.v")}], "top": "tb"}],
     });
     if let Some(reference) = reference {
-        job["reference"] = json!({"files": [{"name": "ref.v", "text": corpus("counter", reference)}], "top": "counter"});
+        job["reference"] =
+            json!({"files": [{"name": "ref.v", "text": corpus("counter", reference)}], "top": "counter"});
     }
     job
 }

@@ -225,7 +225,9 @@ fn image_binary(id: &str, metadata: &Value) -> String {
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("{id}: {path} builds no --bin"));
-    for needed in ["-p openqq-lambda", "--locked", "yosys", "iverilog", &format!("target/release/{bin} /var/runtime/bootstrap")] {
+    for needed in
+        ["-p openqq-lambda", "--locked", "yosys", "iverilog", &format!("target/release/{bin} /var/runtime/bootstrap")]
+    {
         assert!(dockerfile.contains(needed), "{id}: {path} lacks {needed:?}");
     }
     bin.to_owned()

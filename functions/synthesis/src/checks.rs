@@ -5,7 +5,9 @@
 
 use openqq_core::hdl::{Source, Testbench};
 use openqq_core::Verdict;
-use openqq_hdl::{EquivalenceReport, EquivalenceVerdict, Family, HdlError, Limits, SynthVerdict, Synthesis, TestReport};
+use openqq_hdl::{
+    EquivalenceReport, EquivalenceVerdict, Family, HdlError, Limits, SynthVerdict, Synthesis, TestReport,
+};
 use serde::Serialize;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -90,7 +92,10 @@ impl Outcome {
     /// does not fail the design; the report says so.
     pub fn equivalence_verdict(&self) -> Option<Verdict> {
         match self.equivalence.as_ref()? {
-            Ran::Done(e) => Some(pass_if(matches!(e.verdict, EquivalenceVerdict::Equivalent { .. } | EquivalenceVerdict::Unknown { .. }))),
+            Ran::Done(e) => Some(pass_if(matches!(
+                e.verdict,
+                EquivalenceVerdict::Equivalent { .. } | EquivalenceVerdict::Unknown { .. }
+            ))),
             refused if is_refused(refused) => Some(Verdict::Fail),
             Ran::NotRun(_) => None,
         }
@@ -137,8 +142,11 @@ pub fn run(
     let deadline = Instant::now() + budget.per_job;
     let limits = |deadline: Instant| -> Option<Limits> {
         let left = deadline.saturating_duration_since(Instant::now()).min(budget.per_run);
-        (left >= Duration::from_millis(500))
-            .then(|| Limits { timeout: left, cpu_seconds: left.as_secs().max(1), ..Limits::default() })
+        (left >= Duration::from_millis(500)).then(|| Limits {
+            timeout: left,
+            cpu_seconds: left.as_secs().max(1),
+            ..Limits::default()
+        })
     };
     const SPENT: &str = "the revision's time budget for its checks was spent";
     let synthesis = match limits(deadline) {
@@ -234,9 +242,7 @@ fn clip_start(s: &str, max: usize) -> String {
 }
 
 fn verdicts_only(whole: &Value) -> Value {
-    let verdict = |v: &Value| {
-        serde_json::json!({"testbench": v.get("testbench"), "verdict": v.get("verdict")})
-    };
+    let verdict = |v: &Value| serde_json::json!({"testbench": v.get("testbench"), "verdict": v.get("verdict")});
     let mut out = serde_json::json!({"details_omitted": true, "synthesis": verdict(&whole["synthesis"])});
     if let Some(tests) = whole.get("simulation").and_then(Value::as_array) {
         out["simulation"] = tests.iter().map(verdict).collect();

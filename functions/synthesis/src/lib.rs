@@ -71,7 +71,12 @@ impl RecordHandler for Synthesis {
                     Ok(Step::Write(write, Stage::Checked { request, entries }))
                 }
                 None => {
-                    out.publish(&Envelope::new(EventKind::ValidationRequested, &request.cause(), NAME, request.payload));
+                    out.publish(&Envelope::new(
+                        EventKind::ValidationRequested,
+                        &request.cause(),
+                        NAME,
+                        request.payload,
+                    ));
                     Ok(Step::Done)
                 }
             },
@@ -105,10 +110,11 @@ impl Synthesis {
         };
         let budget = self.budget;
         let t0 = std::time::Instant::now();
-        let outcome = tokio::task::spawn_blocking(move || checks::run(&source, family, &tests, reference.as_ref(), budget))
-            .await
-            .map_err(|e| RecordError::Retriable(format!("the checks' task failed: {e}")))?
-            .map_err(|e| RecordError::Retriable(format!("the HDL tools could not run: {e}")))?;
+        let outcome =
+            tokio::task::spawn_blocking(move || checks::run(&source, family, &tests, reference.as_ref(), budget))
+                .await
+                .map_err(|e| RecordError::Retriable(format!("the checks' task failed: {e}")))?
+                .map_err(|e| RecordError::Retriable(format!("the HDL tools could not run: {e}")))?;
         metrics::histogram!("openqq_hdl_checks_duration_seconds").record(t0.elapsed().as_secs_f64());
         if let Some(netlist) = outcome.netlist() {
             let stored = self.objects.put(&request.tenant_id, netlist.to_vec()).await?;

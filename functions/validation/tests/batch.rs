@@ -41,8 +41,13 @@ async fn two_revisions_of_a_design_in_one_batch_start_then_finish_in_order_and_e
         let submitted = Envelope::new(EventKind::DesignSubmitted, &cause, "api", ());
         let change = Change::Submitted { name: None };
         b.store.apply(&cause.tenant_id, design, &submitted.timeline_entry(), &change).await.unwrap();
-        let rec = Envelope::new(EventKind::ValidationRequested, &cause, "design-job", Submission { spec: spec(), checks: None })
-            .to_record();
+        let rec = Envelope::new(
+            EventKind::ValidationRequested,
+            &cause,
+            "design-job",
+            Submission { spec: spec(), checks: None },
+        )
+        .to_record();
         records.push(LogRecord {
             topic: topics.of(EventKind::ValidationRequested),
             partition: 1,

@@ -166,9 +166,7 @@ impl DesignSpec {
                 return Err(field_error("source", "give either a netlist or source, not both"))
             }
             (None, None) if self.source.is_some() => {}
-            (None, None) => {
-                return Err(field_error("netlist", "is required (or netlist_ref to an upload, or source)"))
-            }
+            (None, None) => return Err(field_error("netlist", "is required (or netlist_ref to an upload, or source)")),
             (Some(netlist), None) if !netlist.get().trim_start().starts_with('{') => {
                 return Err(field_error("netlist", "must be a Yosys JSON object (yosys `write_json`)"));
             }
@@ -225,7 +223,10 @@ impl DesignSpec {
         }
         for (i, test) in self.tests.iter().enumerate() {
             if test.name.trim().is_empty() || test.name.chars().count() > MAX_NAME_CHARS {
-                return Err(field_error(&format!("tests[{i}].name"), format!("must be 1 to {MAX_NAME_CHARS} characters")));
+                return Err(field_error(
+                    &format!("tests[{i}].name"),
+                    format!("must be 1 to {MAX_NAME_CHARS} characters"),
+                ));
             }
             bytes += check_set(&format!("tests[{i}]"), &test.files, &test.top).map_err(to_field)?;
         }

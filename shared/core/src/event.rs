@@ -640,7 +640,8 @@ mod tests {
         assert!(spec.outsized(at).is_empty(), "every payload is at most at the threshold");
         assert!(json_string_len(&spec.constraints.text) <= at);
         let record =
-            Envelope::new(EventKind::DesignSubmitted, &cause(), "design-job", DesignSubmitted { spec, checks: None }).to_record();
+            Envelope::new(EventKind::DesignSubmitted, &cause(), "design-job", DesignSubmitted { spec, checks: None })
+                .to_record();
         assert!(record.value.len() < MAX_DESIGN_RECORD_BYTES, "{} bytes", record.value.len());
     }
 

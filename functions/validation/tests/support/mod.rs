@@ -35,7 +35,9 @@ pub async fn validated(name: &str, spec: DesignSpec, budget: Duration) -> Rig {
     let submitted = Envelope::new(EventKind::DesignSubmitted, &cause, "api", ());
     let change = Change::Submitted { name: Some(name.into()) };
     b.store.apply(&cause.tenant_id, &cause.design_id, &submitted.timeline_entry(), &change).await.unwrap();
-    let rec = Envelope::new(EventKind::ValidationRequested, &cause, "design-job", DesignSubmitted { spec, checks: None }).to_record();
+    let rec =
+        Envelope::new(EventKind::ValidationRequested, &cause, "design-job", DesignSubmitted { spec, checks: None })
+            .to_record();
     let incoming = LogRecord {
         topic: topics.of(EventKind::ValidationRequested),
         partition: 1,
