@@ -9,6 +9,7 @@ mod dynamo;
 mod events;
 mod front_door;
 mod functions;
+mod generation;
 mod isolation;
 mod kafka;
 mod lambda;

@@ -55,6 +55,9 @@ pub struct SubmitRequest {
     pub tests: Vec<openqq_core::hdl::Testbench>,
     #[serde(default)]
     pub reference: Option<openqq_core::hdl::Source>,
+    /// The design to be written by a model ([`AppState`]'s generation must be configured).
+    #[serde(default)]
+    pub generate: Option<openqq_core::hdl::Generate>,
 }
 
 /// An upload as a client names it: `{"digest", "bytes"}`, the length a whole number however JSON
@@ -103,7 +106,7 @@ pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opt
 }
 
 impl SubmitRequest {
-    fn into_spec(self) -> Result<DesignSpec, Problem> {
+    fn into_spec(self, state: &AppState) -> Result<DesignSpec, Problem> {
         let spec = DesignSpec {
             name: self.name,
             target: self.target,
@@ -116,8 +119,12 @@ impl SubmitRequest {
             source: self.source,
             tests: self.tests,
             reference: self.reference,
+            generate: self.generate,
         };
         spec.check().map_err(|e| Problem::invalid_field(e.field, e.message))?;
+        if spec.generate.is_some() && !state.generation.configured {
+            return Err(Problem::generation_not_configured());
+        }
         Ok(spec)
     }
 }
@@ -282,7 +289,10 @@ pub async fn submit(
     if req.name.is_none() {
         return Err(Problem::invalid_field("name", "is required for a new design"));
     }
-    let spec = req.into_spec()?;
+    let spec = req.into_spec(&state)?;
+    if spec.generate.is_some() {
+        crate::usage::check_generation_budget(&state, &tenant).await?;
+    }
     let fingerprint = fingerprint(&key, "/v1/designs", &body);
     drop(body);
     idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
@@ -314,7 +324,10 @@ pub async fn revise(
     if !(1..=MAX_REVISION).contains(&revision) {
         return Err(Problem::invalid_field("revision", format!("must be between 1 and {MAX_REVISION}")));
     }
-    let spec = req.into_spec()?;
+    let spec = req.into_spec(&state)?;
+    if spec.generate.is_some() {
+        crate::usage::check_generation_budget(&state, &tenant).await?;
+    }
     let fingerprint = fingerprint(&key, &format!("/v1/designs/{design}/revisions"), &body);
     drop(body);
     idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {

@@ -61,6 +61,7 @@ pub mod targets;
 pub mod tenant_guard;
 pub mod ui;
 pub mod uploads;
+pub mod usage;
 pub mod webhooks;
 
 use axum::routing::{get, post, put};
@@ -119,7 +120,28 @@ pub struct AppState {
     /// Whether `POST /v1/dev/tokens` mints tokens ([`dev_tokens`]): only `openqq up
     /// --dev-tokens`, never on Lambda.
     pub(crate) dev_tokens: bool,
+    /// Whether jobs may carry `generate`, and the tenants' daily token budget.
+    pub(crate) generation: GenerationPolicy,
+    /// Tokens each tenant spent, per day (the synthesis function charges them).
+    pub(crate) budgets: Arc<dyn openqq_core::TokenBudgets>,
 }
+
+/// What the API knows of generation: whether a model is configured, and each tenant's daily
+/// token budget.
+#[derive(Debug, Clone, Copy)]
+pub struct GenerationPolicy {
+    pub configured: bool,
+    pub daily_tokens: u64,
+}
+
+impl Default for GenerationPolicy {
+    fn default() -> Self {
+        GenerationPolicy { configured: false, daily_tokens: DEFAULT_DAILY_TOKENS }
+    }
+}
+
+/// The generation token budget of a tenant per UTC day where none is configured.
+pub const DEFAULT_DAILY_TOKENS: u64 = 1_000_000;
 
 impl AppState {
     /// The state of an API that publishes to `log`, keeps designs in `store` (each handler gets
@@ -139,7 +161,7 @@ impl AppState {
             idempotency: store.clone(),
             feed: store.clone(),
             webhooks: store.clone(),
-            deliveries: store,
+            deliveries: store.clone(),
             objects,
             presigned: None,
             limiter,
@@ -154,6 +176,8 @@ impl AppState {
             tenants: TenantGuard::new(TenantLimits::default()),
             quota: Arc::new(quota::StorageQuota::new(quota::StorageLimits::default())),
             dev_tokens: false,
+            generation: GenerationPolicy::default(),
+            budgets: store,
         })
     }
 }
@@ -230,6 +254,13 @@ impl AppStateBuilder {
         self
     }
 
+    /// Whether a generation model is configured, so jobs may carry `generate` (default: none;
+    /// such jobs are refused with 501 and what to set), and the daily token budget.
+    pub fn generation(mut self, policy: GenerationPolicy) -> Self {
+        self.0.generation = policy;
+        self
+    }
+
     pub fn build(self) -> AppState {
         self.0
     }
@@ -267,7 +298,9 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/webhooks/{id}", get(webhooks::get_one).delete(webhooks::delete))
         .route("/v1/webhooks/{id}/rotate", post(webhooks::rotate))
         .route("/v1/webhooks/{id}/test", post(webhooks::test))
-        .route("/v1/webhooks/{id}/deliveries", get(webhooks::deliveries));
+        .route("/v1/webhooks/{id}/deliveries", get(webhooks::deliveries))
+        .route("/v1/usage", get(usage::usage))
+        .route("/v1/objects/{digest}", get(usage::object));
     let v1 = match pool.simulated_downstream {
         Some(d) => v1.layer(axum::middleware::from_fn_with_state(downstream::Downstream::new(d), downstream::layer)),
         None => v1,

@@ -63,6 +63,18 @@ impl Problem {
         .with_field(field)
     }
 
+    /// A job carrying `generate` where no generation model is configured.
+    pub fn generation_not_configured() -> Self {
+        Self::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "generation-not-configured",
+            "This deployment has no generation model",
+            "generate needs a model: the operator sets --generation-url and --generation-model \
+             (OPENQQ_GENERATION_URL, OPENQQ_GENERATION_MODEL); submit source or a netlist instead",
+        )
+        .with_field("generate")
+    }
+
     pub fn unauthorized(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", "Authentication is required", detail)
     }

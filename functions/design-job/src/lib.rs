@@ -49,8 +49,10 @@ impl RecordHandler for DesignJob {
             tracing::info!("A stale revision arrived after a newer one and was ignored.");
             return Ok(Step::Done);
         }
-        // A revision given as HDL source goes to the synthesis function's lane first.
-        let next = if env.payload.spec.source.is_some() {
+        // A revision given as HDL source, or to be written by a model, goes to the synthesis
+        // function's lane first.
+        let spec = &env.payload.spec;
+        let next = if spec.source.is_some() || spec.generate.is_some() {
             EventKind::SynthesisRequested
         } else {
             EventKind::ValidationRequested

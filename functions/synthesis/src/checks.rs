@@ -3,10 +3,12 @@
 //! check. Each tool run gets what is left of the revision's time budget (at most
 //! [`Budget::per_run`]), so one revision holds its lane for at most [`Budget::per_job`].
 
+use openqq_core::generation::{FailedStage, Feedback};
 use openqq_core::hdl::{Source, Testbench};
 use openqq_core::Verdict;
 use openqq_hdl::{
-    EquivalenceReport, EquivalenceVerdict, Family, HdlError, Limits, SynthVerdict, Synthesis, TestReport,
+    EquivalenceReport, EquivalenceVerdict, Family, Finding, HdlError, Limits, Severity, SynthVerdict, Synthesis,
+    TestReport, TestVerdict,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -110,6 +112,93 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// What a model is told when the checks failed, for a repair: the first failing step (
+    /// synthesis, then the testbenches, then equivalence) and its messages. `None` when every
+    /// check passed.
+    pub fn feedback(&self) -> Option<Feedback> {
+        match &self.synthesis {
+            Ran::NotRun(n) => return Some(Feedback::new(FailedStage::Synthesis, [n.reason.clone()])),
+            Ran::Done(s) if s.verdict != SynthVerdict::Ok => {
+                let mut messages: Vec<String> =
+                    s.findings.iter().filter(|f| f.severity == Severity::Error).map(located).collect();
+                if messages.is_empty() {
+                    messages.push(format!("synthesis ended with {:?}", s.verdict));
+                }
+                return Some(Feedback::new(FailedStage::Synthesis, messages));
+            }
+            Ran::Done(_) => {}
+        }
+        if self.simulation_verdict() == Some(Verdict::Fail) {
+            let messages = self.simulation.iter().flat_map(test_messages);
+            return Some(Feedback::new(FailedStage::Testbench, messages));
+        }
+        if self.equivalence_verdict() == Some(Verdict::Fail) {
+            let messages = match self.equivalence.as_ref()? {
+                Ran::Done(e) => equivalence_messages(e),
+                Ran::NotRun(n) => vec![n.reason.clone()],
+            };
+            return Some(Feedback::new(FailedStage::Equivalence, messages));
+        }
+        None
+    }
+}
+
+/// A finding as `file:line: message`.
+fn located(f: &Finding) -> String {
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!("{file}:{line}: {}", f.message),
+        (Some(file), None) => format!("{file}: {}", f.message),
+        _ => f.message.clone(),
+    }
+}
+
+/// Why a testbench did not pass, in lines for a model; nothing for one that passed.
+fn test_messages(test: &Ran<TestReport>) -> Vec<String> {
+    let t = match test {
+        Ran::Done(t) => t,
+        Ran::NotRun(n) if n.verdict == REFUSED => return vec![n.reason.clone()],
+        Ran::NotRun(_) => return Vec::new(),
+    };
+    let name = &t.testbench;
+    match &t.verdict {
+        TestVerdict::Pass => Vec::new(),
+        TestVerdict::Fail { reason, messages } => {
+            std::iter::once(format!("testbench {name}: {reason}")).chain(messages.iter().cloned()).collect()
+        }
+        TestVerdict::CompileError { findings, .. } => {
+            std::iter::once(format!("testbench {name} did not compile")).chain(findings.iter().map(located)).collect()
+        }
+        TestVerdict::Timeout { limit_ms } => vec![format!("testbench {name} did not finish within {limit_ms} ms")],
+        TestVerdict::OutputLimit { limit_bytes } => {
+            vec![format!("testbench {name} printed more than {limit_bytes} bytes and was stopped")]
+        }
+        TestVerdict::ResourceLimit { signal } => {
+            vec![format!("testbench {name} was killed for exceeding a resource limit (signal {signal})")]
+        }
+    }
+}
+
+/// Why the design is not equivalent to its reference, in lines for a model.
+fn equivalence_messages(e: &EquivalenceReport) -> Vec<String> {
+    let head = match &e.verdict {
+        EquivalenceVerdict::NotEquivalent { counterexample } => {
+            format!("the design is not equivalent to the reference; a counterexample: {}", json(counterexample))
+        }
+        EquivalenceVerdict::NotComparable { differences } => {
+            format!("the design's ports differ from the reference's: {}", json(differences))
+        }
+        EquivalenceVerdict::Invalid { side } => format!("the {side:?} side did not read or elaborate"),
+        EquivalenceVerdict::Equivalent { .. } | EquivalenceVerdict::Unknown { .. } => return Vec::new(),
+    };
+    std::iter::once(head).chain(e.findings.iter().map(located)).collect()
+}
+
+/// A tool's value as JSON, for a message (they all serialise).
+fn json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
 fn is_refused<T>(ran: &Ran<T>) -> bool {
     matches!(ran, Ran::NotRun(n) if n.verdict == REFUSED)
 }
@@ -174,6 +263,25 @@ pub fn run(
     Ok(outcome)
 }
 
+/// [`run`] on the blocking pool, timed (`openqq_hdl_checks_duration_seconds`). A tool that is
+/// missing or cannot start is retriable: the deployment's to fix, the record's to try again.
+pub async fn run_async(
+    source: Source,
+    family: Family,
+    tests: Vec<Testbench>,
+    reference: Option<Source>,
+    budget: Budget,
+) -> Result<Outcome, openqq_runtime::RecordError> {
+    use openqq_runtime::RecordError;
+    let t0 = Instant::now();
+    let outcome = tokio::task::spawn_blocking(move || run(&source, family, &tests, reference.as_ref(), budget))
+        .await
+        .map_err(|e| RecordError::Retriable(format!("the checks' task failed: {e}")))?
+        .map_err(|e| RecordError::Retriable(format!("the HDL tools could not run: {e}")))?;
+    metrics::histogram!("openqq_hdl_checks_duration_seconds").record(t0.elapsed().as_secs_f64());
+    Ok(outcome)
+}
+
 /// A tool's result, with a refused input as the step's verdict.
 fn refused_or<T>(result: Result<T, HdlError>, testbench: Option<&str>) -> Result<Ran<T>, HdlError> {
     match result {
@@ -195,8 +303,11 @@ pub const MAX_CHECKS_BYTES: usize = 24 * 1024;
 /// simulations' output is clipped (its end kept), then lists (findings, failure messages,
 /// counterexample steps) are shortened, and as a last resort only the verdicts are kept, with
 /// `"details_omitted": true`.
-pub fn report(outcome: &Outcome) -> Value {
-    let whole = serde_json::to_value(outcome).unwrap_or(Value::Null);
+pub fn report(outcome: Option<&Outcome>, generation: Option<Value>) -> Value {
+    let mut whole = outcome.map_or_else(|| serde_json::json!({}), |o| serde_json::to_value(o).unwrap_or_default());
+    if let Some(generation) = generation {
+        whole["generation"] = generation;
+    }
     for (output, items) in [(usize::MAX, usize::MAX), (2048, 8), (512, 3), (0, 1)] {
         let mut shrunk = whole.clone();
         shrink(&mut shrunk, output, items);
@@ -249,6 +360,9 @@ fn verdicts_only(whole: &Value) -> Value {
     }
     if let Some(e) = whole.get("equivalence") {
         out["equivalence"] = verdict(e);
+    }
+    if let Some(g) = whole.get("generation") {
+        out["generation"] = serde_json::json!({"stopped": g.get("stopped")});
     }
     out
 }

@@ -5,6 +5,13 @@
 //! what the checks found), which validates the netlist like any other and adds the checks to the
 //! report.
 //!
+//! A design to be written by a model (`generate`) gets its source here too: the repair loop
+//! ([`repair`]) asks the generation backend for Verilog and runs the checks on each attempt,
+//! telling the model the latest failure, until they pass or the attempts are spent; its
+//! timeline starts with `generation.requested` and has `generation.finished` before the checks'
+//! entries, and the report's `checks.generation` lists every attempt (tokens, duration, what
+//! failed, its HDL by reference).
+//!
 //! A lane of its own: the tools take seconds where netlist validation takes milliseconds, so
 //! they run on their own topic (`synthesis.requested`) and function, never in validation's.
 //!
@@ -15,9 +22,12 @@
 //! re-publishes, but applies nothing twice.
 
 pub mod checks;
+pub mod repair;
 
 use async_trait::async_trait;
+use openqq_core::design::INLINE_PAYLOAD_MAX_BYTES;
 use openqq_core::event::DesignSubmitted;
+use openqq_core::generation::GenerationBackend;
 use openqq_core::hdl::HdlChecks;
 use openqq_core::{Applied, Change, Envelope, EventKind, ObjectStore, Verdict};
 use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
@@ -29,15 +39,24 @@ pub use checks::Budget;
 pub const NAME: &str = "synthesis";
 
 pub struct Synthesis {
-    /// Where the synthesised netlist goes.
+    /// Where the synthesised netlist and each generated source go.
     pub objects: Arc<dyn ObjectStore>,
-    /// How long the tools may run for one revision.
+    /// How long the tools may run for one revision (for each attempt of a generated one).
     pub budget: Budget,
+    /// The model that writes designs from prompts (one that answers "not configured" where the
+    /// deployment has none; the API refuses such jobs first).
+    pub generation: Arc<dyn GenerationBackend>,
+    /// The deployment's cap on a job's attempts.
+    pub max_attempts: u32,
+    /// Where generation tokens are charged (the store), and the limits.
+    pub budgets: Arc<dyn openqq_core::TokenBudgets>,
+    pub tokens: repair::TokenLimits,
 }
 
 /// Where a record is between its writes.
 pub enum Stage {
-    /// `synthesis.started` was written: run the checks next.
+    /// The first entry (`synthesis.started`, or `generation.requested` for a design to be
+    /// written by a model) was written: run the checks next.
     Started(Box<Envelope<DesignSubmitted>>),
     /// The checks ran; their entries are written one by one, then validation is requested.
     Checked { request: Box<Envelope<DesignSubmitted>>, entries: VecDeque<(EventKind, Verdict)> },
@@ -54,7 +73,11 @@ impl RecordHandler for Synthesis {
     }
 
     fn plan(&self, request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
-        let write = entry(&request, EventKind::SynthesisStarted, None);
+        let first = match request.payload.spec.generate {
+            Some(_) => EventKind::GenerationRequested,
+            None => EventKind::SynthesisStarted,
+        };
+        let write = entry(&request, first, None);
         Ok(Step::Write(write, Stage::Started(Box::new(request))))
     }
 
@@ -92,13 +115,12 @@ fn entry(request: &Envelope<DesignSubmitted>, kind: EventKind, verdict: Option<V
 }
 
 impl Synthesis {
-    /// Runs the checks, keeps the netlist, and turns the request into what validation reads: the
-    /// netlist by reference and the checks' report in place of the source.
+    /// Runs the checks (for a design to be written by a model, the repair loop around them),
+    /// keeps the netlist, and turns the request into what validation reads: the netlist by
+    /// reference and the checks' report in place of the source.
     async fn checked(&self, mut request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
         let spec = &mut request.payload.spec;
-        let Some(source) = spec.source.take() else {
-            return Err(RecordError::Permanent("synthesis.requested without source".into()));
-        };
+        let (source, generate) = (spec.source.take(), spec.generate.take());
         let (tests, reference) = (std::mem::take(&mut spec.tests), spec.reference.take());
         let Some(family) = openqq_hdl::Family::of_device(&spec.target.device) else {
             // Validation names the unknown device; there is nothing to synthesise for.
@@ -108,23 +130,55 @@ impl Synthesis {
             let write = entry(&request, EventKind::SynthesisFinished, Some(Verdict::Fail));
             return Ok(Step::Write(write, Stage::Checked { request: Box::new(request), entries: VecDeque::new() }));
         };
-        let budget = self.budget;
-        let t0 = std::time::Instant::now();
-        let outcome =
-            tokio::task::spawn_blocking(move || checks::run(&source, family, &tests, reference.as_ref(), budget))
-                .await
-                .map_err(|e| RecordError::Retriable(format!("the checks' task failed: {e}")))?
-                .map_err(|e| RecordError::Retriable(format!("the HDL tools could not run: {e}")))?;
-        metrics::histogram!("openqq_hdl_checks_duration_seconds").record(t0.elapsed().as_secs_f64());
-        if let Some(netlist) = outcome.netlist() {
+        let mut entries = VecDeque::new();
+        let (outcome, generation) = match (source, generate) {
+            (Some(source), None) => {
+                (Some(checks::run_async(source, family, tests, reference, self.budget).await?), None)
+            }
+            (None, Some(generate)) => {
+                let job = repair::Job {
+                    tenant: &request.tenant_id,
+                    generate,
+                    family,
+                    constraints: &spec.constraints.text,
+                    tests,
+                    reference,
+                    budget: self.budget,
+                    max_attempts: self.max_attempts,
+                    budgets: self.budgets.as_ref(),
+                    tokens: self.tokens,
+                };
+                let looped = repair::run(self.generation.as_ref(), &self.objects, job).await?;
+                entries.push_back((EventKind::GenerationFinished, looped.verdict()));
+                let report = serde_json::to_value(&looped).unwrap_or_default();
+                let outcome = looped.last.map(|(_source, pcf, outcome)| {
+                    // The model's pin constraints, where the tenant gave none.
+                    if let Some(pcf) = pcf.filter(|p| p.len() <= INLINE_PAYLOAD_MAX_BYTES) {
+                        if spec.constraints.text.trim().is_empty() && spec.constraints.text_ref.is_none() {
+                            spec.constraints.text = pcf;
+                        }
+                    }
+                    outcome
+                });
+                (outcome, Some(report))
+            }
+            _ => return Err(RecordError::Permanent("synthesis.requested without source or generate".into())),
+        };
+        // The generated source is kept in the object store; the record to validation does not
+        // carry it.
+        request.payload.spec.source = None;
+        if let Some(netlist) = outcome.as_ref().and_then(|o| o.netlist()) {
             let stored = self.objects.put(&request.tenant_id, netlist.to_vec()).await?;
             request.payload.spec.netlist_ref = Some(stored);
         }
-        request.payload.checks = Some(checks_of(outcome.passed(), &checks::report(&outcome))?);
-        let mut entries = VecDeque::from([(EventKind::SynthesisFinished, outcome.synthesis_verdict())]);
-        entries.extend(outcome.simulation_verdict().map(|v| (EventKind::SimulationFinished, v)));
-        entries.extend(outcome.equivalence_verdict().map(|v| (EventKind::EquivalenceFinished, v)));
-        let (kind, verdict) = entries.pop_front().expect("synthesis always has an entry");
+        let passed = outcome.as_ref().is_some_and(|o| o.passed());
+        request.payload.checks = Some(checks_of(passed, &checks::report(outcome.as_ref(), generation))?);
+        if let Some(outcome) = &outcome {
+            entries.push_back((EventKind::SynthesisFinished, outcome.synthesis_verdict()));
+            entries.extend(outcome.simulation_verdict().map(|v| (EventKind::SimulationFinished, v)));
+            entries.extend(outcome.equivalence_verdict().map(|v| (EventKind::EquivalenceFinished, v)));
+        }
+        let (kind, verdict) = entries.pop_front().expect("a source's checks or a generation always have an entry");
         let write = entry(&request, kind, Some(verdict));
         Ok(Step::Write(write, Stage::Checked { request: Box::new(request), entries }))
     }

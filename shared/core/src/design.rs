@@ -127,6 +127,10 @@ pub struct DesignSpec {
     /// A design `source` must be equivalent to, proven with Yosys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<crate::hdl::Source>,
+    /// The design to be written by a model from a prompt, instead of a netlist or source; the
+    /// generated source then goes through `tests` and `reference` as given source does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate: Option<crate::hdl::Generate>,
 }
 
 /// A field that failed validation, named as a JSON pointer-ish path (`target.device`).
@@ -165,7 +169,10 @@ impl DesignSpec {
             (Some(_), None) | (None, Some(_)) if self.source.is_some() => {
                 return Err(field_error("source", "give either a netlist or source, not both"))
             }
-            (None, None) if self.source.is_some() => {}
+            (Some(_), None) | (None, Some(_)) if self.generate.is_some() => {
+                return Err(field_error("generate", "give either a netlist or generate, not both"))
+            }
+            (None, None) if self.source.is_some() || self.generate.is_some() => {}
             (None, None) => return Err(field_error("netlist", "is required (or netlist_ref to an upload, or source)")),
             (Some(netlist), None) if !netlist.get().trim_start().starts_with('{') => {
                 return Err(field_error("netlist", "must be a Yosys JSON object (yosys `write_json`)"));
@@ -205,12 +212,18 @@ impl DesignSpec {
     fn check_hdl(&self) -> Result<(), FieldError> {
         use crate::hdl::{check_set, MAX_HDL_BYTES, MAX_TESTS};
         let to_field = |(field, message): (String, String)| FieldError { field, message };
-        if self.source.is_none() {
+        if let Some(generate) = &self.generate {
+            if self.source.is_some() {
+                return Err(field_error("generate", "give either source or generate, not both"));
+            }
+            generate.check().map_err(to_field)?;
+        }
+        if self.source.is_none() && self.generate.is_none() {
             if !self.tests.is_empty() {
-                return Err(field_error("tests", "testbenches need the design as source"));
+                return Err(field_error("tests", "testbenches need the design as source (or generate)"));
             }
             if self.reference.is_some() {
-                return Err(field_error("reference", "an equivalence check needs the design as source"));
+                return Err(field_error("reference", "an equivalence check needs the design as source (or generate)"));
             }
             return Ok(());
         }

@@ -35,6 +35,13 @@ pub enum EventKind {
     /// simulation take seconds, netlist validation milliseconds).
     #[serde(rename = "synthesis.requested")]
     SynthesisRequested,
+    /// A revision to be written by a model was taken up by the synthesis function. Timeline (and
+    /// feed) only, as the kinds below.
+    #[serde(rename = "generation.requested")]
+    GenerationRequested,
+    /// The repair loop ended: its verdict is the last attempt's checks'.
+    #[serde(rename = "generation.finished")]
+    GenerationFinished,
     /// The synthesis function took the revision up. This and the three kinds after it are
     /// timeline (and feed) entries only: no topic carries them.
     #[serde(rename = "synthesis.started")]
@@ -76,6 +83,8 @@ impl EventKind {
             EventKind::DesignSubmitted => "design.submitted",
             EventKind::ValidationRequested => "validation.requested",
             EventKind::SynthesisRequested => "synthesis.requested",
+            EventKind::GenerationRequested => "generation.requested",
+            EventKind::GenerationFinished => "generation.finished",
             EventKind::SynthesisStarted => "synthesis.started",
             EventKind::SynthesisFinished => "synthesis.finished",
             EventKind::SimulationFinished => "simulation.finished",
@@ -88,7 +97,9 @@ impl EventKind {
     }
 
     /// The kinds that are timeline entries only, never on a topic.
-    pub const TIMELINE_ONLY: [EventKind; 5] = [
+    pub const TIMELINE_ONLY: [EventKind; 7] = [
+        EventKind::GenerationRequested,
+        EventKind::GenerationFinished,
         EventKind::SynthesisStarted,
         EventKind::SynthesisFinished,
         EventKind::SimulationFinished,

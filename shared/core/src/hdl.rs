@@ -123,6 +123,43 @@ pub fn check_set(field: &str, files: &[SourceFile], top: &str) -> Result<usize, 
     Ok(bytes)
 }
 
+/// A design to be written by a model: the tenant's prompt, the top module's name when the tenant
+/// fixes it, and how many attempts the repair loop may make (each later attempt is told why the
+/// last failed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Generate {
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+}
+
+/// The longest prompt accepted, in bytes.
+pub const MAX_PROMPT_BYTES: usize = 8 * 1024;
+/// The most attempts a job may ask for (a deployment may cap it lower).
+pub const MAX_ATTEMPTS: u32 = 10;
+/// Attempts when the job does not say.
+pub const DEFAULT_ATTEMPTS: u32 = 3;
+
+impl Generate {
+    /// The prompt's, top's and attempts' bounds; the error is the field and why.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let err = |field: &str, message: String| Err((format!("generate.{field}"), message));
+        if self.prompt.trim().is_empty() || self.prompt.len() > MAX_PROMPT_BYTES {
+            return err("prompt", format!("must be 1 to {MAX_PROMPT_BYTES} bytes"));
+        }
+        if self.top.as_deref().is_some_and(|t| !is_identifier(t)) {
+            return err("top", format!("must be a Verilog identifier of at most {MAX_TOP_BYTES} bytes"));
+        }
+        if self.max_attempts.is_some_and(|n| n == 0 || n > MAX_ATTEMPTS) {
+            return err("max_attempts", format!("must be 1 to {MAX_ATTEMPTS}"));
+        }
+        Ok(())
+    }
+}
+
 /// What the HDL checks of a revision found, as the synthesis function hands it to validation:
 /// whether every check passed, and the checks' report (`synthesis`, `simulation`, `equivalence`),
 /// which becomes the `checks` section of the design's report.

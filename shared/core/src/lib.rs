@@ -8,6 +8,7 @@
 //!   the record headers, and the dead-letter record.
 //! - [`design`]: the design specification tenants submit and the status state machine
 //!   (`submitted → validating → ready | failed`).
+//! - [`budget`]: generation token budgets per tenant and UTC day, charged atomically in the store.
 //! - [`hdl`]: designs as HDL source, with testbenches and a reference, and their shape checks.
 //! - [`accepted`]: read-your-writes after a 202: how a revision the API accepted shows in reads
 //!   before the consumers materialise it.
@@ -22,6 +23,7 @@
 //!   variant classified retriable or permanent.
 
 pub mod accepted;
+pub mod budget;
 pub mod design;
 pub mod error;
 pub mod event;
@@ -38,6 +40,7 @@ pub mod revision;
 pub mod webhook;
 
 pub use accepted::AcceptedRevision;
+pub use budget::{Charge, TokenBudgets};
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use feed::{FeedEntry, FeedReader, NewFeedEntry};

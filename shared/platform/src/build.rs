@@ -24,6 +24,9 @@ pub struct Platform {
     pub backends: Backends,
     /// The request quota per tenant, with overrides from `--rate-limits`.
     pub limits: Arc<LimitPolicy>,
+    /// The model that writes designs from prompts (one answering "not configured" without
+    /// `--generation-url`).
+    pub generation: Arc<dyn openqq_core::generation::GenerationBackend>,
     /// Whether the build created (or made private) the data dir: it did when something embedded
     /// opened there.
     data_dir_made: bool,
@@ -53,6 +56,7 @@ impl Platform {
         let dynamo = crate::flags::dynamo::settings(&settings.dynamo)?;
         let s3 = crate::flags::s3::settings(&settings.s3)?;
         let limiter_settings = crate::flags::limiter::settings(&settings.limiter)?;
+        let generation = settings.generation.backend()?;
         let log = crate::flags::kafka::connect(kafka).await?;
         // The store on DynamoDB (table created against a local endpoint, required on AWS).
         let store = crate::flags::dynamo::connect(dynamo).await?;
@@ -79,7 +83,7 @@ impl Platform {
         }
         let data_dir_made = embedded.dir_made;
         let backends = Backends { log, source, store, objects, presigned, limiter };
-        Ok(Self { settings, topics, backends, limits, data_dir_made })
+        Ok(Self { settings, topics, backends, limits, generation, data_dir_made })
     }
 
     /// Whether the data dir exists and is private because the build opened something embedded
@@ -109,6 +113,7 @@ impl Platform {
             .tenant_limits(s.tenant_limits())
             .storage_limits(s.storage_limits())
             .presigned_uploads(b.presigned.clone())
+            .generation(s.generation.policy())
     }
 
     /// How webhook deliveries are sent: the settings' timeout, schedule and address rule. A
@@ -150,7 +155,14 @@ impl Platform {
             EventKind::SynthesisRequested => {
                 let per_job = self.settings.synthesis_budget;
                 let budget = openqq_synthesis::Budget { per_run: per_job.min(Duration::from_secs(30)), per_job };
-                self.consumer(openqq_synthesis::Synthesis { objects: b.objects.clone(), budget })
+                self.consumer(openqq_synthesis::Synthesis {
+                    objects: b.objects.clone(),
+                    budget,
+                    generation: self.generation.clone(),
+                    max_attempts: self.settings.generation.generation_max_attempts,
+                    budgets: b.store.clone(),
+                    tokens: self.settings.generation.token_limits(),
+                })
             }
             EventKind::ValidationFinished => self.consumer(openqq_results::Results),
             other => anyhow::bail!("no function consumes {other}"),

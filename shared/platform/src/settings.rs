@@ -99,6 +99,8 @@ pub struct Settings {
     pub dynamo: crate::flags::dynamo::DynamoArgs,
     #[command(flatten)]
     pub s3: crate::flags::s3::S3Args,
+    #[command(flatten)]
+    pub generation: crate::flags::generation::GenerationArgs,
 }
 
 pub use crate::flags::limiter::LimiterArgs;

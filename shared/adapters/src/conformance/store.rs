@@ -1,8 +1,8 @@
 //! Design-store conformance: revision-conditional writes, forward-only status, reports by
 //! revision, timelines in applied order, pagination, tenant isolation, the replay of dead
 //! letters (a revision failed by a dead letter revived once by its replay, and no other), the
-//! tenant's event feed ([`feed`]), its webhooks and deliveries ([`webhooks`]), and a consumer
-//! batch's writes applied together ([`batch`]).
+//! tenant's event feed ([`feed`]), its webhooks and deliveries ([`webhooks`]), a consumer
+//! batch's writes applied together ([`batch`]), and generation token budgets ([`budgets`]).
 
 use super::unique;
 use chrono::Utc;
@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use std::time::Duration;
 
 pub mod batch;
+pub mod budgets;
 pub mod combined;
 pub mod feed;
 pub mod replay;
@@ -88,6 +89,8 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     webhooks::an_attempt_moves_its_delivery_as_the_outcome_says(store).await;
     webhooks::deliveries_are_listed_newest_first_a_page_at_a_time(store).await;
     webhooks::a_tenant_never_sees_or_touches_another_tenants_webhooks_or_deliveries(store).await;
+    budgets::a_charge_passes_only_within_the_limit_and_a_refund_never_goes_below_zero(store).await;
+    budgets::charges_racing_for_the_last_tokens_never_pass_the_limit_together(store).await;
 }
 
 /// Writers racing on one design (a replayed record handled six times at once, and two stages of

@@ -20,6 +20,7 @@
 
 mod apply;
 mod batch;
+mod budgets;
 mod error;
 mod feed;
 mod idempotency;
@@ -300,6 +301,27 @@ impl IdempotencyKeys for DynamoDesignStore {
         fingerprint: &[u8; 32],
     ) -> PortResult<()> {
         idempotency::release(&self.client, &self.table, tenant, key, fingerprint).await
+    }
+}
+
+#[async_trait]
+impl openqq_core::TokenBudgets for DynamoDesignStore {
+    async fn charge_tokens(
+        &self,
+        tenant: &TenantId,
+        day: &str,
+        tokens: u64,
+        limit: u64,
+    ) -> PortResult<openqq_core::Charge> {
+        budgets::charge(&self.client, &self.table, tenant, day, tokens, limit).await
+    }
+
+    async fn refund_tokens(&self, tenant: &TenantId, day: &str, tokens: u64) -> PortResult<()> {
+        budgets::refund(&self.client, &self.table, tenant, day, tokens).await
+    }
+
+    async fn tokens_spent(&self, tenant: &TenantId, day: &str) -> PortResult<u64> {
+        budgets::spent(&self.client, &self.table, tenant, day).await
     }
 }
 

@@ -26,8 +26,8 @@ use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{accepted, feed, idempotency, webhooks};
-use openqq_core::{AcceptedRevision, IdempotencyClaim, IdempotencyKey, KeptResponse};
+use super::{accepted, budgets, feed, idempotency, webhooks};
+use openqq_core::{AcceptedRevision, Charge, IdempotencyClaim, IdempotencyKey, KeptResponse, TokenBudgets};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS designs (
@@ -75,7 +75,14 @@ impl EmbeddedDesignStore {
         // The API's own tables (accepted-revision markers and idempotency keys), and the feed,
         // webhooks and deliveries.
         writer
-            .execute_batch(&format!("{}{}{}{}", accepted::SCHEMA, idempotency::SCHEMA, feed::SCHEMA, webhooks::SCHEMA))
+            .execute_batch(&format!(
+                "{}{}{}{}{}",
+                accepted::SCHEMA,
+                idempotency::SCHEMA,
+                feed::SCHEMA,
+                webhooks::SCHEMA,
+                budgets::SCHEMA
+            ))
             .map_err(|e| sqlite_error("initialise schema", e))?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
@@ -604,6 +611,27 @@ impl IdempotencyKeys for EmbeddedDesignStore {
         count("release_idempotency_key");
         let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
         self.writer.call(move |conn| idempotency::release(conn, &tenant, &key, &fingerprint)).await
+    }
+}
+
+#[async_trait]
+impl TokenBudgets for EmbeddedDesignStore {
+    async fn charge_tokens(&self, tenant: &TenantId, day: &str, tokens: u64, limit: u64) -> PortResult<Charge> {
+        count("charge_tokens");
+        let (tenant, day) = (tenant.to_string(), day.to_owned());
+        self.writer.call(move |conn| budgets::charge(conn, &tenant, &day, tokens, limit)).await
+    }
+
+    async fn refund_tokens(&self, tenant: &TenantId, day: &str, tokens: u64) -> PortResult<()> {
+        count("refund_tokens");
+        let (tenant, day) = (tenant.to_string(), day.to_owned());
+        self.writer.call(move |conn| budgets::refund(conn, &tenant, &day, tokens)).await
+    }
+
+    async fn tokens_spent(&self, tenant: &TenantId, day: &str) -> PortResult<u64> {
+        count("tokens_spent");
+        let (tenant, day) = (tenant.to_string(), day.to_owned());
+        self.reader.call(move |conn| budgets::spent(conn, &tenant, &day)).await
     }
 }
 

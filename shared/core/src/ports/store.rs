@@ -242,12 +242,24 @@ pub trait IdempotencyKeys: Send + Sync {
 /// Every role of the store, as one backend holds them: what the platform builder opens and hands
 /// out in narrower handles (an `Arc<dyn DesignStore>` coerces to an `Arc<dyn Role>` of each).
 pub trait DesignStore:
-    DesignWrites + DesignReads + AcceptedRevisions + IdempotencyKeys + FeedReader + WebhookStore
+    DesignWrites
+    + DesignReads
+    + AcceptedRevisions
+    + IdempotencyKeys
+    + FeedReader
+    + WebhookStore
+    + crate::budget::TokenBudgets
 {
 }
 
 impl<T> DesignStore for T where
-    T: DesignWrites + DesignReads + AcceptedRevisions + IdempotencyKeys + FeedReader + WebhookStore
+    T: DesignWrites
+        + DesignReads
+        + AcceptedRevisions
+        + IdempotencyKeys
+        + FeedReader
+        + WebhookStore
+        + crate::budget::TokenBudgets
 {
 }
 
