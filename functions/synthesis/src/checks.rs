@@ -295,6 +295,21 @@ fn refused_or<T>(result: Result<T, HdlError>, testbench: Option<&str>) -> Result
     }
 }
 
+/// How long the step that `kind` ends took, from the checks' report (milliseconds; the
+/// testbenches' and the attempts' summed).
+pub fn elapsed_ms(report: &Value, kind: openqq_core::EventKind) -> u64 {
+    use openqq_core::EventKind;
+    let ms = |v: &Value, field: &str| v.get(field).and_then(Value::as_u64).unwrap_or(0);
+    let sum = |list: &Value, field: &str| list.as_array().map_or(0, |l| l.iter().map(|x| ms(x, field)).sum());
+    match kind {
+        EventKind::SynthesisFinished => ms(&report["synthesis"], "elapsed_ms"),
+        EventKind::SimulationFinished => sum(&report["simulation"], "elapsed_ms"),
+        EventKind::EquivalenceFinished => ms(&report["equivalence"], "elapsed_ms"),
+        EventKind::GenerationFinished => sum(&report["generation"]["attempts"], "duration_ms"),
+        _ => 0,
+    }
+}
+
 /// Most bytes of the checks' report, which travels in `validation.requested` (beside the
 /// constraints, within [`openqq_core::design::MAX_DESIGN_RECORD_BYTES`]).
 pub const MAX_CHECKS_BYTES: usize = 24 * 1024;

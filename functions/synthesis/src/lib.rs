@@ -172,11 +172,17 @@ impl Synthesis {
             request.payload.spec.netlist_ref = Some(stored);
         }
         let passed = outcome.as_ref().is_some_and(|o| o.passed());
-        request.payload.checks = Some(checks_of(passed, &checks::report(outcome.as_ref(), generation))?);
+        let report = checks::report(outcome.as_ref(), generation);
+        request.payload.checks = Some(checks_of(passed, &report)?);
         if let Some(outcome) = &outcome {
             entries.push_back((EventKind::SynthesisFinished, outcome.synthesis_verdict()));
             entries.extend(outcome.simulation_verdict().map(|v| (EventKind::SimulationFinished, v)));
             entries.extend(outcome.equivalence_verdict().map(|v| (EventKind::EquivalenceFinished, v)));
+        }
+        for (kind, verdict) in &entries {
+            // A line per check, for `openqq trace`: its verdict and how long it took.
+            let elapsed_ms = checks::elapsed_ms(&report, *kind);
+            tracing::info!(kind = %kind, outcome = verdict.as_str(), elapsed_ms, "A check finished.");
         }
         let (kind, verdict) = entries.pop_front().expect("a source's checks or a generation always have an entry");
         let write = entry(&request, kind, Some(verdict));
