@@ -3,10 +3,10 @@
 //! on it and repairs with the latest failure; each attempt is in the report, the loop's start
 //! and end on the timeline.
 
+use openqq_e2e::hdl::{corpus, through, tools};
 use openqq_e2e::{repo_root, App, Client};
 use openqq_generation::test_server::{Reply, Step, TestServer, TestServerOptions};
 use serde_json::{json, Value};
-use std::time::Duration;
 
 const KEY: &str = "sk-e2e-never-shown-0123456789";
 
@@ -25,8 +25,7 @@ fn platform(dir: &std::path::Path, model: &TestServer) -> App {
 
 /// A counter to be written by the model, with the corpus's testbench and reference.
 fn counter_prompt(max_attempts: u32) -> Value {
-    let corpus =
-        |name: &str| std::fs::read_to_string(repo_root().join("shared/hdl/corpus/counter").join(name)).unwrap();
+    let corpus = |name: &str| corpus("counter", name);
     json!({
         "name": "generated counter",
         "target": {"device": "hx8k", "package": "ct256"},
@@ -37,23 +36,6 @@ fn counter_prompt(max_attempts: u32) -> Value {
         "tests": [{"name": "counts and wraps", "files": [{"name": "tb.v", "text": corpus("tb.v")}], "top": "tb"}],
         "reference": {"files": [{"name": "ref.v", "text": corpus("reference.v")}], "top": "counter"},
     })
-}
-
-fn tools() -> bool {
-    let found = ["yosys", "iverilog", "vvp"].iter().all(|t| openqq_e2e::on_path(t).is_some());
-    openqq_e2e::needed(found.then_some(()), "yosys and iverilog", "scripts/test.sh installs them").is_some()
-}
-
-/// Submits `job`, waits until ready, and answers the design, its report and its timeline's kinds.
-async fn through(client: &Client, job: &Value) -> (Value, Value, Vec<String>) {
-    let (status, accepted) = client.post("/v1/designs", job).await.unwrap();
-    assert_eq!(status, 202, "{accepted}");
-    let id = accepted["design_id"].as_str().unwrap();
-    let design = client.wait_for(id, Duration::from_secs(180), |d| d["status"] == "ready").await.unwrap();
-    let (_, report) = client.get(&format!("/v1/designs/{id}/report")).await.unwrap();
-    let (_, events) = client.get(&format!("/v1/designs/{id}/events")).await.unwrap();
-    let kinds = events["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect();
-    (design, report, kinds)
 }
 
 fn attempts(report: &Value) -> Vec<(Option<String>, u64)> {
@@ -142,7 +124,7 @@ async fn without_a_model_a_prompt_is_refused_at_once_with_what_to_set() {
     let server = App::start(dir.path(), &[]).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let (status, problem) = acme.post("/v1/designs", &counter_prompt(1)).await.unwrap();
-    assert_eq!((status, &problem["field"]), (501, &json!("generate")), "{problem}");
+    assert_eq!((status, &problem["field"]), (422, &json!("generate")), "{problem}");
     assert!(problem["detail"].as_str().unwrap().contains("--generation-url"), "{problem}");
 }
 

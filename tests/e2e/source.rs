@@ -2,51 +2,13 @@
 //! testbenches run with Icarus Verilog and their reference checked for equivalence, then the
 //! netlist validated as any other; each check on the timeline, in the feed and in the report.
 
-use openqq_e2e::{repo_root, App, Client};
+use openqq_e2e::hdl::{ready, submit, tools};
+use openqq_e2e::{App, Client};
 use serde_json::{json, Value};
-use std::time::Duration;
 
-/// A file of the HDL corpus (`shared/hdl/corpus/DESIGN/NAME`).
-fn corpus(design: &str, name: &str) -> String {
-    std::fs::read_to_string(repo_root().join("shared/hdl/corpus").join(design).join(name)).unwrap()
-}
-
-/// The counter as source (`variant`: `design.v`, `broken_synth.v`, …) with its testbench and,
-/// when given, a reference (`reference.v`, `not_equivalent.v`).
+/// The counter as source with its testbench and, when given, a reference.
 fn counter_job(variant: &str, reference: Option<&str>) -> Value {
-    let mut job = json!({
-        "name": "counter",
-        "target": {"device": "hx8k", "package": "ct256"},
-        "constraints": {"format": "pcf", "text": "set_io clk J3\n"},
-        "options": {"allow_unconstrained": true},
-        "source": {"files": [{"name": "counter.v", "text": corpus("counter", variant)}], "top": "counter"},
-        "tests": [{"name": "counts and wraps", "files": [{"name": "tb.v", "text": corpus("counter", "tb.v")}], "top": "tb"}],
-    });
-    if let Some(reference) = reference {
-        job["reference"] =
-            json!({"files": [{"name": "ref.v", "text": corpus("counter", reference)}], "top": "counter"});
-    }
-    job
-}
-
-/// Whether Yosys and Icarus Verilog are here (the test command installs them).
-fn tools() -> bool {
-    let found = ["yosys", "iverilog", "vvp"].iter().all(|t| openqq_e2e::on_path(t).is_some());
-    openqq_e2e::needed(found.then_some(()), "yosys and iverilog", "scripts/test.sh installs them").is_some()
-}
-
-async fn submit(client: &Client, job: &Value) -> String {
-    let (status, accepted) = client.post("/v1/designs", job).await.unwrap();
-    assert_eq!(status, 202, "{accepted}");
-    accepted["design_id"].as_str().unwrap().to_owned()
-}
-
-async fn ready(client: &Client, id: &str) -> (Value, Value, Vec<String>) {
-    let design = client.wait_for(id, Duration::from_secs(120), |d| d["status"] == "ready").await.unwrap();
-    let (_, report) = client.get(&format!("/v1/designs/{id}/report")).await.unwrap();
-    let (_, events) = client.get(&format!("/v1/designs/{id}/events")).await.unwrap();
-    let kinds = events["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect();
-    (design, report, kinds)
+    openqq_e2e::hdl::counter_job(variant, true, reference)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,31 +9,18 @@
 //! Three shapes, JOBS (default 10) each: synthesis only, with the testbench, and with the
 //! testbench and the reference.
 
-use openqq_e2e::{repo_root, App, Client};
-use serde_json::{json, Value};
+use openqq_e2e::{App, Client};
+use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn corpus(name: &str) -> String {
-    std::fs::read_to_string(repo_root().join("shared/hdl/corpus/counter").join(name)).unwrap()
+    openqq_e2e::hdl::corpus("counter", name)
 }
 
 fn job(tests: bool, reference: bool) -> Value {
-    let mut job = json!({
-        "name": "counter",
-        "target": {"device": "hx8k", "package": "ct256"},
-        "constraints": {"format": "pcf", "text": "set_io clk J3\n"},
-        "options": {"allow_unconstrained": true},
-        "source": {"files": [{"name": "counter.v", "text": corpus("design.v")}], "top": "counter"},
-    });
-    if tests {
-        job["tests"] = json!([{"name": "tb", "files": [{"name": "tb.v", "text": corpus("tb.v")}], "top": "tb"}]);
-    }
-    if reference {
-        job["reference"] = json!({"files": [{"name": "ref.v", "text": corpus("reference.v")}], "top": "counter"});
-    }
-    job
+    openqq_e2e::hdl::counter_job("design.v", tests, reference.then_some("reference.v"))
 }
 
 fn run(dir: &Path, program: &str, args: &[&str]) {

@@ -10,6 +10,7 @@ pub mod ack_dropper;
 pub mod app;
 pub mod aws;
 pub mod cargo_lambda;
+pub mod hdl;
 pub mod noisy;
 pub mod ordering;
 pub mod prometheus;

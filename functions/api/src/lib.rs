@@ -255,7 +255,7 @@ impl AppStateBuilder {
     }
 
     /// Whether a generation model is configured, so jobs may carry `generate` (default: none;
-    /// such jobs are refused with 501 and what to set), and the daily token budget.
+    /// such jobs are refused with 422 and what to set), and the daily token budget.
     pub fn generation(mut self, policy: GenerationPolicy) -> Self {
         self.0.generation = policy;
         self

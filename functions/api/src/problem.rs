@@ -66,7 +66,7 @@ impl Problem {
     /// A job carrying `generate` where no generation model is configured.
     pub fn generation_not_configured() -> Self {
         Self::new(
-            StatusCode::NOT_IMPLEMENTED,
+            StatusCode::UNPROCESSABLE_ENTITY,
             "generation-not-configured",
             "This deployment has no generation model",
             "generate needs a model: the operator sets --generation-url and --generation-model \

@@ -2,7 +2,7 @@
 //! (`OPENQQ_GENERATION_URL`, `OPENQQ_GENERATION_MODEL`, `OPENQQ_GENERATION_API_KEY`, …): which
 //! OpenAI-compatible model writes designs from prompts (OpenAI, vLLM, Ollama, llama.cpp's
 //! server), how long a call may take, and how many attempts a job's repair loop may make.
-//! Without a URL there is no model: the API refuses jobs that carry `generate` (501) and the
+//! Without a URL there is no model: the API refuses jobs that carry `generate` (422) and the
 //! synthesis function answers them "not configured".
 
 use anyhow::{bail, Context, Result};
