@@ -269,14 +269,17 @@ async fn a_webhook_at_a_private_address_is_dead_unsent_when_private_targets_are_
 
 /// Tenant `slow`'s endpoint takes every request and answers none, so each of its attempts holds
 /// a slot for the whole timeout; its backlog is older than `fast`'s and larger than all the slots
-/// there are. `fast`'s deliveries must all arrive in a fraction of one timeout.
+/// there are. `fast`'s deliveries must all arrive well within one timeout: had they waited
+/// behind the hung attempts, the first of them could not arrive before a whole timeout. (The
+/// timeout is long, 20 s, so that a store as slow as moto's DynamoDB under a loaded machine
+/// still shows the difference: 7.7 s was seen there against a 10 s timeout.)
 async fn a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_deliveries_arrive_meanwhile(f: Fixture) {
     let (slow, fast) = (tenant("slow"), tenant("fast"));
     let hung = receiver(|_| Answer::Hang).await;
     let mut quick = receiver(|_| Answer::Status(204)).await;
     f.register(&slow, &hung.url, &secret(1)).await;
     f.register(&fast, &quick.url, &secret(2)).await;
-    let s = DeliverySettings { timeout: Duration::from_secs(10), lease: Duration::from_secs(20), ..settings() };
+    let s = DeliverySettings { timeout: Duration::from_secs(20), lease: Duration::from_secs(40), ..settings() };
     for _ in 0..3 * s.parallel {
         f.append(&slow).await;
     }
@@ -292,7 +295,7 @@ async fn a_hung_endpoint_holds_only_its_tenants_share_and_another_tenants_delive
         next(&mut quick).await;
     }
     let ratio = started.elapsed().as_secs_f64() / timeout.as_secs_f64();
-    assert!(ratio < 0.5, "the other tenant's deliveries took {ratio:.2} of the hung endpoint's timeout");
+    assert!(ratio < 0.75, "the other tenant's deliveries took {ratio:.2} of the hung endpoint's timeout");
     assert!(hung.taken() <= per_tenant, "the hung endpoint holds {} attempts, its share is {per_tenant}", hung.taken());
     assert!(hung.taken() > 0, "the hung endpoint was being attempted meanwhile");
     drop(worker);
