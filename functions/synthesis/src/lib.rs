@@ -151,7 +151,7 @@ impl Synthesis {
                 let looped = repair::run(self.generation.as_ref(), &self.objects, job).await?;
                 entries.push_back((EventKind::GenerationFinished, looped.verdict()));
                 let report = serde_json::to_value(&looped).unwrap_or_default();
-                let outcome = looped.last.map(|(_source, pcf, outcome)| {
+                let outcome = looped.last.map(|(pcf, outcome)| {
                     // The model's pin constraints, where the tenant gave none.
                     if let Some(pcf) = pcf.filter(|p| p.len() <= INLINE_PAYLOAD_MAX_BYTES) {
                         if spec.constraints.text.trim().is_empty() && spec.constraints.text_ref.is_none() {
@@ -164,9 +164,6 @@ impl Synthesis {
             }
             _ => return Err(RecordError::Permanent("synthesis.requested without source or generate".into())),
         };
-        // The generated source is kept in the object store; the record to validation does not
-        // carry it.
-        request.payload.spec.source = None;
         if let Some(netlist) = outcome.as_ref().and_then(|o| o.netlist()) {
             let stored = self.objects.put(&request.tenant_id, netlist.to_vec()).await?;
             request.payload.spec.netlist_ref = Some(stored);

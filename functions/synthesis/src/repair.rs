@@ -53,14 +53,15 @@ pub enum Stop {
     BudgetSpent,
 }
 
-/// What the loop did: every attempt, why it stopped, and the last attempt's source and checks.
+/// What the loop did: every attempt, why it stopped, and the last attempt's checks.
 #[derive(Debug, Serialize)]
 pub struct Looped {
     pub attempts: Vec<Attempt>,
     pub stopped: Stop,
     pub max_attempts: u32,
+    /// The last attempt's pin constraints (when the model gave some) and checks.
     #[serde(skip)]
-    pub last: Option<(Source, Option<String>, Outcome)>,
+    pub last: Option<(Option<String>, Outcome)>,
 }
 
 impl Looped {
@@ -172,7 +173,7 @@ pub async fn run(
                     failed: feedback.as_ref().map(|f| f.stage.to_string()),
                     messages: feedback.as_ref().map(|f| f.messages.clone()).unwrap_or_default(),
                 });
-                looped.last = Some((source, generated.pcf, outcome));
+                looped.last = Some((generated.pcf, outcome));
                 feedback
             }
             Err(e) if e.is_retriable() => {
