@@ -63,7 +63,7 @@ async fn a_prompt_becomes_a_checked_design_and_a_broken_first_attempt_is_repaire
         kinds,
         [
             "design.submitted",
-            "generation.requested",
+            "generation.started",
             "generation.finished",
             "synthesis.finished",
             "simulation.finished",

@@ -14,11 +14,12 @@ use openqq_platform::{Platform, Settings};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The five functions: logical id in the template, and the `openqq-lambda` bin it runs.
-pub(crate) const FUNCTIONS: [(&str, &str); 5] = [
+/// The six functions: logical id in the template, and the `openqq-lambda` bin it runs.
+pub(crate) const FUNCTIONS: [(&str, &str); 6] = [
     ("ApiFunction", "api"),
     ("DesignJobFunction", "design-job"),
     ("SynthesisFunction", "synthesis"),
+    ("GenerationFunction", "generation"),
     ("ValidationFunction", "validation"),
     ("ResultsFunction", "results"),
 ];
@@ -101,6 +102,10 @@ fn resolve(v: &Value, params: &BTreeMap<&str, &str>) -> Option<String> {
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
         Value::Object(o) if o.len() == 1 => {
+            // A condition is taken as met: the sample deployment configures everything optional.
+            if let Some(Value::Array(branches)) = o.get("Fn::If") {
+                return resolve(branches.get(1)?, params);
+            }
             if let Some(Value::String(name)) = o.get("Ref") {
                 return params.get(name.as_str()).map(|v| v.to_string());
             }
@@ -131,6 +136,11 @@ fn sample_values() -> BTreeMap<&'static str, &'static str> {
         ("Table", "openqq-Table-1ABCDEF"),
         ("ObjectBucket", "openqq-objectbucket-1abcdef"),
         ("LimiterCache", "openqq-limiter"),
+        ("GenerationUrl", "https://api.openai.com/v1"),
+        ("GenerationModel", "gpt-4o-mini"),
+        ("GenerationApiKeySecretName", "openqq/generation-key"),
+        ("GenerationDailyTokens", "1000000"),
+        ("GenerationJobTokens", "100000"),
         ("AWS::StackName", "openqq"),
     ])
 }
@@ -213,21 +223,27 @@ fn each_function_runs_its_own_openqq_lambda_bin_as_a_bootstrap_on_provided_al202
     assert_eq!(used.len(), bins.len(), "every bin of openqq-lambda is deployed");
 }
 
-/// The bin a container-image function's Dockerfile builds and starts, checked to install the HDL
-/// tools the synthesis function runs (the image is built by `sam build`, not here: no container
-/// engine on the test machine).
+/// The bin a container-image function's Dockerfile builds and starts (its `BIN` build argument,
+/// the function's own or the Dockerfile's default), checked to install the HDL tools the
+/// synthesis and generation functions run (the image is built by `sam build`, not here: no
+/// container engine on the test machine).
 fn image_binary(id: &str, metadata: &Value) -> String {
     assert_eq!(metadata["DockerContext"], ".", "{id}: built from the repository root");
     let path = metadata["Dockerfile"].as_str().unwrap_or_else(|| panic!("{id}: Dockerfile"));
     let dockerfile = std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{id}: {path}: {e}"));
-    let bin = dockerfile
-        .split("--bin ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{id}: {path} builds no --bin"));
-    for needed in
-        ["-p openqq-lambda", "--locked", "yosys", "iverilog", &format!("target/release/{bin} /var/runtime/bootstrap")]
-    {
+    let default = dockerfile
+        .lines()
+        .find_map(|l| l.strip_prefix("ARG BIN="))
+        .unwrap_or_else(|| panic!("{id}: {path} has no default BIN"));
+    let bin = metadata["DockerBuildArgs"]["BIN"].as_str().unwrap_or(default);
+    for needed in [
+        "-p openqq-lambda",
+        "--locked",
+        "--bin ${BIN}",
+        "yosys",
+        "iverilog",
+        "target/release/${BIN} /var/runtime/bootstrap",
+    ] {
         assert!(dockerfile.contains(needed), "{id}: {path} lacks {needed:?}");
     }
     bin.to_owned()

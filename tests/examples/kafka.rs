@@ -467,8 +467,8 @@ async fn baseline(brokers: &str, designs: usize, samples: &HashMap<(EventKind, S
     done - started
 }
 
-/// The topics a design given as a netlist crosses (synthesis.requested carries only designs given
-/// as source).
+/// The topics a design given as a netlist crosses (synthesis.requested and generation.requested
+/// carry only designs given as source or written by a model).
 const NETLIST_PATH: [EventKind; 5] = [
     EventKind::DesignSubmitted,
     EventKind::ValidationRequested,

@@ -5,6 +5,10 @@ use crate::{needed, on_path, repo_root, Client};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The topics only designs given as source or written by a model cross.
+pub const LANES: [openqq_core::EventKind; 2] =
+    [openqq_core::EventKind::SynthesisRequested, openqq_core::EventKind::GenerationRequested];
+
 /// A file of the HDL corpus (`shared/hdl/corpus/DESIGN/NAME`).
 pub fn corpus(design: &str, name: &str) -> String {
     std::fs::read_to_string(repo_root().join("shared/hdl/corpus").join(design).join(name)).unwrap()

@@ -1,6 +1,8 @@
 //! The design-job function: materialises each submitted revision in the store (conditional on
 //! revision) and requests its validation, or, for a revision given as HDL source, its synthesis
-//! (`synthesis.requested`, the synthesis function's lane, which then requests validation).
+//! (`synthesis.requested`, the synthesis function's lane, which then requests validation), or,
+//! for one to be written by a model, its generation (`generation.requested`, a lane of its own:
+//! one tenant's burst of slow model calls never holds up anyone's source jobs).
 //!
 //! A repeated revision (a re-read, or a client's retried send) is a duplicate: the store is not
 //! touched again, but `validation.requested` is published again, because the first attempt may
@@ -20,7 +22,19 @@ use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
 pub const NAME: &str = "design-job";
 
 /// Its store writes are named to the consumer ([`RecordHandler::plan`]), which applies them.
-pub struct DesignJob;
+#[derive(Debug, Clone, Copy)]
+pub struct DesignJob {
+    /// Whether designs to be written by a model go to their own lane (the default), or share the
+    /// synthesis lane with designs given as source (`--bulkheads off`: for measuring what the
+    /// lane is worth, never for production).
+    pub generation_lane: bool,
+}
+
+impl Default for DesignJob {
+    fn default() -> Self {
+        Self { generation_lane: true }
+    }
+}
 
 #[async_trait]
 impl RecordHandler for DesignJob {
@@ -49,10 +63,12 @@ impl RecordHandler for DesignJob {
             tracing::info!("A stale revision arrived after a newer one and was ignored.");
             return Ok(Step::Done);
         }
-        // A revision given as HDL source, or to be written by a model, goes to the synthesis
-        // function's lane first.
+        // A revision given as HDL source goes to the synthesis function's lane first, one to be
+        // written by a model to the generation lane.
         let spec = &env.payload.spec;
-        let next = if spec.source.is_some() || spec.generate.is_some() {
+        let next = if spec.generate.is_some() && self.generation_lane {
+            EventKind::GenerationRequested
+        } else if spec.source.is_some() || spec.generate.is_some() {
             EventKind::SynthesisRequested
         } else {
             EventKind::ValidationRequested

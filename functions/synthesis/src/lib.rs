@@ -5,18 +5,19 @@
 //! what the checks found), which validates the netlist like any other and adds the checks to the
 //! report.
 //!
-//! A design to be written by a model (`generate`) gets its source here too: the repair loop
+//! A design to be written by a model (`generate`) gets its source from the same code in the
+//! generation function ([`Generation`], the `generation.requested` lane): the repair loop
 //! ([`repair`]) asks the generation backend for Verilog and runs the checks on each attempt,
 //! telling the model the latest failure, until they pass or the attempts are spent; its
-//! timeline starts with `generation.requested` and has `generation.finished` before the checks'
+//! timeline starts with `generation.started` and has `generation.finished` before the checks'
 //! entries, and the report's `checks.generation` lists every attempt (tokens, duration, what
 //! failed, its HDL by reference).
 //!
-//! A lane of its own: the tools take seconds where netlist validation takes milliseconds, so
-//! they run on their own topic (`synthesis.requested`) and function, never in validation's.
+//! Lanes of their own: the tools take seconds where netlist validation takes milliseconds, and a
+//! model call seconds more, so each runs on its own topic and function, never in another's.
 //!
-//! Its writes are timeline entries that move no status: `synthesis.started` first, then
-//! `synthesis.finished`, `simulation.finished` (when testbenches ran) and `equivalence.finished`
+//! Its writes are timeline entries that move no status: `synthesis.started` (or
+//! `generation.started`) first, then `synthesis.finished`, `simulation.finished` (when testbenches ran) and `equivalence.finished`
 //! (when a reference was checked), each with its verdict, in the tenant's feed as well. Every
 //! write is conditional on revision, so a re-read runs the (deterministic) tools again and
 //! re-publishes, but applies nothing twice.
@@ -73,31 +74,91 @@ impl RecordHandler for Synthesis {
     }
 
     fn plan(&self, request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
-        let first = match request.payload.spec.generate {
-            Some(_) => EventKind::GenerationRequested,
-            None => EventKind::SynthesisStarted,
-        };
-        let write = entry(&request, first, None);
-        Ok(Step::Write(write, Stage::Started(Box::new(request))))
+        self.first(NAME, request)
     }
 
     async fn after(&self, stage: Stage, applied: Applied, out: &mut Outbox) -> Result<Step<Stage>, RecordError> {
+        self.next(NAME, stage, applied, out).await
+    }
+}
+
+/// The generation function's name.
+pub const GENERATION: &str = "generation";
+
+/// The generation function: the synthesis function's work for designs to be written by a model,
+/// on their own topic (`generation.requested`), consumer group and (on AWS) function with its own
+/// reserved concurrency. A model call takes seconds; in a lane of their own, one tenant's burst of
+/// them holds up only generations, never the source jobs in the synthesis lane. (With
+/// `--bulkheads off` they share the synthesis lane instead, and [`Synthesis`] runs them there.)
+pub struct Generation(pub Synthesis);
+
+#[async_trait]
+impl RecordHandler for Generation {
+    type Payload = DesignSubmitted;
+    type State = Stage;
+    const KIND: EventKind = EventKind::GenerationRequested;
+
+    fn name(&self) -> &'static str {
+        GENERATION
+    }
+
+    fn plan(&self, request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
+        self.0.first(GENERATION, request)
+    }
+
+    async fn after(&self, stage: Stage, applied: Applied, out: &mut Outbox) -> Result<Step<Stage>, RecordError> {
+        self.0.next(GENERATION, stage, applied, out).await
+    }
+}
+
+/// The timeline entry of `kind` for `request`'s revision, with the step's verdict, written by
+/// the function `producer`.
+fn entry(
+    producer: &'static str,
+    request: &Envelope<DesignSubmitted>,
+    kind: EventKind,
+    verdict: Option<Verdict>,
+) -> Write {
+    let cause = request.cause();
+    let entry = Envelope::new(kind, &cause, producer, serde_json::json!({})).timeline_entry();
+    Write::new(&cause, request.replay_of.is_some(), entry, Change::Checked { verdict })
+}
+
+impl Synthesis {
+    /// The record's first write: `generation.started` for a design to be written by a model,
+    /// else `synthesis.started`.
+    fn first(&self, producer: &'static str, request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
+        let first = match request.payload.spec.generate {
+            Some(_) => EventKind::GenerationStarted,
+            None => EventKind::SynthesisStarted,
+        };
+        let write = entry(producer, &request, first, None);
+        Ok(Step::Write(write, Stage::Started(Box::new(request))))
+    }
+
+    async fn next(
+        &self,
+        producer: &'static str,
+        stage: Stage,
+        applied: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<Stage>, RecordError> {
         match stage {
             Stage::Started(_) if applied == Applied::Stale => {
                 tracing::info!("Synthesis of an older revision was skipped; a newer one already started.");
                 Ok(Step::Done)
             }
-            Stage::Started(request) => self.checked(*request).await,
+            Stage::Started(request) => self.checked(producer, *request).await,
             Stage::Checked { request, mut entries } => match entries.pop_front() {
                 Some((kind, verdict)) => {
-                    let write = entry(&request, kind, Some(verdict));
+                    let write = entry(producer, &request, kind, Some(verdict));
                     Ok(Step::Write(write, Stage::Checked { request, entries }))
                 }
                 None => {
                     out.publish(&Envelope::new(
                         EventKind::ValidationRequested,
                         &request.cause(),
-                        NAME,
+                        producer,
                         request.payload,
                     ));
                     Ok(Step::Done)
@@ -105,20 +166,15 @@ impl RecordHandler for Synthesis {
             },
         }
     }
-}
 
-/// The timeline entry of `kind` for `request`'s revision, with the step's verdict.
-fn entry(request: &Envelope<DesignSubmitted>, kind: EventKind, verdict: Option<Verdict>) -> Write {
-    let cause = request.cause();
-    let entry = Envelope::new(kind, &cause, NAME, serde_json::json!({})).timeline_entry();
-    Write::new(&cause, request.replay_of.is_some(), entry, Change::Checked { verdict })
-}
-
-impl Synthesis {
     /// Runs the checks (for a design to be written by a model, the repair loop around them),
     /// keeps the netlist, and turns the request into what validation reads: the netlist by
     /// reference and the checks' report in place of the source.
-    async fn checked(&self, mut request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
+    async fn checked(
+        &self,
+        producer: &'static str,
+        mut request: Envelope<DesignSubmitted>,
+    ) -> Result<Step<Stage>, RecordError> {
         let spec = &mut request.payload.spec;
         let (source, generate) = (spec.source.take(), spec.generate.take());
         let (tests, reference) = (std::mem::take(&mut spec.tests), spec.reference.take());
@@ -127,7 +183,7 @@ impl Synthesis {
             let report = serde_json::json!({"synthesis": {"verdict": "refused",
                 "reason": format!("no FPGA family is known for the device {}", spec.target.device)}});
             request.payload.checks = Some(checks_of(false, &report)?);
-            let write = entry(&request, EventKind::SynthesisFinished, Some(Verdict::Fail));
+            let write = entry(producer, &request, EventKind::SynthesisFinished, Some(Verdict::Fail));
             return Ok(Step::Write(write, Stage::Checked { request: Box::new(request), entries: VecDeque::new() }));
         };
         let mut entries = VecDeque::new();
@@ -182,7 +238,7 @@ impl Synthesis {
             tracing::info!(kind = %kind, outcome = verdict.as_str(), elapsed_ms, "A check finished.");
         }
         let (kind, verdict) = entries.pop_front().expect("a source's checks or a generation always have an entry");
-        let write = entry(&request, kind, Some(verdict));
+        let write = entry(producer, &request, kind, Some(verdict));
         Ok(Step::Write(write, Stage::Checked { request: Box::new(request), entries }))
     }
 }

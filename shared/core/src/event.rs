@@ -35,10 +35,13 @@ pub enum EventKind {
     /// simulation take seconds, netlist validation milliseconds).
     #[serde(rename = "synthesis.requested")]
     SynthesisRequested,
-    /// A revision to be written by a model was taken up by the synthesis function. Timeline (and
-    /// feed) only, as the kinds below.
+    /// A revision to be written by a model, for the generation function (a lane of its own: a
+    /// model call takes seconds, and a tenant's burst of them must not hold up source jobs).
     #[serde(rename = "generation.requested")]
     GenerationRequested,
+    /// The generation function took the revision up. Timeline (and feed) only, as the kinds below.
+    #[serde(rename = "generation.started")]
+    GenerationStarted,
     /// The repair loop ended: its verdict is the last attempt's checks'.
     #[serde(rename = "generation.finished")]
     GenerationFinished,
@@ -69,10 +72,11 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind published on a topic (one topic each); see [`Topics::all`].
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::DesignSubmitted,
         EventKind::ValidationRequested,
         EventKind::SynthesisRequested,
+        EventKind::GenerationRequested,
         EventKind::ValidationStarted,
         EventKind::ValidationFinished,
         EventKind::ResultsReady,
@@ -84,6 +88,7 @@ impl EventKind {
             EventKind::ValidationRequested => "validation.requested",
             EventKind::SynthesisRequested => "synthesis.requested",
             EventKind::GenerationRequested => "generation.requested",
+            EventKind::GenerationStarted => "generation.started",
             EventKind::GenerationFinished => "generation.finished",
             EventKind::SynthesisStarted => "synthesis.started",
             EventKind::SynthesisFinished => "synthesis.finished",
@@ -98,7 +103,7 @@ impl EventKind {
 
     /// The kinds that are timeline entries only, never on a topic.
     pub const TIMELINE_ONLY: [EventKind; 7] = [
-        EventKind::GenerationRequested,
+        EventKind::GenerationStarted,
         EventKind::GenerationFinished,
         EventKind::SynthesisStarted,
         EventKind::SynthesisFinished,

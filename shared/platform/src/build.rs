@@ -35,11 +35,12 @@ pub struct Platform {
 /// How often an idle event stream reads the store for what was applied since.
 pub const FEED_POLL: std::time::Duration = openqq_api::DEFAULT_FEED_POLL;
 
-/// The topics the consumer functions read, in pipeline order (synthesis is a lane beside
-/// validation, for revisions given as source).
-pub const CONSUMED: [EventKind; 4] = [
+/// The topics the consumer functions read, in pipeline order (synthesis and generation are
+/// lanes beside validation, for revisions given as source or to be written by a model).
+pub const CONSUMED: [EventKind; 5] = [
     EventKind::DesignSubmitted,
     EventKind::SynthesisRequested,
+    EventKind::GenerationRequested,
     EventKind::ValidationRequested,
     EventKind::ValidationFinished,
 ];
@@ -147,26 +148,32 @@ impl Platform {
     pub fn handler(&self, kind: EventKind) -> Result<Arc<dyn BatchHandler>> {
         let b = &self.backends;
         Ok(match kind {
-            EventKind::DesignSubmitted => self.consumer(openqq_design_job::DesignJob),
+            EventKind::DesignSubmitted => self.consumer(openqq_design_job::DesignJob {
+                generation_lane: self.settings.bulkheads == crate::settings::Bulkheads::On,
+            }),
             EventKind::ValidationRequested => self.consumer(openqq_validation::Validation {
                 objects: b.objects.clone(),
                 budget: self.settings.validation_budget,
             }),
-            EventKind::SynthesisRequested => {
-                let per_job = self.settings.synthesis_budget;
-                let budget = openqq_synthesis::Budget { per_run: per_job.min(Duration::from_secs(30)), per_job };
-                self.consumer(openqq_synthesis::Synthesis {
-                    objects: b.objects.clone(),
-                    budget,
-                    generation: self.generation.clone(),
-                    max_attempts: self.settings.generation.generation_max_attempts,
-                    budgets: b.store.clone(),
-                    tokens: self.settings.generation.token_limits(),
-                })
-            }
+            EventKind::SynthesisRequested => self.consumer(self.synthesis()),
+            EventKind::GenerationRequested => self.consumer(openqq_synthesis::Generation(self.synthesis())),
             EventKind::ValidationFinished => self.consumer(openqq_results::Results),
             other => anyhow::bail!("no function consumes {other}"),
         })
+    }
+
+    /// The synthesis function's work, as the settings ask (the generation function's too).
+    fn synthesis(&self) -> openqq_synthesis::Synthesis {
+        let per_job = self.settings.synthesis_budget;
+        let budget = openqq_synthesis::Budget { per_run: per_job.min(Duration::from_secs(30)), per_job };
+        openqq_synthesis::Synthesis {
+            objects: self.backends.objects.clone(),
+            budget,
+            generation: self.generation.clone(),
+            max_attempts: self.settings.generation.generation_max_attempts,
+            budgets: self.backends.store.clone(),
+            tokens: self.settings.generation.token_limits(),
+        }
     }
 
     fn consumer<H: RecordHandler + 'static>(&self, handler: H) -> Arc<dyn BatchHandler> {

@@ -34,6 +34,12 @@ pub struct Settings {
     /// testbenches and its equivalence check together; each run at most 30 s of it).
     #[arg(long, env = "OPENQQ_SYNTHESIS_BUDGET", default_value = "120s", value_parser = humantime::parse_duration)]
     pub synthesis_budget: Duration,
+    /// `on`: designs to be written by a model run in a lane of their own (`generation.requested`,
+    /// the generation function), so one tenant's burst of slow model calls never holds up source
+    /// jobs. `off` sends them through the synthesis lane beside source jobs: only for measuring
+    /// what the lane is worth (the overload benchmark), never for production.
+    #[arg(long, env = "OPENQQ_BULKHEADS", value_enum, default_value = "on")]
+    pub bulkheads: Bulkheads,
     /// Default per-tenant limit, COUNT/WINDOW.
     #[arg(long, env = "OPENQQ_RATE_LIMIT", default_value = "100/1s")]
     pub rate_limit: QuotaSpec,
@@ -153,8 +159,15 @@ impl Settings {
     }
 }
 
-/// The values of `--auth`.
+/// The values of `--bulkheads`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bulkheads {
+    On,
+    Off,
+}
+
+/// The values of `--auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AuthArg {
     Token,
     ApiGateway,
