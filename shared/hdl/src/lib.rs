@@ -5,7 +5,8 @@
 //! - [`synthesize`]: Yosys `synth_ice40` / `synth_ecp5` to a JSON netlist (the input of
 //!   `openqq-fpga`'s validator), with Yosys's errors and warnings as located [`Finding`]s.
 //! - [`simulate`]: a self-checking testbench with Icarus Verilog (`iverilog -g2012`, `vvp -N`):
-//!   pass, fail, compile error, timeout, output limit.
+//!   pass, fail, compile error, timeout, output limit; a failing one with its [`Waveform`] around
+//!   the first failure (`wave.rs`: the run again with a value change dump, cut by [`vcd`]).
 //! - [`check_equivalence`]: a design against a reference with a Yosys miter and SAT: a proof, a
 //!   counterexample, or unknown, with the bounded depth used for sequential designs.
 //!
@@ -34,6 +35,8 @@ pub mod sat;
 mod sim;
 pub mod source;
 mod synth;
+pub mod vcd;
+mod wave;
 
 pub use equiv::{
     check_equivalence, port_differences, EquivalenceReport, EquivalenceVerdict, PortDifference, Proof, Side,
@@ -46,3 +49,4 @@ pub use sat::{Counterexample, CounterexampleStep, Port, SignalValue};
 pub use sim::{simulate, TestReport, TestVerdict};
 pub use source::{Family, Source, SourceFile, Testbench};
 pub use synth::{synthesize, SynthVerdict, Synthesis};
+pub use wave::Waveform;

@@ -21,6 +21,12 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// Largest file a tool may write (`RLIMIT_FSIZE`): netlists, simulator images, dumps.
     pub max_written_file_bytes: u64,
+    /// Bytes a failing testbench's waveform run may dump (Icarus `$dumplimit`); kept under
+    /// `max_written_file_bytes`, whose signal would only end the run sooner.
+    pub max_dump_bytes: u64,
+    /// Bytes of a failing testbench's waveform kept in its report: the dump cut to a window
+    /// around the first failure.
+    pub max_waveform_bytes: usize,
     /// Bytes of stdout and stderr read from one run; past it the run is killed (a testbench that
     /// prints without end gets the output-budget verdict).
     pub max_output_bytes: usize,
@@ -44,6 +50,8 @@ impl Default for Limits {
             cpu_seconds: 60,
             memory_bytes: 2 * 1024 * 1024 * 1024,
             max_written_file_bytes: 64 * 1024 * 1024,
+            max_dump_bytes: 16 * 1024 * 1024,
+            max_waveform_bytes: 256 * 1024,
             max_output_bytes: 1024 * 1024,
             equivalence_depth: 10,
             induction_length: 8,

@@ -8,6 +8,9 @@
 //! and then prints a per-run random marker and finishes. Simulation ends only by a `$finish`
 //! (with the probe still waiting, so no marker) or by the probe (marker: the testbench never
 //! finished), never by running out of events; idle simulated time costs no wall-clock time.
+//!
+//! A testbench that fails (`Fail`: it ran and reported a failure) gets its waveform: the run
+//! again with a value change dump, within what is left of the time limit (see `wave.rs`).
 
 use crate::error::{HdlError, Refusal};
 use crate::findings::{bound, clip, parse_iverilog_log, Finding, Severity};
@@ -15,6 +18,7 @@ use crate::limits::Limits;
 use crate::precheck;
 use crate::sandbox::{self, Ending, Outcome};
 use crate::source::{check_shape, Source, SourceFile, Testbench};
+use crate::wave::{self, Waveform};
 use serde::{Deserialize, Serialize};
 use std::hash::{BuildHasher, Hasher};
 use std::time::Instant;
@@ -62,7 +66,12 @@ pub struct TestReport {
     pub warnings: Vec<Finding>,
     /// The end of the simulation's output, at most 8 KiB.
     pub output: String,
+    /// The compile and run that gave the verdict (not the waveform's run).
     pub elapsed_ms: u64,
+    /// For a testbench that failed: its signals around the first failure, when they could be
+    /// dumped in the time left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waveform: Option<Waveform>,
 }
 
 impl TestReport {
@@ -73,7 +82,7 @@ impl TestReport {
 }
 
 /// A random 64-bit value as hex, unpredictable to the source (std's per-process random keys).
-fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher
         .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
@@ -109,8 +118,15 @@ pub fn simulate(design: &Source, testbench: &Testbench, limits: &Limits) -> Resu
     let files: Vec<SourceFile> = all.iter().map(|f| (*f).clone()).chain(std::iter::once(probe)).collect();
     sandbox::write_files(dir.path(), &files, "iverilog")?;
 
-    let mut args: Vec<String> =
-        vec!["-g2012".into(), "-s".into(), testbench.top.clone(), "-s".into(), probe_module, "-o".into(), IMAGE.into()];
+    let mut args: Vec<String> = vec![
+        "-g2012".into(),
+        "-s".into(),
+        testbench.top.clone(),
+        "-s".into(),
+        probe_module.clone(),
+        "-o".into(),
+        IMAGE.into(),
+    ];
     args.extend(files.iter().filter(|f| f.is_compiled()).map(|f| f.name.clone()));
     let compile = sandbox::run("iverilog", &args, dir.path(), limits)?;
     let compile_findings = parse_iverilog_log(&compile.output, &names);
@@ -120,6 +136,7 @@ pub fn simulate(design: &Source, testbench: &Testbench, limits: &Limits) -> Resu
         warnings,
         output: tail(output, MAX_REPORT_OUTPUT_BYTES),
         elapsed_ms: started.elapsed().as_millis() as u64,
+        waveform: None,
     };
     if let Some(verdict) = ran_out(&compile, limits) {
         return Ok(report(verdict, Vec::new(), &compile.output));
@@ -152,7 +169,19 @@ pub fn simulate(design: &Source, testbench: &Testbench, limits: &Limits) -> Resu
         _ => -1,
     };
     let verdict = judge(&run.output, status, &marker, limits.max_message_bytes);
-    Ok(report(verdict, warnings, &run.output))
+    let failed = matches!(verdict, TestVerdict::Fail { .. });
+    let mut report = report(verdict, warnings, &run.output);
+    if failed {
+        let rerun = wave::Rerun {
+            files: &files,
+            roots: &[&testbench.top, &probe_module],
+            top: &testbench.top,
+            image: &dir.path().join(IMAGE),
+            output: &run.output,
+        };
+        report.waveform = wave::capture(&rerun, started + limits.timeout, limits);
+    }
+    Ok(report)
 }
 
 /// The verdict of a run that ended by itself, from its output and exit status.
