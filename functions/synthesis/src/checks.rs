@@ -2,10 +2,15 @@
 //! `spawn_blocking`): synthesis, then, when it gave a netlist, each testbench and the equivalence
 //! check. Each tool run gets what is left of the revision's time budget (at most
 //! [`Budget::per_run`]), so one revision holds its lane for at most [`Budget::per_job`].
+//!
+//! [`Outcome::keep`] then stores what the report points at ([`kept`]): the files the checks
+//! read and each failing testbench's waveform, as objects of the tenant.
+
+pub mod kept;
 
 use openqq_core::generation::{FailedStage, Feedback};
 use openqq_core::hdl::{Source, Testbench};
-use openqq_core::Verdict;
+use openqq_core::{ObjectStore, PortError, TenantId, Verdict};
 use openqq_hdl::{
     EquivalenceReport, EquivalenceVerdict, Family, Finding, HdlError, Limits, Severity, SynthVerdict, Synthesis,
     TestReport, TestVerdict,
@@ -60,6 +65,12 @@ pub enum Ran<T> {
 /// Everything the checks found.
 #[derive(Debug, Serialize)]
 pub struct Outcome {
+    /// The files the checks read, once [kept](Outcome::keep).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<kept::Sources>,
+    /// What the checks ran on, until it is kept.
+    #[serde(skip)]
+    pub inputs: Option<kept::Inputs>,
     pub synthesis: Ran<Synthesis>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub simulation: Vec<Ran<TestReport>>,
@@ -113,6 +124,22 @@ impl Outcome {
 }
 
 impl Outcome {
+    /// Stores what the report points at for `tenant`: the files the checks read (`source`) and
+    /// each failing testbench's waveform (its `ref`). Kept once; a second call stores nothing.
+    pub async fn keep(&mut self, objects: &dyn ObjectStore, tenant: &TenantId) -> Result<(), PortError> {
+        if let Some(inputs) = self.inputs.take() {
+            self.source = Some(kept::sources(objects, tenant, &inputs).await?);
+        }
+        for test in &mut self.simulation {
+            if let Ran::Done(TestReport { waveform: Some(w), .. }) = test {
+                if !w.vcd.is_empty() {
+                    w.object = Some(objects.put(tenant, std::mem::take(&mut w.vcd)).await?);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// What a model is told when the checks failed, for a repair: the first failing step (
     /// synthesis, then the testbenches, then equivalence) and its messages. `None` when every
     /// check passed.
@@ -242,7 +269,9 @@ pub fn run(
         Some(l) => refused_or(openqq_hdl::synthesize(source, family, &l), None)?,
         None => Ran::NotRun(NotRun::skipped(None, SPENT)),
     };
-    let mut outcome = Outcome { synthesis, simulation: Vec::new(), equivalence: None };
+    let inputs = kept::Inputs { source: source.clone(), tests: tests.to_vec(), reference: reference.cloned() };
+    let mut outcome =
+        Outcome { source: None, inputs: Some(inputs), synthesis, simulation: Vec::new(), equivalence: None };
     let synthesised = outcome.netlist().is_some();
     const NO_NETLIST: &str = "synthesis did not give a netlist";
     for test in tests {
@@ -333,19 +362,23 @@ pub fn report(outcome: Option<&Outcome>, generation: Option<Value>) -> Value {
     verdicts_only(&whole)
 }
 
+/// Lists [`shrink`] never shortens.
+const UNCUT: [&str; 3] = ["simulation", "files", "tests"];
+
 fn size(v: &Value) -> usize {
     serde_json::to_vec(v).map_or(usize::MAX, |b| b.len())
 }
 
 /// Clips every `output` string to its last `output` bytes and every list inside a step to
-/// `items` entries (a list of testbenches is never cut: each keeps its verdict).
+/// `items` entries (a list of testbenches is never cut: each keeps its verdict; nor are the
+/// source's lists of files, which name every file the checks read).
 fn shrink(v: &mut Value, output: usize, items: usize) {
     match v {
         Value::Object(map) => {
             for (key, value) in map.iter_mut() {
                 match value {
                     Value::String(s) if key == "output" && s.len() > output => *s = clip_start(s, output),
-                    Value::Array(list) if key != "simulation" && list.len() > items => {
+                    Value::Array(list) if !UNCUT.contains(&key.as_str()) && list.len() > items => {
                         list.truncate(items);
                     }
                     _ => {}
@@ -367,17 +400,33 @@ fn clip_start(s: &str, max: usize) -> String {
     s[start..].to_owned()
 }
 
+/// The verdicts alone, with each failing testbench's waveform and, when they still fit, the
+/// source files.
 fn verdicts_only(whole: &Value) -> Value {
     let verdict = |v: &Value| serde_json::json!({"testbench": v.get("testbench"), "verdict": v.get("verdict")});
     let mut out = serde_json::json!({"details_omitted": true, "synthesis": verdict(&whole["synthesis"])});
     if let Some(tests) = whole.get("simulation").and_then(Value::as_array) {
-        out["simulation"] = tests.iter().map(verdict).collect();
+        let test = |t: &Value| {
+            let mut v = verdict(t);
+            if let Some(w) = t.get("waveform") {
+                v["waveform"] = w.clone();
+            }
+            v
+        };
+        out["simulation"] = tests.iter().map(test).collect();
     }
     if let Some(e) = whole.get("equivalence") {
         out["equivalence"] = verdict(e);
     }
     if let Some(g) = whole.get("generation") {
         out["generation"] = serde_json::json!({"stopped": g.get("stopped")});
+    }
+    if let Some(source) = whole.get("source") {
+        let mut with = out.clone();
+        with["source"] = source.clone();
+        if size(&with) <= MAX_CHECKS_BYTES {
+            return with;
+        }
     }
     out
 }
@@ -405,6 +454,73 @@ mod tests {
         let only = verdicts_only(&whole);
         assert_eq!(only["simulation"][15], serde_json::json!({"testbench": "t15", "verdict": "fail"}));
         assert_eq!(only["details_omitted"], true);
+    }
+
+    fn failing_test_with_a_waveform() -> TestReport {
+        let waveform = openqq_hdl::Waveform {
+            timescale: "1ps".into(),
+            first_failure_time: 20_000,
+            from: 0,
+            to: 40_000,
+            bytes: 9,
+            truncated: false,
+            object: None,
+            vcd: b"#0\n1!\n#5\n".to_vec(),
+        };
+        TestReport {
+            testbench: "counts".into(),
+            verdict: TestVerdict::Fail { reason: "errors".into(), messages: vec!["ERROR: x".into()] },
+            warnings: Vec::new(),
+            output: String::new(),
+            elapsed_ms: 3,
+            waveform: Some(waveform),
+        }
+    }
+
+    #[tokio::test]
+    async fn keeping_stores_the_files_and_the_waveform_and_the_report_points_at_them() {
+        use openqq_core::hdl::SourceFile;
+        let dir = tempfile::tempdir().unwrap();
+        let objects = openqq_adapters::EmbeddedObjectStore::open(dir.path()).unwrap();
+        let tenant = TenantId::parse("acme").unwrap();
+        let design =
+            Source { files: vec![SourceFile::new("counter.v", "module counter; endmodule\n")], top: "counter".into() };
+        let tb = Testbench {
+            name: "counts".into(),
+            files: vec![SourceFile::new("tb.v", "module tb; endmodule\n")],
+            top: "tb".into(),
+        };
+        let refused = NotRun { testbench: None, verdict: REFUSED, reason: "no".into() };
+        let mut outcome = Outcome {
+            source: None,
+            inputs: Some(kept::Inputs { source: design, tests: vec![tb], reference: None }),
+            synthesis: Ran::NotRun(refused),
+            simulation: vec![Ran::Done(failing_test_with_a_waveform())],
+            equivalence: None,
+        };
+        outcome.keep(&objects, &tenant).await.unwrap();
+        let report = report(Some(&outcome), None);
+        let file = &report["source"]["files"][0];
+        assert_eq!(
+            (&report["source"]["top"], &file["name"], &file["bytes"]),
+            (&Value::from("counter"), &Value::from("counter.v"), &Value::from(26))
+        );
+        let text = objects.get(&tenant, file["digest"].as_str().unwrap()).await.unwrap();
+        assert_eq!(text, b"module counter; endmodule\n");
+        assert_eq!(report["source"]["tests"][0]["testbench"], "counts");
+        assert_eq!(report["source"]["tests"][0]["files"][0]["name"], "tb.v");
+        let waveform = &report["simulation"][0]["waveform"];
+        assert_eq!(
+            (&waveform["first_failure_time"], &waveform["timescale"]),
+            (&Value::from(20_000), &Value::from("1ps"))
+        );
+        let dump = objects.get(&tenant, waveform["ref"]["digest"].as_str().unwrap()).await.unwrap();
+        assert_eq!(dump, b"#0\n1!\n#5\n");
+        assert!(waveform.get("vcd").is_none(), "the dump travels by reference only: {waveform}");
+        // The last resort keeps the verdicts, the waveform and the files.
+        let only = verdicts_only(&report);
+        assert_eq!(only["simulation"][0]["waveform"], *waveform);
+        assert_eq!(only["source"], report["source"]);
     }
 
     #[test]

@@ -187,7 +187,7 @@ impl Synthesis {
             return Ok(Step::Write(write, Stage::Checked { request: Box::new(request), entries: VecDeque::new() }));
         };
         let mut entries = VecDeque::new();
-        let (outcome, generation) = match (source, generate) {
+        let (mut outcome, generation) = match (source, generate) {
             (Some(source), None) => {
                 (Some(checks::run_async(source, family, tests, reference, self.budget).await?), None)
             }
@@ -223,6 +223,10 @@ impl Synthesis {
         if let Some(netlist) = outcome.as_ref().and_then(|o| o.netlist()) {
             let stored = self.objects.put(&request.tenant_id, netlist.to_vec()).await?;
             request.payload.spec.netlist_ref = Some(stored);
+        }
+        if let Some(outcome) = outcome.as_mut() {
+            // The files the checks read and each failing testbench's waveform, for the report.
+            outcome.keep(self.objects.as_ref(), &request.tenant_id).await?;
         }
         let passed = outcome.as_ref().is_some_and(|o| o.passed());
         let report = checks::report(outcome.as_ref(), generation);
