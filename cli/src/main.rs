@@ -7,9 +7,14 @@
 //! - `openqq dead-letters list|show|replay` reads the records the functions gave up on and
 //!   publishes them to their source topics again.
 //! - `openqq trace` follows one correlation id through the four services in `openqq up`'s log file.
+//! - `openqq design show` prints one design as the API tells its tenant: source files, generation
+//!   attempts, each check's verdict, a failing testbench's first failure and waveform.
 
 mod dead_letters;
 mod dead_letters_format;
+mod design;
+mod design_format;
+mod design_wave;
 mod load;
 #[cfg(test)]
 mod readme_tests;
@@ -48,6 +53,8 @@ enum Command {
     DeadLetters(Box<dead_letters::DeadLettersArgs>),
     /// Follow one correlation id through the API and the consumer functions, from the log file.
     Trace(trace::TraceArgs),
+    /// Show a design as the API tells its tenant: source files, generation attempts, checks.
+    Design(design::DesignArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +72,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::DeadLetters(args) => report(dead_letters::run(*args)),
         Command::Trace(args) => report(trace::run(args)),
+        Command::Design(args) => report(design::run(args)),
     }
 }
 
