@@ -161,7 +161,8 @@ fn verdicts(report: &Value) -> String {
         rows.push(vec![name, text(&t["verdict"]), took(t["elapsed_ms"].as_u64()), detail(t)]);
     }
     if let Some(e) = checks.get("equivalence") {
-        rows.push(vec!["equivalence".to_owned(), text(&e["verdict"]), took(e["elapsed_ms"].as_u64()), detail(e)]);
+        let said = counterexample(e).unwrap_or_else(|| detail(e));
+        rows.push(vec!["equivalence".to_owned(), text(&e["verdict"]), took(e["elapsed_ms"].as_u64()), said]);
     }
     if let Some(v) = report["verdict"].as_str() {
         let n = list(&report["findings"]).len();
@@ -180,6 +181,20 @@ fn detail(check: &Value) -> String {
         .or_else(|| first("messages"))
         .or_else(|| check["findings"].get(0).and_then(|f| f["message"].as_str()).map(str::to_owned));
     said.map_or(String::new(), |s| clip(&s, 80))
+}
+
+/// Where a counterexample's last step differs: `at step 3: count is 00000010, the reference's
+/// 00000001`.
+fn counterexample(e: &Value) -> Option<String> {
+    let step = list(&e["counterexample"]["steps"]).last()?;
+    let theirs = list(&step["reference_outputs"]);
+    let differs = list(&step["design_outputs"]).iter().find_map(|o| {
+        let other = theirs.iter().find(|r| r["name"] == o["name"])?;
+        (other["value"] != o["value"]).then(|| {
+            format!("{} is {}, the reference's {}", text(&o["name"]), text(&o["value"]), text(&other["value"]))
+        })
+    })?;
+    Some(clip(&format!("at step {}: {differs}", step["step"]), 80))
 }
 
 /// A failing testbench's first failure and its waveform.

@@ -28,7 +28,10 @@ fn failing_report() -> Value {
                 "messages": ["ERROR: tb.v:18: count is 2, expected 1"], "elapsed_ms": 37,
                 "waveform": {"timescale": "1ps", "first_failure_time": 20000, "from": 0, "to": 40000,
                     "bytes": 1234, "truncated": false, "ref": {"digest": WAVE, "bytes": 1234}}}],
-            "equivalence": {"verdict": "equivalent", "proof": "induction", "elapsed_ms": 812},
+            "equivalence": {"verdict": "not_equivalent", "elapsed_ms": 812, "findings": [{"message": "proof did fail"}],
+                "counterexample": {"steps": [{"step": 1, "design_outputs": [{"name": "count", "value": "0"}],
+                    "reference_outputs": [{"name": "count", "value": "0"}]}, {"step": 2,
+                    "design_outputs": [{"name": "count", "value": "10"}], "reference_outputs": [{"name": "count", "value": "01"}]}]}},
         }
     })
 }
@@ -42,15 +45,16 @@ fn a_failing_source_job_shows_its_files_each_check_and_where_its_testbench_first
     assert!(out.contains("  ROLE                                 FILE       SIZE      DIGEST\n"), "{out}");
     assert!(out.contains("  design (top counter)                 counter.v  350 B     3f2a9c0e5b7d\n"), "{out}");
     assert!(out.contains("  testbench counts and wraps (top tb)  tb.v       15.0 KiB  3f2a9c0e5b7d\n"), "{out}");
-    assert!(out.contains("  synthesis                   ok          1.3 s   ice40\n"), "{out}");
+    assert!(out.contains("  synthesis                   ok              1.3 s   ice40\n"), "{out}");
     assert!(
         out.contains(
-            "  testbench counts and wraps  fail        37 ms   the testbench reported errors ($error or $fatal)\n"
+            "  testbench counts and wraps  fail            37 ms   the testbench reported errors ($error or $fatal)\n"
         ),
         "{out}"
     );
-    assert!(out.contains("  equivalence                 equivalent  812 ms\n"), "{out}");
-    assert!(out.contains("  validation                  fail        —       1 finding\n"), "{out}");
+    let differs = "at step 2: count is 10, the reference's 01";
+    assert!(out.contains(&format!("  equivalence                 not_equivalent  812 ms  {differs}\n")), "{out}");
+    assert!(out.contains("  validation                  fail            —       1 finding\n"), "{out}");
     assert!(
         out.contains(
             "Testbench counts and wraps first failed at 20 ns (20000 × 1ps): ERROR: tb.v:18: count is 2, expected 1\n"

@@ -16,7 +16,7 @@ pub fn draw(vcd: &Vcd, timescale: &str, failure: u64, columns: usize) -> String 
     let columns = columns.max(8);
     let start = vcd.changes.iter().map(|c| c.time).min().unwrap_or(0);
     let end = vcd.end.max(failure).max(start + 1);
-    let step = (end - start).div_ceil(columns as u64).max(1);
+    let step = nice((end - start).div_ceil(columns as u64));
     let shown: Vec<_> = vcd.signals.iter().filter(|s| s.depth() == 1).collect();
     let width = shown.iter().take(MAX_SIGNALS).map(|s| label(s).chars().count()).max().unwrap_or(0);
     let mut out = format!(
@@ -50,6 +50,25 @@ pub fn draw(vcd: &Vcd, timescale: &str, failure: u64, columns: usize) -> String 
     let at = (failure.saturating_sub(start) / step).min(columns as u64 - 1) as usize;
     let _ = writeln!(out, "  {:<width$}  {}^ first failure, {}", "", " ".repeat(at), human_time(failure, timescale));
     out
+}
+
+/// The smallest of 1, 2 and 5 times a power of ten at least `step` (and at least 1), so each
+/// column is a round span of time.
+fn nice(step: u64) -> u64 {
+    let mut power = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            match power.checked_mul(m) {
+                Some(n) if n >= step => return n,
+                Some(_) => {}
+                None => return u64::MAX,
+            }
+        }
+        power = match power.checked_mul(10) {
+            Some(p) => p,
+            None => return u64::MAX,
+        };
+    }
 }
 
 /// The signal's name without its scope, with its bit range when wider than one bit.
@@ -139,13 +158,19 @@ mod tests {
     #[test]
     fn scalars_draw_edges_and_vectors_their_hex_values_with_the_failure_marked() {
         let vcd = openqq_hdl::vcd::parse(DUMP);
-        let drawn = draw(&vcd, "1ps", 15000, 8);
+        let drawn = draw(&vcd, "1ps", 15000, 10);
         let lines: Vec<&str> = drawn.lines().collect();
-        assert_eq!(lines[0], "Waveform from 0 ps to 20 ns (2.5 ns a column):");
-        assert_eq!(lines[1], "  clk         __/‾\\_/‾");
-        assert_eq!(lines[2], "  count[7:0]  |x|00 |0", "a value is cut where the columns end");
-        assert_eq!(lines[3], "                    ^ first failure, 15 ns");
+        assert_eq!(lines[0], "Waveform from 0 ps to 20 ns (2 ns a column):");
+        assert_eq!(lines[1], "  clk         ___/‾\\__/‾");
+        assert_eq!(lines[2], "  count[7:0]  |xx|00  |0", "a value is cut where the columns end");
+        assert_eq!(lines[3], "                     ^ first failure, 15 ns");
         assert_eq!(lines.len(), 4, "only the top scope's signals: {drawn}");
+    }
+
+    #[test]
+    fn columns_are_round_spans_of_time() {
+        let spans: Vec<u64> = [0, 1, 3, 626, 2500, 7000, u64::MAX].into_iter().map(nice).collect();
+        assert_eq!(spans, [1, 1, 5, 1000, 5000, 10_000, u64::MAX]);
     }
 
     #[test]
