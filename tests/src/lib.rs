@@ -13,6 +13,7 @@ pub mod cargo_lambda;
 pub mod hdl;
 pub mod noisy;
 pub mod ordering;
+pub mod overload;
 pub mod prometheus;
 pub mod slow_client;
 pub mod tansu;

@@ -52,7 +52,19 @@ pub struct Synthesis {
     /// Where generation tokens are charged (the store), and the limits.
     pub budgets: Arc<dyn openqq_core::TokenBudgets>,
     pub tokens: repair::TokenLimits,
+    /// The most records of one tenant a batch handles ([`SOURCE_SHARE`] or [`GENERATION_SHARE`]);
+    /// the rest go back to the end of the topic (`openqq_runtime::share`). `None`: all of them
+    /// (`--bulkheads off`).
+    pub share: Option<usize>,
 }
+
+/// A tenant's share of a synthesis batch: two revisions (seconds each) before the partition
+/// moves on to the other tenants hashed to it.
+pub const SOURCE_SHARE: usize = 2;
+
+/// A tenant's share of a generation batch: one revision (a model call or several, and the
+/// checks of each attempt).
+pub const GENERATION_SHARE: usize = 1;
 
 /// Where a record is between its writes.
 pub enum Stage {
@@ -71,6 +83,10 @@ impl RecordHandler for Synthesis {
 
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn share(&self) -> Option<usize> {
+        self.share
     }
 
     fn plan(&self, request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
@@ -100,6 +116,10 @@ impl RecordHandler for Generation {
 
     fn name(&self) -> &'static str {
         GENERATION
+    }
+
+    fn share(&self) -> Option<usize> {
+        self.0.share
     }
 
     fn plan(&self, request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {

@@ -23,6 +23,9 @@ pub mod headers {
     /// dead letter's id (its dead-letter-topic `partition:offset`). Its store writes then follow
     /// the replay rule ([`crate::revision::plan_replay`]).
     pub const REPLAY_OF: &str = "replay-of";
+    /// On a record a consumer put back at the end of its topic because its tenant had used its
+    /// share of the batch (`openqq_runtime`'s `share`): how many times it was.
+    pub const DEFERRED: &str = "deferred";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -155,15 +155,18 @@ impl Platform {
                 objects: b.objects.clone(),
                 budget: self.settings.validation_budget,
             }),
-            EventKind::SynthesisRequested => self.consumer(self.synthesis()),
-            EventKind::GenerationRequested => self.consumer(openqq_synthesis::Generation(self.synthesis())),
+            EventKind::SynthesisRequested => self.consumer(self.synthesis(openqq_synthesis::SOURCE_SHARE)),
+            EventKind::GenerationRequested => {
+                self.consumer(openqq_synthesis::Generation(self.synthesis(openqq_synthesis::GENERATION_SHARE)))
+            }
             EventKind::ValidationFinished => self.consumer(openqq_results::Results),
             other => anyhow::bail!("no function consumes {other}"),
         })
     }
 
-    /// The synthesis function's work, as the settings ask (the generation function's too).
-    fn synthesis(&self) -> openqq_synthesis::Synthesis {
+    /// The synthesis function's work, as the settings ask (the generation function's too), with
+    /// a tenant's `share` of a batch when the bulkheads are on.
+    fn synthesis(&self, share: usize) -> openqq_synthesis::Synthesis {
         let per_job = self.settings.synthesis_budget;
         let budget = openqq_synthesis::Budget { per_run: per_job.min(Duration::from_secs(30)), per_job };
         openqq_synthesis::Synthesis {
@@ -173,6 +176,7 @@ impl Platform {
             max_attempts: self.settings.generation.generation_max_attempts,
             budgets: self.backends.store.clone(),
             tokens: self.settings.generation.token_limits(),
+            share: (self.settings.bulkheads == crate::settings::Bulkheads::On).then_some(share),
         }
     }
 

@@ -184,6 +184,11 @@ pub trait RecordHandler: Send + Sync {
     const KIND: EventKind;
     /// The function's name (`design-job`, `validation`, `results`).
     fn name(&self) -> &'static str;
+    /// The most records of one tenant a batch handles (see [`crate::share`]); the rest go back
+    /// to the end of the topic. `None` (the default): all of them.
+    fn share(&self) -> Option<usize> {
+        None
+    }
     /// The record's first store write, from its envelope alone (no I/O).
     fn plan(&self, envelope: Envelope<Self::Payload>) -> Result<Step<Self::State>, RecordError>;
     /// Goes on once the write the last step asked for was applied (`applied`: duplicate and stale
@@ -259,17 +264,54 @@ impl<H: RecordHandler> Consumer<H> {
     /// Handles a batch's records, lane by lane ([`lanes`]).
     async fn handle_incoming(&self, records: Vec<Incoming>) -> Result<(), FailedPartitions> {
         let writer = BatchWriter::new(self.store.as_ref());
+        let (lanes, deferred) = crate::share::split(lanes(records), self.handler.share());
         let outcomes: Vec<Result<(), BatchError>> =
-            futures_util::stream::iter(lanes(records).into_iter().map(|lane| self.lane(lane, &writer)))
+            futures_util::stream::iter(lanes.into_iter().map(|lane| self.lane(lane, &writer)))
                 .buffer_unordered(LANES)
                 .collect()
                 .await;
         // Every lane ran to its end or its first retriable failure; each failed partition resumes
         // from its earliest failure (later records of other lanes there are applied again as no-ops).
-        match FailedPartitions::earliest(outcomes.into_iter().filter_map(Result::err)) {
+        let mut failures: Vec<BatchError> = outcomes.into_iter().filter_map(Result::err).collect();
+        if let Err(e) = self.defer(deferred, &failures).await {
+            failures.push(e);
+        }
+        match FailedPartitions::earliest(failures) {
             Some(failed) => Err(failed),
             None => Ok(()),
         }
+    }
+
+    /// Puts the records past their tenant's share back at the end of their topic, except those
+    /// a failed partition reads again anyway (at or after its failure). When that does not
+    /// succeed, their partitions fail from the earliest of them.
+    async fn defer(&self, deferred: Vec<Incoming>, failures: &[BatchError]) -> Result<(), BatchError> {
+        let read_again = |r: &Incoming| {
+            failures.iter().any(|f| f.topic == r.topic && f.partition == r.partition && f.offset <= r.offset)
+        };
+        let deferred: Vec<Incoming> = deferred.into_iter().filter(|r| !read_again(r)).collect();
+        let Some(first) = deferred.iter().min_by_key(|r| r.offset) else { return Ok(()) };
+        let function = self.handler.name();
+        let records: Vec<(String, openqq_core::Record)> =
+            deferred.iter().map(|r| (r.topic.clone(), crate::share::again(r))).collect();
+        for (topic, run) in openqq_core::ports::by_topic(records) {
+            if let Err(e) = self.log.publish(&topic, run).await {
+                return Err(BatchError {
+                    function: function.to_owned(),
+                    topic: first.topic.clone(),
+                    partition: first.partition,
+                    offset: first.offset,
+                    reason: format!("putting records past their tenant's share back on the topic failed: {e}"),
+                });
+            }
+        }
+        for tenant in deferred.iter().filter_map(|r| r.key.as_deref()).collect::<std::collections::BTreeSet<_>>() {
+            let n = deferred.iter().filter(|r| r.key.as_deref() == Some(tenant)).count();
+            info!(function, tenant_id = %String::from_utf8_lossy(tenant), deferred = n,
+                "A tenant's records past its share of the batch went back to the end of the topic.");
+        }
+        metrics::counter!("openqq_records_deferred_total", "function" => function).increment(deferred.len() as u64);
+        Ok(())
     }
 
     /// Decodes the record and plans its first write, with panics caught.

@@ -10,6 +10,8 @@
 //!   publish waits in an [`outbox::Outbox`], flushed once per lane; an event over the record
 //!   limit fails its record, never the batch. The store writes handlers name go to the store a
 //!   batch at a time ([`writes`]).
+//! - [`share`]: a tenant's share of a batch in the slow functions' lanes: past it, its records go
+//!   back to the end of the topic, so one tenant's backlog never holds a partition for long.
 //! - [`writes`]: a record's store write ([`writes::Write`]) and the gathering that applies
 //!   the writes of a batch's lanes in one `DesignWrites::apply_batch`.
 //! - [`dead_letter`]: giving up on a record — its dead letter (the original bytes, the reason in
@@ -30,6 +32,7 @@ pub mod esm;
 pub mod kafka;
 pub mod outbox;
 pub mod response;
+pub mod share;
 pub mod writes;
 
 pub use consumer::{

@@ -401,3 +401,101 @@ async fn a_record_after_a_retriable_failure_in_its_lane_is_not_dead_lettered_bef
     assert!(rig.design("broken").await.is_none(), "nor is its revision failed");
     assert_eq!(rig.design("x").await.expect("its write went in the batch").status, DesignStatus::Submitted);
 }
+
+/// [`Scripted`] with a tenant's share of a batch.
+struct Sharing(usize);
+
+#[async_trait]
+impl RecordHandler for Sharing {
+    type Payload = Value;
+    type State = Envelope<Value>;
+    const KIND: EventKind = EventKind::DesignSubmitted;
+
+    fn name(&self) -> &'static str {
+        "sharing"
+    }
+
+    fn share(&self) -> Option<usize> {
+        Some(self.0)
+    }
+
+    fn plan(&self, env: Envelope<Value>) -> Result<Step<Self::State>, RecordError> {
+        Scripted.plan(env)
+    }
+
+    async fn after(
+        &self,
+        env: Envelope<Value>,
+        a: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<Self::State>, RecordError> {
+        Scripted.after(env, a, out).await
+    }
+}
+
+impl Rig {
+    fn sharing(&self, share: usize) -> Consumer<Sharing> {
+        Consumer::new(Sharing(share), self.b.log.clone(), self.b.store.clone(), self.topics.clone())
+    }
+
+    /// What was published back on `design.submitted` (on the partitions the keys hash to; the
+    /// test's records claim partition 2 whatever their key), partition by partition.
+    async fn put_back(&self) -> Vec<LogRecord> {
+        let mut out = Vec::new();
+        for p in 0..4 {
+            out.extend(self.b.source.read(&self.topics.of(EventKind::DesignSubmitted), p, 0, 100).await.unwrap());
+        }
+        out
+    }
+}
+
+/// The `deferred` header of `r`.
+fn deferrals(r: &LogRecord) -> Option<&str> {
+    let (_, v) = r.headers.iter().find(|(n, _)| n == openqq_core::event::headers::DEFERRED)?;
+    std::str::from_utf8(v).ok()
+}
+
+#[tokio::test]
+async fn past_its_share_a_tenants_records_go_back_to_the_end_of_the_topic_as_they_were() {
+    let rig = rig();
+    let batch = [
+        submitted_by("noisy", "n1", 0, "ok", 0),
+        submitted_by("noisy", "n2", 1, "ok", 0),
+        submitted("quiet", 2, "ok", 0),
+        submitted_by("noisy", "n3", 3, "ok", 0),
+    ];
+    rig.sharing(1).handle(to_event(&batch)).await.expect("the batch succeeds");
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 2, "noisy's first record and quiet's");
+    let back = rig.put_back().await;
+    assert_eq!(back.len(), 2, "noisy's two records past its share");
+    for (again, original) in back.iter().zip([&batch[1], &batch[3]]) {
+        assert_eq!((&again.key, &again.value), (&original.key, &original.value), "in their order, as they were");
+        assert!(original.headers.iter().all(|h| again.headers.contains(h)), "with their headers");
+        assert_eq!(deferrals(again), Some("1"));
+    }
+    // Read again, the first of them is handled and the other put back once more.
+    rig.sharing(1).handle_records(&back).await.expect("the batch succeeds");
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 3);
+    let back = rig.put_back().await;
+    assert_eq!(back.len(), 3);
+    assert_eq!(deferrals(&back[2]), Some("2"));
+    assert_eq!(back[2].value, batch[3].value);
+}
+
+#[tokio::test]
+async fn records_past_a_share_that_the_retry_reads_again_are_not_put_back() {
+    let rig = rig();
+    // acme fails at offset 5: other's record at 4 (past its share) is before the failure and goes
+    // back on the topic; its record at 6 is read again by the retry, so it does not.
+    let batch = [
+        submitted_by("other", "o1", 3, "ok", 0),
+        submitted_by("other", "o2", 4, "ok", 0),
+        submitted("stuck", 5, "retry", 0),
+        submitted_by("other", "o3", 6, "ok", 0),
+    ];
+    let failed = rig.sharing(1).handle(to_event(&batch)).await.expect_err("a record failed retriably");
+    let at: Vec<(u32, u64)> = failed.0.iter().map(|e| (e.partition, e.offset)).collect();
+    assert_eq!(at, vec![(2, 5)]);
+    let back = rig.put_back().await;
+    assert_eq!(back.iter().map(|r| &r.value).collect::<Vec<_>>(), [&batch[1].value]);
+}
