@@ -17,6 +17,7 @@ mod lifecycle;
 mod load;
 mod noisy;
 mod observability;
+mod overload;
 mod payloads;
 mod problems;
 mod records;
