@@ -397,3 +397,37 @@ async fn delivery_wait(c: &Client, hooks: &mut mpsc::UnboundedReceiver<Received>
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_may_subscribe_to_the_checks_of_a_design_given_as_source_and_hears_each_verdict() {
+    if !openqq_e2e::hdl::tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]);
+    let acme = Client::new(&server.url, &server.token("acme"));
+    let (url, mut hooks) = receiver(vec![], OK).await;
+    register(&acme, &url, &["synthesis.finished", "simulation.finished", "equivalence.finished"]).await;
+
+    let job = openqq_e2e::hdl::counter_job("design.v", true, Some("not_equivalent.v"));
+    let id = openqq_e2e::hdl::submit(&acme, &job).await;
+    let mut heard = Vec::new();
+    for _ in 0..3 {
+        let body = next(&mut hooks, Duration::from_secs(60)).await.json();
+        assert_eq!(body["data"]["design_id"], id.as_str());
+        heard.push((body["type"].as_str().unwrap().to_owned(), body["data"]["verdict"].clone()));
+    }
+    heard.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        heard,
+        [
+            ("equivalence.finished".to_owned(), json!("fail")),
+            ("simulation.finished".to_owned(), json!("pass")),
+            ("synthesis.finished".to_owned(), json!("pass")),
+        ],
+        "each check's verdict, the failing proof included"
+    );
+    let (status, problem) =
+        acme.post("/v1/webhooks", &json!({"url": url, "kinds": ["synthesis.requested"]})).await.unwrap();
+    assert_eq!(status, 422, "a topic's kind is not in the feed: {problem}");
+}

@@ -4,7 +4,11 @@
 import { api } from "./api.js";
 import { h, $, announce, time, badge, fill } from "./dom.js";
 
-export const KINDS = ["design.submitted", "validation.started", "validation.finished", "results.ready", "design.failed"];
+export const KINDS = [
+  "design.submitted", "generation.started", "generation.finished", "synthesis.started", "synthesis.finished",
+  "simulation.finished", "equivalence.finished", "validation.started", "validation.finished", "results.ready",
+  "design.failed",
+];
 
 let watching = null; // the webhook whose deliveries are shown
 let deliveriesTimer = null;

@@ -33,8 +33,14 @@ pub const MAX_DESCRIPTION_CHARS: usize = 256;
 pub const MAX_DELIVERY_ERROR_BYTES: usize = 512;
 
 /// The kinds a webhook may subscribe to: those a tenant's feed carries.
-pub const SUBSCRIBABLE: [EventKind; 5] = [
+pub const SUBSCRIBABLE: [EventKind; 11] = [
     EventKind::DesignSubmitted,
+    EventKind::GenerationStarted,
+    EventKind::GenerationFinished,
+    EventKind::SynthesisStarted,
+    EventKind::SynthesisFinished,
+    EventKind::SimulationFinished,
+    EventKind::EquivalenceFinished,
     EventKind::ValidationStarted,
     EventKind::ValidationFinished,
     EventKind::ResultsReady,
