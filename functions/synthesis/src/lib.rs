@@ -19,8 +19,8 @@
 //! Its writes are timeline entries that move no status: `synthesis.started` (or
 //! `generation.started`) first, then `synthesis.finished`, `simulation.finished` (when testbenches ran) and `equivalence.finished`
 //! (when a reference was checked), each with its verdict, in the tenant's feed as well. Every
-//! write is conditional on revision, so a re-read runs the (deterministic) tools again and
-//! re-publishes, but applies nothing twice.
+//! write is conditional on revision, so a re-read applies nothing twice; it runs nothing again
+//! either once validation took the revision up (see [`Synthesis::already_past`]).
 
 pub mod checks;
 pub mod repair;
@@ -51,6 +51,8 @@ pub struct Synthesis {
     pub max_attempts: u32,
     /// Where generation tokens are charged (the store), and the limits.
     pub budgets: Arc<dyn openqq_core::TokenBudgets>,
+    /// Where a re-read record looks whether its revision is already past the checks.
+    pub designs: Arc<dyn openqq_core::DesignReads>,
     pub tokens: repair::TokenLimits,
     /// The most records of one tenant a batch handles ([`SOURCE_SHARE`] or [`GENERATION_SHARE`]);
     /// the rest go back to the end of the topic (`openqq_runtime::share`). `None`: all of them
@@ -145,6 +147,20 @@ fn entry(
 }
 
 impl Synthesis {
+    /// Whether `request`'s revision no longer needs its checks: validation already took it up
+    /// (its status moved on from `submitted`), or a newer revision of the design arrived. A
+    /// re-read (after a crash, or a retriable failure elsewhere in its partition) then costs no
+    /// tool run and, for a design written by a model, no second charge of tokens. A re-read
+    /// before validation took the revision up runs everything again: the first run may have
+    /// ended before its `validation.requested` was published.
+    async fn already_past(&self, request: &Envelope<DesignSubmitted>) -> Result<bool, RecordError> {
+        let design = self.designs.get(&request.tenant_id, &request.design_id).await?;
+        Ok(design.is_some_and(|d| {
+            d.revision > request.revision
+                || (d.revision == request.revision && d.status != openqq_core::DesignStatus::Submitted)
+        }))
+    }
+
     /// The record's first write: `generation.started` for a design to be written by a model,
     /// else `synthesis.started`.
     fn first(&self, producer: &'static str, request: Envelope<DesignSubmitted>) -> Result<Step<Stage>, RecordError> {
@@ -166,6 +182,10 @@ impl Synthesis {
         match stage {
             Stage::Started(_) if applied == Applied::Stale => {
                 tracing::info!("Synthesis of an older revision was skipped; a newer one already started.");
+                Ok(Step::Done)
+            }
+            Stage::Started(request) if applied == Applied::Duplicate && self.already_past(&request).await? => {
+                tracing::info!("A re-read of a revision already past its checks was not checked again.");
                 Ok(Step::Done)
             }
             Stage::Started(request) => self.checked(producer, *request).await,

@@ -175,6 +175,7 @@ impl Platform {
             generation: self.generation.clone(),
             max_attempts: self.settings.generation.generation_max_attempts,
             budgets: self.backends.store.clone(),
+            designs: self.backends.store.clone(),
             tokens: self.settings.generation.token_limits(),
             share: (self.settings.bulkheads == crate::settings::Bulkheads::On).then_some(share),
         }
