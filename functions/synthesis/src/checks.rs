@@ -464,6 +464,7 @@ mod tests {
             to: 40_000,
             bytes: 9,
             truncated: false,
+            elapsed_ms: 40,
             object: None,
             vcd: b"#0\n1!\n#5\n".to_vec(),
         };

@@ -11,7 +11,7 @@
 //! read from the first run's compiled image, so it changes nothing about time) opens
 //! `_openqq_wave.vcd`, bounds it with `$dumplimit` (well under the sandbox's file-size limit,
 //! which would kill the run), starts `$dumpvars(0, TOP)` at a chosen time and ends the run with
-//! `$finish` once it is past the failure. The failure's time is the first `Time:` Icarus prints
+//! `$finish` at twice the failure's time. The failure's time is the first `Time:` Icarus prints
 //! after an `ERROR:` or `FATAL:` line (in that same precision, whatever `$timeformat` says), else
 //! the last change of the dump. A first run dumps from time 0; when its dump reached the limit
 //! before the failure, a second one starts the dump closer to it, from the first's rate of bytes
@@ -55,6 +55,8 @@ pub struct Waveform {
     /// Whether the kept dump leaves something out: cut to its window, or stopped by the dump
     /// limit (then it may end before the failure).
     pub truncated: bool,
+    /// How long making it took (its runs, not the verdict's).
+    pub elapsed_ms: u64,
     /// Where the kept dump is, once stored (an object of the tenant).
     #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
     pub object: Option<ObjectRef>,
@@ -79,12 +81,13 @@ pub(crate) struct Rerun<'a> {
 /// The waveform of a failed run, within `deadline`; `None` when it could not be made (no time
 /// left, a run that did not dump, a dump whose declarations alone pass the size kept).
 pub(crate) fn capture(rerun: &Rerun, deadline: Instant, limits: &Limits) -> Option<Waveform> {
+    let started = Instant::now();
     let image = sandbox::read_capped(rerun.image, IMAGE_HEAD_BYTES)?;
     let unit = timescale(precision(&String::from_utf8_lossy(&image))?)?;
     let failure = first_failure_time(rerun.output);
     let dump_limit = limits.max_dump_bytes.min(limits.max_written_file_bytes.saturating_sub(SLACK));
     // Past the failure by as long again: what follows it, and a run that ends soon after.
-    let stop = failure.map(|t| t.saturating_mul(2).saturating_add(1));
+    let stop = failure.map(|t| t.saturating_mul(2).max(t.saturating_add(1)));
     let mut dump = dump_run(rerun, &unit, 0, stop, dump_limit, deadline, limits)?;
     if let Some(t) = failure {
         let first = vcd::summary(&String::from_utf8_lossy(&dump));
@@ -111,6 +114,7 @@ pub(crate) fn capture(rerun: &Rerun, deadline: Instant, limits: &Limits) -> Opti
         to: window.to,
         bytes: window.text.len() as u64,
         truncated: window.cut || limited,
+        elapsed_ms: started.elapsed().as_millis() as u64,
         object: None,
         vcd: window.text.into_bytes(),
     })
