@@ -17,6 +17,8 @@ pub fn draw(vcd: &Vcd, timescale: &str, failure: u64, columns: usize) -> String 
     let start = vcd.changes.iter().map(|c| c.time).min().unwrap_or(0);
     let end = vcd.end.max(failure).max(start + 1);
     let step = nice((end - start).div_ceil(columns as u64));
+    // A round step may need fewer columns than asked for; none is drawn past the dump's end.
+    let columns = (((end - start) / step) as usize + 1).min(columns);
     let shown: Vec<_> = vcd.signals.iter().filter(|s| s.depth() == 1).collect();
     let width = shown.iter().take(MAX_SIGNALS).map(|s| label(s).chars().count()).max().unwrap_or(0);
     let mut out = format!(

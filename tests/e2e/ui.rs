@@ -3,7 +3,9 @@
 //! token, submit a design from files, watch its timeline reach `results.ready` without a reload,
 //! read its report (a known finding with its location, utilisation bars), register a webhook to a
 //! receiver on 127.0.0.1 and see its test delivery. axe-core checks the page at each stage (no
-//! serious or critical violation); one run is at a phone-sized viewport. Screenshots go to
+//! serious or critical violation); one run is at a phone-sized viewport. Designs given as HDL
+//! (tests/ui/checks.mjs): a failing testbench's checks, source files and waveform drawn around
+//! its first failure, and a design written by a model with a row per attempt. Screenshots go to
 //! `<target dir>/ui-screenshots` (or `OPENQQ_UI_SCREENSHOTS`).
 //!
 //! Needs `chromium` (Debian's package) and `npm ci` in tests/ui: the test script installs both;
@@ -12,7 +14,9 @@
 use crate::webhooks::{next, receiver, signed_by, OK};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+use openqq_e2e::hdl::{ready, submit};
 use openqq_e2e::{needed, on_path, openqq_bin, repo_root, Client, Server};
+use openqq_generation::test_server::{Reply, Step, TestServer, TestServerOptions};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
@@ -91,11 +95,10 @@ impl Submission {
     }
 }
 
-/// Runs the driver against `server` and answers its summary; the run's failure fails the test,
-/// with what the driver said.
-async fn drive(server: &Server, viewport: &str, tenant: &str, submission: Submission, hook_url: Option<&str>) -> Value {
+/// The driver's command for `server`, `viewport` and `tenant`, and where its screenshots go; the
+/// scenario's own variables are added by the caller.
+fn driver(server: &Server, viewport: &str, tenant: &str) -> (Command, PathBuf) {
     let (chromium, node) = browser().expect("checked by the caller");
-    let fixtures = repo_root().join("shared/fpga/fixtures/bad");
     let out = screenshots(viewport);
     let mut cmd = Command::new(node);
     cmd.arg("drive.mjs")
@@ -103,22 +106,14 @@ async fn drive(server: &Server, viewport: &str, tenant: &str, submission: Submis
         .env("OPENQQ_UI_URL", &server.url)
         .env("OPENQQ_UI_CHROMIUM", chromium)
         .env("OPENQQ_UI_OUT", &out)
-        .env("OPENQQ_UI_NETLIST", fixtures.join("netlists/blink.json"))
-        .env("OPENQQ_UI_PCF", &submission.pcf)
-        .env("OPENQQ_UI_FINDINGS_TOTAL", submission.findings_total.map(|n| n.to_string()).unwrap_or_default())
-        // The bitstream has one bit flipped: only a bitstream that reached the validator fails its CRC.
-        .env(
-            "OPENQQ_UI_BITSTREAM",
-            if submission.with_bitstream { fixtures.join("cases/flipped_bit.bin") } else { "".into() },
-        )
-        .env("OPENQQ_UI_BIT_NETLIST", fixtures.join("netlists/tiny.json"))
-        .env("OPENQQ_UI_BIT_PCF", fixtures.join("cases/tiny.pcf"))
-        .env("OPENQQ_UI_BIT_TARGET", "lp384/qn32")
-        .env("OPENQQ_UI_BIT_FINDING", "BITSTREAM_CRC_MISMATCH")
-        .env("OPENQQ_UI_FINDING", "PIN_NOT_IN_PACKAGE")
         .env("OPENQQ_UI_TENANT", tenant)
-        .env("OPENQQ_UI_VIEWPORT", viewport)
-        .env("OPENQQ_UI_HOOK_URL", hook_url.unwrap_or(""));
+        .env("OPENQQ_UI_VIEWPORT", viewport);
+    (cmd, out)
+}
+
+/// Runs the driver and answers its summary; the run's failure fails the test, with what the
+/// driver said.
+async fn run_driver(mut cmd: Command, viewport: &str, out: PathBuf) -> Value {
     let output = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("node runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -135,6 +130,27 @@ async fn drive(server: &Server, viewport: &str, tenant: &str, submission: Submis
         out.display()
     );
     summary
+}
+
+/// Runs the driver's submission scenario against `server` and answers its summary.
+async fn drive(server: &Server, viewport: &str, tenant: &str, submission: Submission, hook_url: Option<&str>) -> Value {
+    let fixtures = repo_root().join("shared/fpga/fixtures/bad");
+    let (mut cmd, out) = driver(server, viewport, tenant);
+    cmd.env("OPENQQ_UI_NETLIST", fixtures.join("netlists/blink.json"))
+        .env("OPENQQ_UI_PCF", &submission.pcf)
+        .env("OPENQQ_UI_FINDINGS_TOTAL", submission.findings_total.map(|n| n.to_string()).unwrap_or_default())
+        // The bitstream has one bit flipped: only a bitstream that reached the validator fails its CRC.
+        .env(
+            "OPENQQ_UI_BITSTREAM",
+            if submission.with_bitstream { fixtures.join("cases/flipped_bit.bin") } else { "".into() },
+        )
+        .env("OPENQQ_UI_BIT_NETLIST", fixtures.join("netlists/tiny.json"))
+        .env("OPENQQ_UI_BIT_PCF", fixtures.join("cases/tiny.pcf"))
+        .env("OPENQQ_UI_BIT_TARGET", "lp384/qn32")
+        .env("OPENQQ_UI_BIT_FINDING", "BITSTREAM_CRC_MISMATCH")
+        .env("OPENQQ_UI_FINDING", "PIN_NOT_IN_PACKAGE")
+        .env("OPENQQ_UI_HOOK_URL", hook_url.unwrap_or(""));
+    run_driver(cmd, viewport, out).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,6 +193,63 @@ async fn the_ui_works_in_a_phone_sized_window_and_loads_every_finding_of_a_cappe
     let submission = Submission::too_many_findings(files.path());
     let summary = drive(&server, "phone", "ui-phone", submission, None).await;
     assert_eq!(summary["timeline"].as_array().unwrap().last().unwrap(), "results.ready");
+}
+
+/// A counter for the model to write, with the corpus's testbench: the scripted model answers
+/// code that does not synthesise first, then the corpus's design once told what failed.
+fn generated_counter(name: &str) -> Value {
+    let tb = openqq_e2e::hdl::corpus("counter", "tb.v");
+    serde_json::json!({
+        "name": name,
+        "target": {"device": "hx8k", "package": "ct256"},
+        "constraints": {"format": "pcf", "text": "set_io clk J3\n"},
+        "options": {"allow_unconstrained": true},
+        "generate": {"prompt": "Top module: counter. An 8-bit up-counter with synchronous reset and enable.",
+                     "top": "counter", "max_attempts": 3},
+        "tests": [{"name": "counts and wraps", "files": [{"name": "tb.v", "text": tb}], "top": "tb"}],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_reads_a_failing_testbench_s_checks_source_and_waveform_and_a_generated_design_s_attempts() {
+    if browser().is_none() || !openqq_e2e::hdl::tools() {
+        return;
+    }
+    let mut options = TestServerOptions::new(repo_root().join("shared/hdl/corpus"));
+    options.default = Step::new(Reply::BrokenThenFixed);
+    let model = TestServer::start(options).await.expect("the model server starts");
+    let model_url = format!("http://{}/v1", model.addr());
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--dev-tokens", "--generation-url", &model_url, "--generation-model", "stub"];
+    let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
+    let tenant = "ui-checks";
+    let api = Client::new(&server.url, &server.token(tenant));
+    let mut failing = crate::source::failing_counter_job();
+    failing["name"] = "ui-failing-testbench".into();
+    let failing_id = submit(&api, &failing).await;
+    let generated_id = submit(&api, &generated_counter("ui-generated")).await;
+    let (_, report, _) = ready(&api, &failing_id).await;
+    let failure = report["checks"]["simulation"][0]["waveform"]["first_failure_time"].clone();
+    assert_eq!(failure, 20_000, "{report}");
+    ready(&api, &generated_id).await;
+
+    let (mut cmd, out) = driver(&server, "desktop", tenant);
+    cmd.env("OPENQQ_UI_SCENARIO", "checks")
+        .env("OPENQQ_UI_SOURCE_DESIGN", "ui-failing-testbench")
+        .env("OPENQQ_UI_FAILURE_TIME", failure.to_string())
+        .env("OPENQQ_UI_GENERATED_DESIGN", "ui-generated");
+    let summary = run_driver(cmd, "desktop", out).await;
+    eprintln!("{summary}");
+    let waveform = &summary["waveform"];
+    let signals: Vec<&str> = waveform["signals"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for signal in ["tb.clk", "tb.rst", "tb.en", "tb.count"] {
+        assert!(signals.contains(&signal), "{signal} drawn: {waveform}");
+    }
+    assert_eq!(waveform["values"]["tb.count"], "02", "the counter's value at the failure: {waveform}");
+    assert_eq!(summary["source_file"].as_str().unwrap().split_whitespace().next(), Some("counter.v"));
+    let attempts = summary["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{summary}");
+    assert_eq!((&attempts[0]["failed"], &attempts[1]["failed"]), (&Value::from("synthesis"), &Value::from("")));
 }
 
 async fn fetch(url: &str) -> reqwest::Response {

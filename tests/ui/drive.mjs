@@ -10,6 +10,8 @@
 //     OPENQQ_UI_FINDING    a finding code the report must show
 //     OPENQQ_UI_TENANT     the tenant to mint a token for
 //     OPENQQ_UI_VIEWPORT   "desktop" (the whole flow) or "phone" (390x844: design and report)
+//     OPENQQ_UI_SCENARIO   "submit" (the default: the flow below) or "checks": designs the test
+//                          submitted as HDL for the tenant are read instead (checks.mjs says what)
 //     OPENQQ_UI_HOOK_URL   a receiver on 127.0.0.1 for a webhook (desktop only; empty: skip)
 //     OPENQQ_UI_FINDINGS_TOTAL  when set, the report is capped and the page must load all of them
 //     OPENQQ_UI_BITSTREAM  when set, a second design is submitted with this bitstream, the netlist
@@ -23,6 +25,7 @@ import { createRequire } from "node:module";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { hdlChecks } from "./checks.mjs";
 
 const env = (name, fallback) => {
   const v = process.env[name] ?? fallback;
@@ -33,8 +36,8 @@ const base = env("OPENQQ_UI_URL");
 const out = env("OPENQQ_UI_OUT");
 const viewport = env("OPENQQ_UI_VIEWPORT", "desktop");
 const phone = viewport === "phone";
+const scenario = env("OPENQQ_UI_SCENARIO", "submit");
 const hookUrl = env("OPENQQ_UI_HOOK_URL", "");
-const finding = env("OPENQQ_UI_FINDING");
 const tenant = env("OPENQQ_UI_TENANT");
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const TIMEOUT = 60_000;
@@ -67,9 +70,10 @@ page.on("response", (r) => { if (r.status() >= 400) problems.push(`${r.request()
 let navigations = 0;
 page.on("framenavigated", (f) => { if (f === page.mainFrame()) navigations += 1; });
 
-async function shot(name) {
+/** A screenshot of the whole page, or of one element (a locator). */
+async function shot(name, element) {
   const path = join(out, `${viewport}-${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await (element ? element.screenshot({ path }) : page.screenshot({ path, fullPage: true }));
   summary.screenshots.push(path);
 }
 
@@ -84,16 +88,19 @@ async function axe(name) {
   check(!bad.length, `axe-core (${name}): ${bad.map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join("; ")}`).join(" | ")}`);
 }
 
-try {
+/** The page loads with its policy, and the first Tab reaches the skip link. */
+async function load() {
   const resp = await page.goto(base + "/");
   check(resp.ok(), `GET / answered ${resp.status()}`);
   const csp = resp.headers()["content-security-policy"] || "";
   check(csp.includes("script-src 'self'"), `the page has no strict Content-Security-Policy: ${csp}`);
   step("the page loaded");
-
   await page.keyboard.press("Tab");
   check(await page.evaluate(() => document.activeElement?.classList.contains("skip")), "the first Tab does not reach the skip link");
+}
 
+/** A refused token is said to be refused; a minted one signs in. */
+async function signIn() {
   await page.getByLabel("Bearer token").fill("not.a.token");
   await page.getByRole("button", { name: "Use token" }).click();
   await page.locator("#status.error", { hasText: "did not accept" }).waitFor();
@@ -111,7 +118,11 @@ try {
   check(!(await page.locator("#token-form").isVisible()) && !(await page.locator("#mint-form").isVisible()),
     "the token forms stay on screen after signing in");
   step("a token was minted and the page signed in");
+}
 
+/** A design submitted from its files is followed live to its report. */
+async function submitAndFollow() {
+  const finding = env("OPENQQ_UI_FINDING");
   await page.getByLabel("Name", { exact: true }).fill(`ui-${viewport}`);
   await page.locator("#design-device option[value=hx8k]").waitFor({ state: "attached" });
   await page.getByLabel("Device", { exact: true }).selectOption("hx8k");
@@ -166,54 +177,67 @@ try {
     check(overflow <= 1, `the page is ${overflow}px wider than a phone's window`);
     step("nothing is wider than the phone's window");
   }
+}
 
-  if (hookUrl) {
-    check(await page.locator("#webhook-form").isVisible(), "the page offers no webhooks");
-    await page.getByLabel("Endpoint URL").fill(hookUrl);
-    await page.getByLabel("Description (optional)").fill("ui test receiver");
-    await page.getByRole("button", { name: "Add webhook" }).click();
-    const secret = page.locator("#webhook-secret-value");
-    await page.locator("#webhook-secret").waitFor({ state: "visible" });
-    summary.webhook_secret = (await secret.textContent()).trim();
-    check(summary.webhook_secret.startsWith("whsec_"), `the secret shown is not a whsec_ secret: ${summary.webhook_secret}`);
-    await page.getByRole("button", { name: "I have kept it" }).click();
-    check(!(await page.locator("#webhook-secret").isVisible()), "the secret stays on screen");
-    step("a webhook was added and its secret shown once");
-    await page.getByRole("button", { name: "Send test to ui test receiver" }).click();
-    await page.locator('#delivery-table tbody tr[data-status="delivered"]').first().waitFor({ timeout: TIMEOUT });
-    summary.delivery = (await page.locator('#delivery-table tbody tr[data-status="delivered"]').first().locator("td").allTextContents()).map((c) => c.trim());
-    step(`the test delivery shows as delivered: ${summary.delivery.join(" | ")}`);
-    await shot("webhooks");
-    await page.getByRole("button", { name: "Rotate secret of ui test receiver" }).click();
-    await page.locator("#webhook-secret").waitFor({ state: "visible" });
-    const rotated = (await secret.textContent()).trim();
-    check(rotated.startsWith("whsec_") && rotated !== summary.webhook_secret, "rotating shows no new secret");
-    await page.getByRole("button", { name: "I have kept it" }).click();
-    step("the secret was rotated and the new one shown once");
-    await page.getByRole("button", { name: "Delete ui test receiver" }).click();
-    await page.locator("#no-webhooks").waitFor({ state: "visible" });
-    check(await page.locator("#deliveries").isHidden(), "the deleted webhook's deliveries stay on screen");
-    step("the webhook was deleted");
+/** A webhook is added, tested, rotated and deleted. */
+async function webhooks() {
+  check(await page.locator("#webhook-form").isVisible(), "the page offers no webhooks");
+  await page.getByLabel("Endpoint URL").fill(hookUrl);
+  await page.getByLabel("Description (optional)").fill("ui test receiver");
+  await page.getByRole("button", { name: "Add webhook" }).click();
+  const secret = page.locator("#webhook-secret-value");
+  await page.locator("#webhook-secret").waitFor({ state: "visible" });
+  summary.webhook_secret = (await secret.textContent()).trim();
+  check(summary.webhook_secret.startsWith("whsec_"), `the secret shown is not a whsec_ secret: ${summary.webhook_secret}`);
+  await page.getByRole("button", { name: "I have kept it" }).click();
+  check(!(await page.locator("#webhook-secret").isVisible()), "the secret stays on screen");
+  step("a webhook was added and its secret shown once");
+  await page.getByRole("button", { name: "Send test to ui test receiver" }).click();
+  await page.locator('#delivery-table tbody tr[data-status="delivered"]').first().waitFor({ timeout: TIMEOUT });
+  summary.delivery = (await page.locator('#delivery-table tbody tr[data-status="delivered"]').first().locator("td").allTextContents()).map((c) => c.trim());
+  step(`the test delivery shows as delivered: ${summary.delivery.join(" | ")}`);
+  await shot("webhooks");
+  await page.getByRole("button", { name: "Rotate secret of ui test receiver" }).click();
+  await page.locator("#webhook-secret").waitFor({ state: "visible" });
+  const rotated = (await secret.textContent()).trim();
+  check(rotated.startsWith("whsec_") && rotated !== summary.webhook_secret, "rotating shows no new secret");
+  await page.getByRole("button", { name: "I have kept it" }).click();
+  step("the secret was rotated and the new one shown once");
+  await page.getByRole("button", { name: "Delete ui test receiver" }).click();
+  await page.locator("#no-webhooks").waitFor({ state: "visible" });
+  check(await page.locator("#deliveries").isHidden(), "the deleted webhook's deliveries stay on screen");
+  step("the webhook was deleted");
+}
+
+/** A second design, with a bitstream, reports what only a bitstream that reached the validator can. */
+async function bitstreamDesign(bitstream) {
+  const [device, pkg] = env("OPENQQ_UI_BIT_TARGET").split("/");
+  await page.getByLabel("Name", { exact: true }).fill("ui-bitstream");
+  await page.getByLabel("Device", { exact: true }).selectOption(device);
+  // The packages follow the device.
+  await page.getByLabel("Package", { exact: true }).selectOption(pkg);
+  await page.getByLabel("Netlist (Yosys JSON)").setInputFiles(env("OPENQQ_UI_BIT_NETLIST"));
+  await page.getByLabel("Pin constraints (PCF)").setInputFiles(env("OPENQQ_UI_BIT_PCF"));
+  await page.getByLabel("Bitstream (optional)").setInputFiles(bitstream);
+  await page.getByRole("button", { name: "Submit design" }).click();
+  await page.locator("#detail-title", { hasText: "ui-bitstream" }).waitFor();
+  await page.locator('#timeline li[data-kind="results.ready"]').first().waitFor();
+  const code = env("OPENQQ_UI_BIT_FINDING");
+  await page.locator("#findings tbody tr", { hasText: code }).first().waitFor();
+  step(`a design with a bitstream for ${device}/${pkg} was submitted and its report shows ${code}`);
+}
+
+try {
+  await load();
+  await signIn();
+  if (scenario === "checks") {
+    await hdlChecks({ page, env, step, check, shot, axe, summary });
+  } else {
+    await submitAndFollow();
+    if (hookUrl) await webhooks();
+    const bitstream = env("OPENQQ_UI_BITSTREAM", "");
+    if (bitstream) await bitstreamDesign(bitstream);
   }
-
-  const bitstream = env("OPENQQ_UI_BITSTREAM", "");
-  if (bitstream) {
-    const [device, pkg] = env("OPENQQ_UI_BIT_TARGET").split("/");
-    await page.getByLabel("Name", { exact: true }).fill("ui-bitstream");
-    await page.getByLabel("Device", { exact: true }).selectOption(device);
-    // The packages follow the device.
-    await page.getByLabel("Package", { exact: true }).selectOption(pkg);
-    await page.getByLabel("Netlist (Yosys JSON)").setInputFiles(env("OPENQQ_UI_BIT_NETLIST"));
-    await page.getByLabel("Pin constraints (PCF)").setInputFiles(env("OPENQQ_UI_BIT_PCF"));
-    await page.getByLabel("Bitstream (optional)").setInputFiles(bitstream);
-    await page.getByRole("button", { name: "Submit design" }).click();
-    await page.locator("#detail-title", { hasText: "ui-bitstream" }).waitFor();
-    await page.locator('#timeline li[data-kind="results.ready"]').first().waitFor();
-    const code = env("OPENQQ_UI_BIT_FINDING");
-    await page.locator("#findings tbody tr", { hasText: code }).first().waitFor();
-    step(`a design with a bitstream for ${device}/${pkg} was submitted and its report shows ${code}`);
-  }
-
   await axe("signed in, with a report");
   await shot("page");
   check(!problems.length, problems.join("\n"));

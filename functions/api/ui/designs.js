@@ -1,5 +1,5 @@
 // Designs: the list, the submission form (files read in the browser; large payloads go through
-// an upload), and one design's facts, live timeline and report.
+// an upload), and one design's facts, live timeline and report (with its HDL checks).
 
 import { api, ApiError } from "./api.js";
 import { h, $, announce, time, badge, fill } from "./dom.js";
@@ -166,7 +166,7 @@ async function refresh() {
   if (TERMINAL.has(d.status)) {
     try {
       const r = await api(`/v1/designs/${id}/report`);
-      if (id === current) report.render(r);
+      if (id === current) report.render(r, `${id}@${r.revision}`);
     } catch (e) {
       if (e.status !== 404) throw e;
     }

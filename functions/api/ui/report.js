@@ -1,7 +1,9 @@
-// A validation report: the verdict, utilisation as bars against capacity, and the findings as a
-// table sortable by any column (click or Enter/Space on its header).
+// A validation report: the verdict, the HDL checks of a design given as source (checks.js),
+// utilisation as bars against capacity, and the findings as a table sortable by any column
+// (click or Enter/Space on its header).
 
 import { h, $, badge, fill } from "./dom.js";
+import * as checks from "./checks.js";
 
 const SEVERITY_RANK = { error: 0, warning: 1, info: 2 };
 let findings = [];
@@ -65,10 +67,14 @@ export function init(loadFull) {
 export function clear() {
   $("report").hidden = true;
   findings = [];
+  checks.clear();
 }
 
-export function render(report) {
+/** Shows `report`; `key` names the design's revision whose report it is (the full report, read
+ * for its findings, has none and leaves the checks as they are). */
+export function render(report, key) {
   $("report").hidden = false;
+  if (key !== undefined) checks.render(report.checks, key);
   const verdict = report.verdict || "unknown";
   $("report-verdict").replaceChildren("Verdict: ", badge(verdict, "v"), ` (revision ${report.revision})`);
   $("utilisation").replaceChildren(...(report.utilization || []).map((u) => {
