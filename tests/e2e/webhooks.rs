@@ -399,7 +399,7 @@ async fn delivery_wait(c: &Client, hooks: &mut mpsc::UnboundedReceiver<Received>
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_webhook_may_subscribe_to_the_checks_of_a_design_given_as_source_and_hears_each_verdict() {
+async fn a_webhook_may_subscribe_to_the_checks_of_a_design_given_as_source_and_hears_each_verdict_and_time() {
     if !openqq_e2e::hdl::tools() {
         return;
     }
@@ -415,6 +415,8 @@ async fn a_webhook_may_subscribe_to_the_checks_of_a_design_given_as_source_and_h
     for _ in 0..3 {
         let body = next(&mut hooks, Duration::from_secs(60)).await.json();
         assert_eq!(body["data"]["design_id"], id.as_str());
+        let took = body["data"]["elapsed_ms"].as_u64();
+        assert!(took.is_some_and(|ms| ms > 0 && ms < 60_000), "how long the check took: {body}");
         heard.push((body["type"].as_str().unwrap().to_owned(), body["data"]["verdict"].clone()));
     }
     heard.sort_by(|a, b| a.0.cmp(&b.0));

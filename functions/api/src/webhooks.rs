@@ -273,6 +273,7 @@ pub async fn test(
         correlation_id: crate::correlation::current().unwrap_or_else(CorrelationId::generate),
         occurred_at: Utc::now(),
         verdict: None,
+        elapsed_ms: None,
     };
     state
         .deliveries

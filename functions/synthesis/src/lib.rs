@@ -74,7 +74,7 @@ pub enum Stage {
     /// written by a model) was written: run the checks next.
     Started(Box<Envelope<DesignSubmitted>>),
     /// The checks ran; their entries are written one by one, then validation is requested.
-    Checked { request: Box<Envelope<DesignSubmitted>>, entries: VecDeque<(EventKind, Verdict)> },
+    Checked { request: Box<Envelope<DesignSubmitted>>, entries: VecDeque<Finished> },
 }
 
 #[async_trait]
@@ -133,17 +133,21 @@ impl RecordHandler for Generation {
     }
 }
 
-/// The timeline entry of `kind` for `request`'s revision, with the step's verdict, written by
-/// the function `producer`.
+/// A step that ended: its entry's kind, its verdict and how long it took (milliseconds).
+pub type Finished = (EventKind, Verdict, u64);
+
+/// The timeline entry of `kind` for `request`'s revision, with the step's verdict and time when
+/// it ended, written by the function `producer`.
 fn entry(
     producer: &'static str,
     request: &Envelope<DesignSubmitted>,
     kind: EventKind,
-    verdict: Option<Verdict>,
+    ended: Option<(Verdict, u64)>,
 ) -> Write {
     let cause = request.cause();
     let entry = Envelope::new(kind, &cause, producer, serde_json::json!({})).timeline_entry();
-    Write::new(&cause, request.replay_of.is_some(), entry, Change::Checked { verdict })
+    let change = Change::Checked { verdict: ended.map(|(v, _)| v), elapsed_ms: ended.map(|(_, ms)| ms) };
+    Write::new(&cause, request.replay_of.is_some(), entry, change)
 }
 
 impl Synthesis {
@@ -190,8 +194,8 @@ impl Synthesis {
             }
             Stage::Started(request) => self.checked(producer, *request).await,
             Stage::Checked { request, mut entries } => match entries.pop_front() {
-                Some((kind, verdict)) => {
-                    let write = entry(producer, &request, kind, Some(verdict));
+                Some((kind, verdict, elapsed_ms)) => {
+                    let write = entry(producer, &request, kind, Some((verdict, elapsed_ms)));
                     Ok(Step::Write(write, Stage::Checked { request, entries }))
                 }
                 None => {
@@ -223,10 +227,10 @@ impl Synthesis {
             let report = serde_json::json!({"synthesis": {"verdict": "refused",
                 "reason": format!("no FPGA family is known for the device {}", spec.target.device)}});
             request.payload.checks = Some(checks_of(false, &report)?);
-            let write = entry(producer, &request, EventKind::SynthesisFinished, Some(Verdict::Fail));
+            let write = entry(producer, &request, EventKind::SynthesisFinished, Some((Verdict::Fail, 0)));
             return Ok(Step::Write(write, Stage::Checked { request: Box::new(request), entries: VecDeque::new() }));
         };
-        let mut entries = VecDeque::new();
+        let mut ended = VecDeque::new();
         let (mut outcome, generation) = match (source, generate) {
             (Some(source), None) => {
                 (Some(checks::run_async(source, family, tests, reference, self.budget).await?), None)
@@ -245,7 +249,7 @@ impl Synthesis {
                     tokens: self.tokens,
                 };
                 let looped = repair::run(self.generation.as_ref(), &self.objects, job).await?;
-                entries.push_back((EventKind::GenerationFinished, looped.verdict()));
+                ended.push_back((EventKind::GenerationFinished, looped.verdict()));
                 let report = serde_json::to_value(&looped).unwrap_or_default();
                 let outcome = looped.last.map(|(pcf, outcome)| {
                     // The model's pin constraints, where the tenant gave none.
@@ -269,20 +273,27 @@ impl Synthesis {
             outcome.keep(self.objects.as_ref(), &request.tenant_id).await?;
         }
         let passed = outcome.as_ref().is_some_and(|o| o.passed());
+        // Each step's time, from the whole report (the bounded one may keep only verdicts).
+        let mut whole = outcome.as_ref().and_then(|o| serde_json::to_value(o).ok()).unwrap_or_default();
+        if let Some(generation) = &generation {
+            whole["generation"] = generation.clone();
+        }
         let report = checks::report(outcome.as_ref(), generation);
         request.payload.checks = Some(checks_of(passed, &report)?);
         if let Some(outcome) = &outcome {
-            entries.push_back((EventKind::SynthesisFinished, outcome.synthesis_verdict()));
-            entries.extend(outcome.simulation_verdict().map(|v| (EventKind::SimulationFinished, v)));
-            entries.extend(outcome.equivalence_verdict().map(|v| (EventKind::EquivalenceFinished, v)));
+            ended.push_back((EventKind::SynthesisFinished, outcome.synthesis_verdict()));
+            ended.extend(outcome.simulation_verdict().map(|v| (EventKind::SimulationFinished, v)));
+            ended.extend(outcome.equivalence_verdict().map(|v| (EventKind::EquivalenceFinished, v)));
         }
-        for (kind, verdict) in &entries {
+        let mut entries: VecDeque<Finished> =
+            ended.into_iter().map(|(kind, verdict)| (kind, verdict, checks::elapsed_ms(&whole, kind))).collect();
+        for (kind, verdict, elapsed_ms) in &entries {
             // A line per check, for `openqq trace`: its verdict and how long it took.
-            let elapsed_ms = checks::elapsed_ms(&report, *kind);
             tracing::info!(kind = %kind, outcome = verdict.as_str(), elapsed_ms, "A check finished.");
         }
-        let (kind, verdict) = entries.pop_front().expect("a source's checks or a generation always have an entry");
-        let write = entry(producer, &request, kind, Some(verdict));
+        let (kind, verdict, elapsed_ms) =
+            entries.pop_front().expect("a source's checks or a generation always have an entry");
+        let write = entry(producer, &request, kind, Some((verdict, elapsed_ms)));
         Ok(Step::Write(write, Stage::Checked { request: Box::new(request), entries }))
     }
 }

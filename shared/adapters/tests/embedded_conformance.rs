@@ -154,7 +154,7 @@ fn two_stores_on_one_file_number_one_feed_without_gaps_or_repeats() {
                                 occurred_at: chrono::Utc::now(),
                             },
                         );
-                        let new = NewFeedEntry { design_id: &design, entry: &entry, verdict: None };
+                        let new = NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None };
                         runtime.block_on(store.append_feed(&tenant, &new)).unwrap()
                     })
                     .collect::<Vec<u64>>()

@@ -84,7 +84,7 @@ impl Fixture {
         };
         let design = DesignId::generate();
         self.store
-            .append_feed(tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict: None })
+            .append_feed(tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None })
             .await
             .unwrap()
     }

@@ -416,9 +416,10 @@ pub enum Change {
     ResultsReady { verdict: Verdict },
     /// The platform gave up on this revision.
     Failed { reason: String },
-    /// A step of the HDL checks began (no verdict) or ended (its verdict); the status does not
-    /// move (a revision given as source stays `submitted` until its netlist's validation starts).
-    Checked { verdict: Option<Verdict> },
+    /// A step of the HDL checks began (no verdict) or ended (its verdict, and how long it took);
+    /// the status does not move (a revision given as source stays `submitted` until its netlist's
+    /// validation starts).
+    Checked { verdict: Option<Verdict>, elapsed_ms: Option<u64> },
 }
 
 impl Change {

@@ -37,6 +37,10 @@ pub struct FeedEntry {
     /// The verdict, on `validation.finished`, `results.ready` and the HDL checks' `*.finished`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub verdict: Option<Verdict>,
+    /// How long the step took, in milliseconds, on the HDL checks' `*.finished` (a generation's:
+    /// every attempt, calls and checks).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub elapsed_ms: Option<u64>,
 }
 
 impl FeedEntry {
@@ -48,13 +52,14 @@ impl FeedEntry {
     }
 }
 
-/// What a consumer appends: the timeline entry it applied and, where the event has one, its
-/// verdict.
+/// What a consumer appends: the timeline entry it applied and, where the event has them, its
+/// verdict and how long its step took.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewFeedEntry<'a> {
     pub design_id: &'a DesignId,
     pub entry: &'a TimelineEntry,
     pub verdict: Option<Verdict>,
+    pub elapsed_ms: Option<u64>,
 }
 
 impl NewFeedEntry<'_> {
@@ -70,6 +75,7 @@ impl NewFeedEntry<'_> {
             correlation_id: e.correlation_id.clone(),
             occurred_at: e.occurred_at,
             verdict: self.verdict,
+            elapsed_ms: self.elapsed_ms,
         }
     }
 }

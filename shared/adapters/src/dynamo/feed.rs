@@ -64,6 +64,9 @@ pub(crate) fn entry_item(tenant: &TenantId, entry: &FeedEntry) -> Item {
     if let Some(v) = entry.verdict {
         item.insert("verdict".to_owned(), s(v.as_str()));
     }
+    if let Some(ms) = entry.elapsed_ms {
+        item.insert("elapsed_ms".to_owned(), n(ms));
+    }
     item
 }
 
@@ -91,6 +94,7 @@ fn feed_entry(item: &Item) -> PortResult<FeedEntry> {
             Some(v) => Some(Verdict::parse(v).ok_or_else(|| corrupt("verdict"))?),
             None => None,
         },
+        elapsed_ms: item.opt_num("elapsed_ms")?,
     })
 }
 

@@ -269,7 +269,9 @@ fn append_one(
     let (t, d) = ids();
     async move {
         let e = entry(EventKind::DesignSubmitted, 1);
-        store.append_feed(&t, &openqq_core::NewFeedEntry { design_id: &d, entry: &e, verdict: None }).await
+        store
+            .append_feed(&t, &openqq_core::NewFeedEntry { design_id: &d, entry: &e, verdict: None, elapsed_ms: None })
+            .await
     }
 }
 

@@ -19,12 +19,12 @@ pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS feed (
     tenant TEXT NOT NULL, seq INTEGER NOT NULL, design_id TEXT NOT NULL, kind TEXT NOT NULL,
     revision INTEGER NOT NULL, event_id TEXT NOT NULL, correlation_id TEXT NOT NULL,
-    occurred_at TEXT NOT NULL, verdict TEXT,
+    occurred_at TEXT NOT NULL, verdict TEXT, elapsed_ms INTEGER,
     PRIMARY KEY (tenant, seq)) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS feed_once ON feed (tenant, design_id, kind, revision);
 ";
 
-const FEED_COLUMNS: &str = "seq, design_id, kind, revision, event_id, correlation_id, occurred_at, verdict";
+const FEED_COLUMNS: &str = "seq, design_id, kind, revision, event_id, correlation_id, occurred_at, verdict, elapsed_ms";
 
 fn feed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FeedEntry> {
     let kind: String = r.get(2)?;
@@ -41,6 +41,7 @@ fn feed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FeedEntry> {
             Some(v) => Some(Verdict::parse(&v).ok_or_else(|| corrupt("verdict"))?),
             None => None,
         },
+        elapsed_ms: r.get::<_, Option<i64>>(8)?.map(|ms| ms.max(0) as u64),
     })
 }
 
@@ -70,21 +71,24 @@ pub(super) fn append_tx(tx: &Connection, tenant: &str, new: &NewFeedEntry<'_>) -
         .and_then(|mut s| s.query_row(params![tenant], |r| r.get(0)))
         .map_err(|e| sqlite_error("read feed", e))?;
     let entry = new.numbered(last as u64 + 1);
-    tx.prepare_cached(&format!("INSERT INTO feed(tenant, {FEED_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"))
-        .and_then(|mut s| {
-            s.execute(params![
-                tenant,
-                entry.seq as i64,
-                design,
-                kind,
-                entry.revision as i64,
-                entry.event_id.to_string(),
-                entry.correlation_id.as_str(),
-                entry.occurred_at.to_rfc3339(),
-                entry.verdict.map(Verdict::as_str)
-            ])
-        })
-        .map_err(|e| sqlite_error("append feed", e))?;
+    tx.prepare_cached(&format!(
+        "INSERT INTO feed(tenant, {FEED_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+    ))
+    .and_then(|mut s| {
+        s.execute(params![
+            tenant,
+            entry.seq as i64,
+            design,
+            kind,
+            entry.revision as i64,
+            entry.event_id.to_string(),
+            entry.correlation_id.as_str(),
+            entry.occurred_at.to_rfc3339(),
+            entry.verdict.map(Verdict::as_str),
+            entry.elapsed_ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
+        ])
+    })
+    .map_err(|e| sqlite_error("append feed", e))?;
     queue_for_webhooks(tx, tenant, &entry)?;
     Ok(entry.seq)
 }

@@ -71,7 +71,6 @@ impl EmbeddedDesignStore {
     pub fn open_with_readers(dir: &Path, durability: Durability, readers: usize) -> PortResult<Self> {
         let path = dir.join("store.db");
         let writer = open(&path, durability, STORE_PAGE_SIZE, SCHEMA)?;
-        migrate(&writer)?;
         // The API's own tables (accepted-revision markers and idempotency keys), and the feed,
         // webhooks and deliveries.
         writer
@@ -84,6 +83,7 @@ impl EmbeddedDesignStore {
                 budgets::SCHEMA
             ))
             .map_err(|e| sqlite_error("initialise schema", e))?;
+        migrate(&writer)?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
     }
@@ -211,6 +211,13 @@ fn migrate(conn: &rusqlite::Connection) -> PortResult<()> {
     if !has_reason {
         conn.execute_batch("ALTER TABLE designs ADD COLUMN failure_reason TEXT")
             .map_err(|e| sqlite_error("add designs.failure_reason", e))?;
+    }
+    let has_elapsed: bool = conn
+        .query_row("SELECT EXISTS(SELECT 1 FROM pragma_table_info('feed') WHERE name='elapsed_ms')", [], |r| r.get(0))
+        .map_err(|e| sqlite_error("read schema", e))?;
+    if !has_elapsed {
+        conn.execute_batch("ALTER TABLE feed ADD COLUMN elapsed_ms INTEGER")
+            .map_err(|e| sqlite_error("add feed.elapsed_ms", e))?;
     }
     Ok(())
 }
@@ -414,9 +421,12 @@ impl DesignWrites for EmbeddedDesignStore {
     async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
         count("append_feed");
         let tenant = tenant.to_string();
-        let (design, entry, verdict) = (new.design_id.clone(), new.entry.clone(), new.verdict);
+        let (design, entry, verdict, elapsed_ms) =
+            (new.design_id.clone(), new.entry.clone(), new.verdict, new.elapsed_ms);
         self.writer
-            .call(move |conn| feed::append(conn, &tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict }))
+            .call(move |conn| {
+                feed::append(conn, &tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict, elapsed_ms })
+            })
             .await
     }
 }

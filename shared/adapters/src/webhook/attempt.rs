@@ -134,6 +134,7 @@ mod tests {
             correlation_id: CorrelationId::parse("corr-attempt").unwrap(),
             occurred_at: Utc::now(),
             verdict: None,
+            elapsed_ms: None,
         };
         store.queue_delivery(tenant, &hook.id, &entry).await.unwrap();
         hook.id

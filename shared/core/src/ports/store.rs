@@ -90,14 +90,14 @@ impl BatchApplied {
     }
 }
 
-/// The feed entry of a write: `entry` with the verdict `change` carries, if any.
+/// The feed entry of a write: `entry` with the verdict (and time taken) `change` carries, if any.
 pub fn feed_entry<'a>(design: &'a DesignId, entry: &'a TimelineEntry, change: &Change) -> NewFeedEntry<'a> {
-    let verdict = match change {
-        Change::ValidationFinished { verdict, .. } | Change::ResultsReady { verdict } => Some(*verdict),
-        Change::Checked { verdict } => *verdict,
-        _ => None,
+    let (verdict, elapsed_ms) = match change {
+        Change::ValidationFinished { verdict, .. } | Change::ResultsReady { verdict } => (Some(*verdict), None),
+        Change::Checked { verdict, elapsed_ms } => (*verdict, *elapsed_ms),
+        _ => (None, None),
     };
-    NewFeedEntry { design_id: design, entry, verdict }
+    NewFeedEntry { design_id: design, entry, verdict, elapsed_ms }
 }
 
 /// The API's record of the revisions it accepted: written once a submission's `design.submitted`

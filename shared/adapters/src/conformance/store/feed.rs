@@ -31,7 +31,10 @@ pub(super) async fn append<S: DesignStore + ?Sized>(
     revision: u64,
 ) -> u64 {
     let entry = timeline_entry(kind, revision);
-    store.append_feed(t, &NewFeedEntry { design_id: design, entry: &entry, verdict: None }).await.unwrap()
+    store
+        .append_feed(t, &NewFeedEntry { design_id: design, entry: &entry, verdict: None, elapsed_ms: None })
+        .await
+        .unwrap()
 }
 
 /// Polls every future until all are done (concurrently, on the calling task); their outputs in
@@ -61,30 +64,32 @@ pub(super) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
 
 /// Entries of several designs and kinds are numbered 1, 2, 3… in the order they were appended,
 /// and read back as they were appended (design, kind, revision, event id, correlation id, time
-/// and verdict).
+/// verdict and time taken).
 pub async fn the_feed_numbers_a_tenants_entries_one_by_one_across_designs<S: DesignStore + ?Sized>(store: &S) {
     let t = tenant("feed");
     let designs = [DesignId::generate(), DesignId::generate(), DesignId::generate()];
     let mut appended = Vec::new();
     for (i, kind) in
-        [EventKind::DesignSubmitted, EventKind::ValidationStarted, EventKind::ResultsReady].into_iter().enumerate()
+        [EventKind::DesignSubmitted, EventKind::SimulationFinished, EventKind::ResultsReady].into_iter().enumerate()
     {
         for design in &designs {
             let entry = timeline_entry(kind, 1);
-            let verdict = (kind == EventKind::ResultsReady).then_some(Verdict::Pass);
-            let seq = store.append_feed(&t, &NewFeedEntry { design_id: design, entry: &entry, verdict }).await.unwrap();
-            appended.push((seq, design.clone(), entry, verdict));
+            let verdict = (kind != EventKind::DesignSubmitted).then_some(Verdict::Pass);
+            let elapsed_ms = (kind == EventKind::SimulationFinished).then_some(1234);
+            let new = NewFeedEntry { design_id: design, entry: &entry, verdict, elapsed_ms };
+            let seq = store.append_feed(&t, &new).await.unwrap();
+            appended.push((seq, design.clone(), entry, verdict, elapsed_ms));
             assert_eq!(seq as usize, appended.len(), "entry {} of round {i} takes the next number", appended.len());
         }
     }
     let read = store.read_feed(&t, 0, 100).await.unwrap();
     assert_eq!(read.len(), appended.len(), "{read:?}");
-    for (got, (seq, design, entry, verdict)) in read.iter().zip(&appended) {
+    for (got, (seq, design, entry, verdict, elapsed_ms)) in read.iter().zip(&appended) {
         assert_eq!(got.seq, *seq);
         assert_eq!(&got.design_id, design);
         assert_eq!((got.kind, got.revision, got.event_id), (entry.kind, entry.revision, entry.event_id));
         assert_eq!((&got.correlation_id, got.occurred_at), (&entry.correlation_id, entry.occurred_at));
-        assert_eq!(got.verdict, *verdict);
+        assert_eq!((got.verdict, got.elapsed_ms), (*verdict, *elapsed_ms));
     }
 }
 
@@ -94,7 +99,7 @@ pub async fn appending_the_same_design_kind_and_revision_again_returns_its_numbe
     let t = tenant("feed-again");
     let d = DesignId::generate();
     let first = timeline_entry(EventKind::DesignSubmitted, 1);
-    let new = |e| NewFeedEntry { design_id: &d, entry: e, verdict: None };
+    let new = |e| NewFeedEntry { design_id: &d, entry: e, verdict: None, elapsed_ms: None };
     assert_eq!(store.append_feed(&t, &new(&first)).await.unwrap(), 1);
     assert_eq!(append(store, &t, &d, EventKind::ValidationStarted, 1).await, 2);
     let reread = timeline_entry(EventKind::DesignSubmitted, 1);
@@ -116,7 +121,7 @@ pub async fn concurrent_appends_take_every_number_once<S: DesignStore + ?Sized>(
         .iter()
         .zip(&entries)
         .chain(designs.iter().zip(&entries))
-        .map(|(design_id, entry)| NewFeedEntry { design_id, entry, verdict: None })
+        .map(|(design_id, entry)| NewFeedEntry { design_id, entry, verdict: None, elapsed_ms: None })
         .collect();
     let appends = news.iter().map(|new| store.append_feed(&t, new)).collect();
     let seqs: Vec<u64> = join_all(appends).await.into_iter().map(|r| r.expect("a racing append succeeds")).collect();

@@ -168,6 +168,7 @@ pub async fn a_test_delivery_is_queued_once_and_only_to_the_tenants_own_webhook<
         correlation_id: CorrelationId::parse("test-event").unwrap(),
         occurred_at: Utc::now(),
         verdict: Some(openqq_core::Verdict::Pass),
+        elapsed_ms: None,
     };
     store.queue_delivery(&t, &h.id, &entry).await.unwrap();
     store.queue_delivery(&t, &h.id, &entry).await.unwrap();

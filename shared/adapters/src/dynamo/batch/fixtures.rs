@@ -49,7 +49,7 @@ pub(super) fn op(tenant_id: &str, design_id: &str, revision: u64, change: Change
         Change::ValidationFinished { .. } => EventKind::ValidationFinished,
         Change::ResultsReady { .. } => EventKind::ResultsReady,
         Change::Failed { .. } => EventKind::DesignFailed,
-        Change::Checked { verdict: None } => EventKind::SynthesisStarted,
+        Change::Checked { verdict: None, .. } => EventKind::SynthesisStarted,
         Change::Checked { .. } => EventKind::SynthesisFinished,
     };
     let entry = TimelineEntry {
