@@ -307,6 +307,29 @@ async fn development_tokens_are_minted_only_under_dev_tokens_and_speak_for_their
     assert_eq!(bad.status(), 422);
     let extra = mint(dev.url.clone(), serde_json::json!({"tenant_id": "acme", "admin": true})).await;
     assert_eq!(extra.status(), 422);
+    // A page elsewhere whose name resolves here (DNS rebinding), or a page of another origin on
+    // this machine, mints nothing.
+    let port = dev.url.rsplit(':').next().unwrap().to_owned();
+    for (host, origin) in [
+        (format!("attacker.example:{port}"), None),
+        (format!("127.0.0.1:{port}"), Some("http://attacker.example".to_owned())),
+        (format!("127.0.0.1:{port}"), Some("http://127.0.0.1:1".to_owned())),
+    ] {
+        let mut req = http.post(format!("{}/v1/dev/tokens", dev.url)).header("host", &host);
+        if let Some(origin) = &origin {
+            req = req.header("origin", origin);
+        }
+        let resp = req.json(&serde_json::json!({"tenant_id": "globex"})).send().await.unwrap();
+        assert_eq!(resp.status(), 403, "Host {host}, Origin {origin:?}");
+        let problem: Value = resp.json().await.unwrap();
+        assert_eq!(problem["type"], "urn:openqq:problem:dev-tokens-loopback-only");
+        assert!(problem.get("token").is_none());
+    }
+    let same_origin = http
+        .post(format!("{}/v1/dev/tokens", dev.url))
+        .header("origin", dev.url.as_str())
+        .json(&serde_json::json!({"tenant_id": "acme"}));
+    assert_eq!(same_origin.send().await.unwrap().status(), 200, "the server's own page mints");
 }
 
 #[test]
