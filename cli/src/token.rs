@@ -25,6 +25,13 @@ pub struct TokenArgs {
 
 pub fn run(args: TokenArgs) -> Result<()> {
     let tenant = TenantId::parse(args.tenant).context("--tenant")?;
+    if args.ttl > args.rules.jwt_max_lifetime {
+        anyhow::bail!(
+            "--ttl {} is longer than tokens may live (--jwt-max-lifetime {}): the API would refuse it",
+            humantime::format_duration(args.ttl),
+            humantime::format_duration(args.rules.jwt_max_lifetime)
+        );
+    }
     let keys = JwtKeys::with_rules(&secret::load_or_create(&args.data_dir)?, args.rules.rules())?;
     println!("{}", keys.issue(&tenant, args.ttl));
     Ok(())

@@ -38,31 +38,41 @@ struct Verified {
     tenant_id: String,
     #[serde(default)]
     iat: Option<u64>,
+    exp: u64,
 }
 
 /// Claims every token must carry when set: `iss` and `aud` (`--jwt-issuer`, `--jwt-audience`;
-/// `OPENQQ_JWT_ISSUER`, `OPENQQ_JWT_AUDIENCE` on Lambda).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `OPENQQ_JWT_ISSUER`, `OPENQQ_JWT_AUDIENCE` on Lambda); and the longest a token may live
+/// (`--jwt-max-lifetime`): one whose `exp` lies further past its `iat` (or, without one, past
+/// now) is refused, so a leaked token is not good for months.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimRules {
     pub issuer: Option<String>,
     pub audience: Option<String>,
+    pub max_lifetime: Duration,
+}
+
+/// The longest a bearer token may live unless set otherwise.
+pub const DEFAULT_MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+
+impl Default for ClaimRules {
+    fn default() -> Self {
+        Self { issuer: None, audience: None, max_lifetime: DEFAULT_MAX_TOKEN_LIFETIME }
+    }
 }
 
 /// Longest `iss` or `aud` setting accepted, in bytes.
 pub const MAX_CLAIM_RULE_BYTES: usize = 256;
 
 impl ClaimRules {
-    /// The rules from `OPENQQ_JWT_ISSUER` and `OPENQQ_JWT_AUDIENCE` (unset or empty: no rule).
-    pub fn from_env() -> Self {
-        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
-        Self { issuer: var("OPENQQ_JWT_ISSUER"), audience: var("OPENQQ_JWT_AUDIENCE") }
-    }
-
     fn check(&self) -> Result<(), JwtKeysError> {
         for (claim, value) in [("issuer", &self.issuer), ("audience", &self.audience)] {
             if value.as_ref().is_some_and(|v| v.trim().is_empty() || v.len() > MAX_CLAIM_RULE_BYTES) {
                 return Err(JwtKeysError::ClaimRule { claim });
             }
+        }
+        if self.max_lifetime < Duration::from_secs(60) {
+            return Err(JwtKeysError::ShortLifetime);
         }
         Ok(())
     }
@@ -76,6 +86,8 @@ pub enum JwtKeysError {
     /// The `issuer` or `audience` rule is blank or longer than [`MAX_CLAIM_RULE_BYTES`].
     #[error("the JWT {claim} must be 1 to {max} bytes", max = MAX_CLAIM_RULE_BYTES)]
     ClaimRule { claim: &'static str },
+    #[error("the longest a token may live (--jwt-max-lifetime) must be at least a minute")]
+    ShortLifetime,
 }
 
 /// Why a request was not authenticated. Logged at debug level; the client only ever sees one
@@ -90,6 +102,8 @@ pub enum AuthError {
     Invalid(#[source] jsonwebtoken::errors::Error),
     #[error("the bearer token was issued in the future (iat {iat}, now {now})")]
     IssuedInFuture { iat: u64, now: u64 },
+    #[error("the bearer token lives {lifetime} s, longer than the {max} s allowed")]
+    TooLongLived { lifetime: u64, max: u64 },
     #[error("the bearer token's tenant_id claim is invalid")]
     Tenant(#[source] openqq_core::IdError),
     #[error("the gateway verified a token without a tenant_id claim")]
@@ -180,6 +194,7 @@ impl JwtKeys {
         }
         rules.check()?;
         let mut validation = Validation::new(Algorithm::HS256);
+        // `exp` is read back too, for the lifetime rule.
         let mut required = vec!["exp"];
         validation.validate_nbf = true;
         validation.leeway = LEEWAY_SECS;
@@ -265,6 +280,11 @@ impl JwtKeys {
         let now = chrono::Utc::now().timestamp().max(0) as u64;
         if let Some(iat) = data.claims.iat.filter(|iat| *iat > now + LEEWAY_SECS) {
             return Err(AuthError::IssuedInFuture { iat, now });
+        }
+        let from = data.claims.iat.unwrap_or(now);
+        let lifetime = data.claims.exp.saturating_sub(from);
+        if lifetime > self.rules.max_lifetime.as_secs() + LEEWAY_SECS {
+            return Err(AuthError::TooLongLived { lifetime, max: self.rules.max_lifetime.as_secs() });
         }
         TenantId::parse(data.claims.tenant_id).map_err(AuthError::Tenant)
     }
@@ -396,6 +416,21 @@ mod tests {
     }
 
     #[test]
+    fn a_token_living_longer_than_the_maximum_is_refused_with_or_without_iat() {
+        let keys = JwtKeys::from_secret(&[7; 32]).unwrap();
+        let (now, hour) = (now(), 3600);
+        assert_eq!(keys.verify(&keys.sign(&claims(now, now + 24 * hour))).unwrap(), acme(), "a day is the default");
+        let months = claims(now - hour, now + 90 * 24 * hour);
+        assert!(matches!(keys.verify(&keys.sign(&months)), Err(AuthError::TooLongLived { .. })));
+        let no_iat = serde_json::json!({"tenant_id": "acme", "exp": now + 25 * hour});
+        assert!(matches!(keys.verify(&keys.sign(&no_iat)), Err(AuthError::TooLongLived { .. })), "measured from now");
+        let rules = ClaimRules { max_lifetime: Duration::from_secs(hour), ..ClaimRules::default() };
+        let strict = JwtKeys::with_rules(&[7; 32], rules).unwrap();
+        assert!(strict.verify(&strict.sign(&claims(now, now + 2 * hour))).is_err(), "the setting is the bound");
+        assert_eq!(strict.verify(&strict.issue(&acme(), Duration::from_secs(hour))).unwrap(), acme());
+    }
+
+    #[test]
     fn tokens_with_alg_none_or_another_algorithm_are_refused() {
         let secret = [7u8; 32];
         let keys = JwtKeys::from_secret(&secret).unwrap();
@@ -415,7 +450,11 @@ mod tests {
 
     #[test]
     fn issuer_and_audience_are_required_when_set_and_carried_by_issued_tokens() {
-        let rules = ClaimRules { issuer: Some("https://id.example".into()), audience: Some("openqq".into()) };
+        let rules = ClaimRules {
+            issuer: Some("https://id.example".into()),
+            audience: Some("openqq".into()),
+            ..ClaimRules::default()
+        };
         let keys = JwtKeys::with_rules(&[7; 32], rules).unwrap();
         assert_eq!(keys.verify(&keys.issue(&acme(), Duration::from_secs(60))).unwrap(), acme());
         let (now, later) = (now(), now() + 60);
@@ -431,7 +470,7 @@ mod tests {
         assert_eq!(keys.verify(&keys.sign(&right)).unwrap(), acme(), "aud may be a list that names us");
         let plain = JwtKeys::from_secret(&[7; 32]).unwrap();
         assert!(plain.verify(&plain.issue(&acme(), Duration::from_secs(60))).is_ok());
-        let blank = JwtKeys::with_rules(&[7; 32], ClaimRules { issuer: Some(" ".into()), audience: None });
+        let blank = JwtKeys::with_rules(&[7; 32], ClaimRules { issuer: Some(" ".into()), ..ClaimRules::default() });
         assert_eq!(blank.unwrap_err().to_string(), "the JWT issuer must be 1 to 256 bytes");
     }
 

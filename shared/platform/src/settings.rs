@@ -184,7 +184,7 @@ impl From<AuthArg> for openqq_api::auth::Identity {
 
 /// Claims every token must carry, shared by `openqq up` (which requires them) and `openqq
 /// token` (which writes them).
-#[derive(Args, Clone, Default, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct JwtRuleArgs {
     /// When set, tokens must carry this `iss` claim (and `openqq token` writes it).
     #[arg(long, env = "OPENQQ_JWT_ISSUER")]
@@ -192,12 +192,20 @@ pub struct JwtRuleArgs {
     /// When set, tokens must carry this `aud` claim (and `openqq token` writes it).
     #[arg(long, env = "OPENQQ_JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
+    /// The longest a bearer token may live (`exp` past `iat`, or past now without one); longer
+    /// ones are refused, and `openqq token` will not mint them.
+    #[arg(long, env = "OPENQQ_JWT_MAX_LIFETIME", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub jwt_max_lifetime: std::time::Duration,
 }
 
 impl JwtRuleArgs {
     pub fn rules(&self) -> openqq_api::auth::ClaimRules {
         let set = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
-        openqq_api::auth::ClaimRules { issuer: set(&self.jwt_issuer), audience: set(&self.jwt_audience) }
+        openqq_api::auth::ClaimRules {
+            issuer: set(&self.jwt_issuer),
+            audience: set(&self.jwt_audience),
+            max_lifetime: self.jwt_max_lifetime,
+        }
     }
 }
 
