@@ -9,7 +9,7 @@
 pub mod kept;
 mod report;
 
-pub use report::{report, MAX_CHECKS_BYTES};
+pub use report::{bounded, report, whole, MAX_CHECKS_BYTES};
 
 use openqq_core::generation::{FailedStage, Feedback};
 use openqq_core::hdl::{Source, Testbench};

@@ -17,8 +17,9 @@
 //! model call seconds more, so each runs on its own topic and function, never in another's.
 //!
 //! Its writes are timeline entries that move no status: `synthesis.started` (or
-//! `generation.started`) first, then `synthesis.finished`, `simulation.finished` (when testbenches ran) and `equivalence.finished`
-//! (when a reference was checked), each with its verdict, in the tenant's feed as well. Every
+//! `generation.started`) first, then `synthesis.finished`, `simulation.finished` (when
+//! testbenches ran) and `equivalence.finished` (when a reference was checked), each with its
+//! verdict and time, in the tenant's feed as well. Every
 //! write is conditional on revision, so a re-read applies nothing twice; it runs nothing again
 //! either once validation took the revision up (see [`Synthesis::already_past`]).
 
@@ -70,8 +71,8 @@ pub const GENERATION_SHARE: usize = 1;
 
 /// Where a record is between its writes.
 pub enum Stage {
-    /// The first entry (`synthesis.started`, or `generation.requested` for a design to be
-    /// written by a model) was written: run the checks next.
+    /// The first entry (`synthesis.started`, or `generation.started` for a design to be written
+    /// by a model) was written: run the checks next.
     Started(Box<Envelope<DesignSubmitted>>),
     /// The checks ran; their entries are written one by one, then validation is requested.
     Checked { request: Box<Envelope<DesignSubmitted>>, entries: VecDeque<Finished> },
@@ -273,13 +274,9 @@ impl Synthesis {
             outcome.keep(self.objects.as_ref(), &request.tenant_id).await?;
         }
         let passed = outcome.as_ref().is_some_and(|o| o.passed());
-        // Each step's time, from the whole report (the bounded one may keep only verdicts).
-        let mut whole = outcome.as_ref().and_then(|o| serde_json::to_value(o).ok()).unwrap_or_default();
-        if let Some(generation) = &generation {
-            whole["generation"] = generation.clone();
-        }
-        let report = checks::report(outcome.as_ref(), generation);
-        request.payload.checks = Some(checks_of(passed, &report)?);
+        // Each step's time is read from the whole report; the bounded one may keep only verdicts.
+        let whole = checks::whole(outcome.as_ref(), generation);
+        request.payload.checks = Some(checks_of(passed, &checks::bounded(&whole))?);
         if let Some(outcome) = &outcome {
             ended.push_back((EventKind::SynthesisFinished, outcome.synthesis_verdict()));
             ended.extend(outcome.simulation_verdict().map(|v| (EventKind::SimulationFinished, v)));

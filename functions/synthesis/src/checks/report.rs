@@ -10,15 +10,25 @@ use serde_json::Value;
 /// constraints, within [`openqq_core::design::MAX_DESIGN_RECORD_BYTES`]).
 pub const MAX_CHECKS_BYTES: usize = 24 * 1024;
 
-/// The checks' report as JSON, within [`MAX_CHECKS_BYTES`]: when the whole is larger, the
-/// simulations' output is clipped (its end kept), then lists (findings, failure messages,
-/// counterexample steps) are shortened, and as a last resort only the verdicts are kept, with
-/// `"details_omitted": true`.
+/// The checks' report as JSON, within [`MAX_CHECKS_BYTES`]: [`bounded`] of [`whole`].
 pub fn report(outcome: Option<&Outcome>, generation: Option<Value>) -> Value {
+    bounded(&whole(outcome, generation))
+}
+
+/// Everything the checks found, unbounded: the outcome and, for a design written by a model,
+/// its attempts (`generation`).
+pub fn whole(outcome: Option<&Outcome>, generation: Option<Value>) -> Value {
     let mut whole = outcome.map_or_else(|| serde_json::json!({}), |o| serde_json::to_value(o).unwrap_or_default());
     if let Some(generation) = generation {
         whole["generation"] = generation;
     }
+    whole
+}
+
+/// `whole` within [`MAX_CHECKS_BYTES`]: when it is larger, the simulations' output is clipped
+/// (its end kept), then lists (findings, failure messages, counterexample steps) are shortened,
+/// and as a last resort only the verdicts are kept, with `"details_omitted": true`.
+pub fn bounded(whole: &Value) -> Value {
     for (output, items) in [(usize::MAX, usize::MAX), (2048, 8), (512, 3), (0, 1)] {
         let mut shrunk = whole.clone();
         shrink(&mut shrunk, output, items);
@@ -26,7 +36,7 @@ pub fn report(outcome: Option<&Outcome>, generation: Option<Value>) -> Value {
             return shrunk;
         }
     }
-    verdicts_only(&whole)
+    verdicts_only(whole)
 }
 
 /// Lists [`shrink`] never shortens.
