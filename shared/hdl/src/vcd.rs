@@ -250,7 +250,8 @@ const BEFORE: (usize, usize) = (3, 4);
 
 /// At most `max_bytes` of the dump `text` around the time `focus` (or its last time, when the
 /// focus is past it): the whole dump when it fits; else its declarations, a `$dumpvars` with
-/// every signal's value at the window's first time, and the changes from there on as far as fits,
+/// every signal's value at the window's first time (its own changes included), and the whole times
+/// after it as far as they fit,
 /// the window starting about three quarters of the room before the focus. `None` when the
 /// declarations and values alone do not fit.
 pub fn window(text: &str, focus: u64, max_bytes: usize) -> Option<Window> {
@@ -270,23 +271,28 @@ pub fn window(text: &str, focus: u64, max_bytes: usize) -> Option<Window> {
         return Some(Window { text: format!("{declarations}\n{kept}"), from: 0, to: 0, cut: true });
     };
     let target = focus_at.saturating_sub(room * BEFORE.0 / BEFORE.1);
-    // The values before the window's first `#time` (the first at or after the target; the
-    // focus's own is one), kept by code.
+    // Every signal's value at the window's first time (the first `#time` at or after the target;
+    // the focus's own is one), its own changes included, kept by code; and where the next time
+    // starts.
     let mut values: HashMap<&str, (bool, &str)> = HashMap::new();
-    let mut start = (focus_at, focus);
+    let mut from = None;
+    let mut next = body.len();
     for (at, event) in events(body) {
         match event {
-            Event::Time(t) if at >= target => {
-                start = (at, t);
-                break;
-            }
-            Event::Time(_) => {}
+            Event::Time(t) => match from {
+                Some(first) if t != first => {
+                    next = at;
+                    break;
+                }
+                None if at >= target => from = Some(t),
+                _ => {}
+            },
             Event::Value { token, scalar, code } => {
                 values.insert(code, (scalar, token));
             }
         }
     }
-    let (start, from) = start;
+    let from = from.unwrap_or(focus);
     let mut values: Vec<_> = values.into_iter().collect();
     values.sort_unstable();
     let mut prefix = format!("#{from}\n$dumpvars\n");
@@ -294,22 +300,18 @@ pub fn window(text: &str, focus: u64, max_bytes: usize) -> Option<Window> {
         let gap = if scalar { "" } else { " " };
         prefix.push_str(&format!("{token}{gap}{code}\n"));
     }
-    prefix.push_str("$end");
+    prefix.push_str("$end\n");
     let room = room.checked_sub(prefix.len())?;
-    // The changes after the first `#time` token, cut before the last `#time` that fits (so the
-    // last time kept has all its changes), or at a line when a single time's changes do not.
-    let token_end = body[start..].find(|c: char| c.is_ascii_whitespace()).map_or(body.len(), |n| start + n);
-    let rest = &body[token_end..];
+    // The times after the first, cut before the first `#time` that does not fit (so the last time
+    // kept has all its changes).
+    let rest = &body[next..];
     let kept = match rest.len() <= room {
         true => rest,
-        false => match rest.as_bytes()[..room].windows(2).rposition(|w| w == b"\n#") {
-            // `\n` is ASCII: the cut is a character boundary.
-            Some(n) => &rest[..n + 1],
-            None => cut_at_line(rest, room),
-        },
+        // `\n` is ASCII: the cut is a character boundary.
+        false => rest.as_bytes()[..=room].windows(2).rposition(|w| w == b"\n#").map_or("", |n| &rest[..n + 1]),
     };
     let to = events(kept).filter_map(|(_, e)| if let Event::Time(t) = e { Some(t) } else { None }).last();
-    let cut = kept.len() < rest.len() || first.is_some_and(|(at, _)| start > at);
+    let cut = kept.len() < rest.len() || first.is_some_and(|(_, t)| from > t);
     Some(Window { text: format!("{declarations}\n{prefix}{kept}"), from, to: to.unwrap_or(from), cut })
 }
 
