@@ -21,11 +21,18 @@ pub use openqq_core::webhook::target::{check_target_url, check_url_host, is_publ
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::net::{IpAddr, SocketAddr};
 
-/// Why a connection was refused before it was made.
+/// Why a connection was refused before it was made. The texts reach the tenant (the delivery
+/// history shows the attempt's error), so they never name an address the platform resolved: a
+/// tenant could otherwise map the internal network by registering internal names. The address
+/// is logged for the operator instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    #[error("{host} resolves to {address}, which is not a public address")]
-    NotPublic { host: String, address: IpAddr },
+    #[error("{host} resolves to a private address, which is not a public address; webhooks reach public hosts only")]
+    NotPublic {
+        host: String,
+        /// For the operator's log only; never in the text.
+        address: IpAddr,
+    },
     #[error("{host} resolves to no address")]
     NoAddress { host: String },
     #[error("resolving {host} failed")]
@@ -54,6 +61,7 @@ impl GuardedResolver {
         }
         if !self.allow_private {
             if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+                tracing::info!(host, address = %bad.ip(), "A webhook host resolves to an address that is not public; the connection was refused.");
                 return Err(ResolveError::NotPublic { host: host.to_owned(), address: bad.ip() });
             }
         }
@@ -82,5 +90,17 @@ mod tests {
         assert!(refused.unwrap_err().to_string().contains("not a public address"));
         let allowed = GuardedResolver { allow_private: true }.lookup("localhost").await.unwrap();
         assert!(allowed.iter().all(|a| a.ip().is_loopback()), "{allowed:?}");
+    }
+
+    /// The refusal reaches the tenant's delivery history: it says the name resolves to a private
+    /// address, never which one (that would map the platform's own network for the tenant).
+    #[tokio::test]
+    async fn a_refused_name_is_said_to_resolve_to_a_private_address_without_the_address() {
+        let refused = GuardedResolver { allow_private: false }.lookup("localhost").await.unwrap_err();
+        let said = refused.to_string();
+        assert!(said.contains("localhost resolves to a private address"), "{said}");
+        for address in ["127.0.0.1", "::1", "127."] {
+            assert!(!said.contains(address), "{said}");
+        }
     }
 }
