@@ -10,6 +10,7 @@ fn cause() -> Origin {
         design_id: DesignId::parse("d-1").unwrap(),
         revision: 4,
         correlation_id: CorrelationId::parse("corr-9").unwrap(),
+        batch: None,
     }
 }
 

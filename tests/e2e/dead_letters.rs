@@ -53,6 +53,7 @@ async fn submission_of_a_missing_netlist(tenant: &TenantId, design_id: &DesignId
         design_id: design_id.clone(),
         revision: 1,
         correlation_id: CorrelationId::parse("corr-replay").unwrap(),
+        batch: None,
     };
     (
         Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None }).to_record(),

@@ -234,6 +234,7 @@ async fn records_near_the_size_limit_that_never_succeed_are_dead_lettered_and_st
                 design_id: DesignId::generate(),
                 revision: 1,
                 correlation_id: CorrelationId::parse(format!("broken-{i}")).unwrap(),
+                batch: None,
             };
             // A payload no design-job can read, just under the record limit.
             let payload = json!({"spec": {"not": "a design"}, "pad": "x".repeat(MAX_RECORD_BYTES - 2_000)});

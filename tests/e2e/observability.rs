@@ -115,6 +115,7 @@ async fn publish_unreadable_submission(data_dir: &Path) {
         design_id: DesignId::generate(),
         revision: 1,
         correlation_id: CorrelationId::parse("corr-unreadable").unwrap(),
+        batch: None,
     };
     let broken = Envelope::new(EventKind::DesignSubmitted, &cause, "api", json!({"spec": {"not": "a design"}}));
     let log = EmbeddedEventLog::open(data_dir, 4, Durability::Process).unwrap();

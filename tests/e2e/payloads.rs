@@ -328,6 +328,7 @@ async fn a_netlist_object_that_is_missing_or_does_not_match_fails_its_revision_a
             design_id: design.clone(),
             revision: 1,
             correlation_id: CorrelationId::parse(format!("corr-{}", &digest[..8])).unwrap(),
+            batch: None,
         };
         let mut spec = blink_design("by-ref");
         spec.as_object_mut().unwrap().remove("netlist");

@@ -55,6 +55,7 @@ async fn a_submission_the_platform_gives_up_on_shows_as_failed_with_its_reason_t
         design_id: design.clone(),
         revision: 1,
         correlation_id: CorrelationId::parse("corr-broken").unwrap(),
+        batch: None,
     };
     let broken = Envelope::new(EventKind::DesignSubmitted, &cause, "api", json!({"spec": {"not": "a design"}}));
     {

@@ -123,6 +123,7 @@ async fn submission_of_a_missing_netlist(tenant: &TenantId, design_id: &DesignId
         design_id: design_id.clone(),
         revision: 1,
         correlation_id: CorrelationId::parse(correlation_id).unwrap(),
+        batch: None,
     };
     Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None }).to_record()
 }

@@ -150,7 +150,8 @@ async fn publish(
 ) -> Result<KeptResponse, Problem> {
     state.quota.check(state.reads.as_ref(), state.objects.as_ref(), &tenant, &design).await?;
     let spec = by_reference(state, &tenant, spec).await?;
-    let cause = Origin { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone() };
+    let cause =
+        Origin { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone(), batch: None };
     let name = spec.name.clone();
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None });
     let record = env.to_record();

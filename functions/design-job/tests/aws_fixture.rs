@@ -20,6 +20,7 @@ fn submitted(tenant: &str, rev: u64) -> Record {
         design_id: DesignId::parse(format!("d-{tenant}")).unwrap(),
         revision: rev,
         correlation_id: CorrelationId::parse(format!("corr-{tenant}")).unwrap(),
+        batch: None,
     };
     let spec: DesignSpec = serde_json::from_value(json!({
         "name": "n", "target": {"device": "hx8k", "package": "ct256"},

@@ -102,6 +102,7 @@ async fn a_reread_after_validation_took_the_revision_up_calls_no_model_and_charg
         design_id: DesignId::parse("gen-1").unwrap(),
         revision: 1,
         correlation_id: CorrelationId::parse("reread").unwrap(),
+        batch: None,
     };
     let submitted = Envelope::new(EventKind::DesignSubmitted, &origin, "api", DesignSubmitted { spec, checks: None });
     rig.b.log.publish(&rig.topics.of(EventKind::DesignSubmitted), vec![submitted.to_record()]).await.unwrap();

@@ -26,6 +26,7 @@ fn cause(design: &DesignId, revision: u64) -> Origin {
         design_id: design.clone(),
         revision,
         correlation_id: CorrelationId::parse(format!("corr-{revision}")).unwrap(),
+        batch: None,
     }
 }
 

@@ -67,6 +67,16 @@ pub enum EventKind {
     ValidationFinished,
     #[serde(rename = "results.ready")]
     ResultsReady,
+    /// A batch was accepted: its items, for the batch function to fan out (topic `batch.submitted`).
+    #[serde(rename = "batch.submitted")]
+    BatchSubmitted,
+    /// A batch item's design reached its end (ready, or failed): for the batch function, which
+    /// counts it and releases the next item (topic `batch.item.ended`).
+    #[serde(rename = "batch.item.ended")]
+    BatchItemEnded,
+    /// Every item of a batch is final. A feed entry only (its design id is the batch's id).
+    #[serde(rename = "batch.completed")]
+    BatchCompleted,
     /// The platform gave up on a revision (one of its records was dead-lettered). A timeline
     /// entry only: no topic carries it, so it is not in [`EventKind::ALL`].
     #[serde(rename = "design.failed")]
@@ -75,7 +85,21 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind published on a topic (one topic each); see [`Topics::all`].
-    pub const ALL: [EventKind; 7] = [
+    pub const ALL: [EventKind; 9] = [
+        EventKind::DesignSubmitted,
+        EventKind::ValidationRequested,
+        EventKind::SynthesisRequested,
+        EventKind::GenerationRequested,
+        EventKind::ValidationStarted,
+        EventKind::ValidationFinished,
+        EventKind::ResultsReady,
+        EventKind::BatchSubmitted,
+        EventKind::BatchItemEnded,
+    ];
+
+    /// The kinds whose topics have a twin in the batch lane ([`Topics::lane`]): every kind a
+    /// design's revision travels through.
+    pub const LANED: [EventKind; 7] = [
         EventKind::DesignSubmitted,
         EventKind::ValidationRequested,
         EventKind::SynthesisRequested,
@@ -101,11 +125,14 @@ impl EventKind {
             EventKind::ValidationFinished => "validation.finished",
             EventKind::ResultsReady => "results.ready",
             EventKind::DesignFailed => "design.failed",
+            EventKind::BatchSubmitted => "batch.submitted",
+            EventKind::BatchItemEnded => "batch.item.ended",
+            EventKind::BatchCompleted => "batch.completed",
         }
     }
 
     /// The kinds that are timeline entries only, never on a topic.
-    pub const TIMELINE_ONLY: [EventKind; 7] = [
+    pub const TIMELINE_ONLY: [EventKind; 8] = [
         EventKind::GenerationStarted,
         EventKind::GenerationFinished,
         EventKind::SynthesisStarted,
@@ -113,6 +140,7 @@ impl EventKind {
         EventKind::SimulationFinished,
         EventKind::EquivalenceFinished,
         EventKind::DesignFailed,
+        EventKind::BatchCompleted,
     ];
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -140,12 +168,22 @@ impl Topics {
     pub fn of(&self, kind: EventKind) -> String {
         format!("{}{}", self.prefix, kind.as_str())
     }
+    /// The topic of `kind` in the batch lane (`batch.design.submitted`, …) when `batch`, else its
+    /// own: batch items travel on topics of their own, with consumers of their own, so
+    /// interactive designs never queue behind them.
+    pub fn lane(&self, kind: EventKind, batch: bool) -> String {
+        match batch && EventKind::LANED.contains(&kind) {
+            true => format!("{}batch.{}", self.prefix, kind.as_str()),
+            false => self.of(kind),
+        }
+    }
     pub fn dead_letter(&self) -> String {
         format!("{}dead-letter", self.prefix)
     }
     /// Every topic the platform writes, for adapters that create topics at start.
     pub fn all(&self) -> Vec<String> {
         let mut all: Vec<String> = EventKind::ALL.iter().map(|k| self.of(*k)).collect();
+        all.extend(EventKind::LANED.iter().map(|k| self.lane(*k, true)));
         all.push(self.dead_letter());
         all
     }
@@ -166,6 +204,9 @@ pub struct Envelope<P = Box<RawValue>> {
     /// The function that wrote the record (`api`, `design-job`, `validation`, `results`).
     pub producer: String,
     pub payload: P,
+    /// The batch item this revision is, if it is one ([`Origin::batch`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<crate::batch::ItemRef>,
     /// The dead letter this record replays, read from its [`headers::REPLAY_OF`] header by the
     /// consumer that decoded it; never part of the record's body, never carried to the events it
     /// causes.
@@ -181,6 +222,9 @@ pub struct Origin {
     pub design_id: DesignId,
     pub revision: u64,
     pub correlation_id: CorrelationId,
+    /// The batch item the design's revision is, if it is one: every event it causes stays in the
+    /// batch lane ([`Topics::lane`]) and its end reaches the batch.
+    pub batch: Option<crate::batch::ItemRef>,
 }
 
 impl<P> Envelope<P> {
@@ -197,6 +241,7 @@ impl<P> Envelope<P> {
             occurred_at: Utc::now(),
             producer: producer.to_owned(),
             payload,
+            batch: cause.batch.clone(),
             replay_of: None,
         }
     }
@@ -207,6 +252,7 @@ impl<P> Envelope<P> {
             design_id: self.design_id.clone(),
             revision: self.revision,
             correlation_id: self.correlation_id.clone(),
+            batch: self.batch.clone(),
         }
     }
 
@@ -282,6 +328,7 @@ impl Envelope {
             occurred_at: self.occurred_at,
             producer: self.producer,
             payload,
+            batch: self.batch,
             replay_of: self.replay_of,
         })
     }
@@ -530,6 +577,7 @@ mod tests {
             design_id: DesignId::parse("d1").unwrap(),
             revision: 3,
             correlation_id: CorrelationId::parse("c-1").unwrap(),
+            batch: None,
         }
     }
 

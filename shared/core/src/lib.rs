@@ -8,6 +8,8 @@
 //!   the record headers, and the dead-letter record.
 //! - [`design`]: the design specification tenants submit and the status state machine
 //!   (`submitted → validating → ready | failed`).
+//! - [`batch`]: batches of design jobs, tracked as a whole, and the window that keeps one
+//!   tenant's batch from holding the batch lane.
 //! - [`budget`]: generation token budgets per tenant and UTC day, charged atomically in the store.
 //! - [`hdl`]: designs as HDL source, with testbenches and a reference, and their shape checks.
 //! - [`accepted`]: read-your-writes after a 202: how a revision the API accepted shows in reads
@@ -23,6 +25,7 @@
 //!   variant classified retriable or permanent.
 
 pub mod accepted;
+pub mod batch;
 pub mod budget;
 pub mod design;
 pub mod error;
@@ -40,6 +43,7 @@ pub mod revision;
 pub mod webhook;
 
 pub use accepted::AcceptedRevision;
+pub use batch::{BatchId, Batches, ItemRef};
 pub use budget::{Charge, TokenBudgets};
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};

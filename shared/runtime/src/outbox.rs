@@ -22,7 +22,8 @@ impl Outbox {
         Self { topics, records: Vec::new(), refused: None }
     }
 
-    /// Queues `envelope` for its kind's topic, unless its record is over the size limit.
+    /// Queues `envelope` for its kind's topic (in the batch lane for a batch item's), unless its
+    /// record is over the size limit.
     pub fn publish<P: Serialize>(&mut self, envelope: &Envelope<P>) {
         let record = envelope.to_record();
         if let Err(e) = check_record_sizes(std::slice::from_ref(&record)) {
@@ -30,7 +31,7 @@ impl Outbox {
                 .get_or_insert_with(|| format!("the {} event it produced cannot be published: {e}", envelope.kind));
             return;
         }
-        self.records.push((self.topics.of(envelope.kind), record));
+        self.records.push((self.topics.lane(envelope.kind, envelope.batch.is_some()), record));
     }
 
     /// The queued records, oldest first.
@@ -74,6 +75,7 @@ mod tests {
             design_id: DesignId::parse("d").unwrap(),
             revision: 1,
             correlation_id: CorrelationId::parse("c").unwrap(),
+            batch: None,
         };
         let mut out = Outbox::new(Topics::default());
         out.publish(&Envelope::new(EventKind::ValidationStarted, &cause, "t", ()));

@@ -71,6 +71,7 @@ fn cause(tenant: &str, design: &str, revision: u64) -> Origin {
         design_id: DesignId::parse(design).unwrap(),
         revision,
         correlation_id: CorrelationId::parse(format!("corr-{design}")).unwrap(),
+        batch: None,
     }
 }
 

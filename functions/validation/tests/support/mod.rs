@@ -31,6 +31,7 @@ pub async fn validated(name: &str, spec: DesignSpec, budget: Duration) -> Rig {
         design_id: DesignId::generate(),
         revision: 1,
         correlation_id: CorrelationId::parse(format!("corr-{name}")).unwrap(),
+        batch: None,
     };
     let submitted = Envelope::new(EventKind::DesignSubmitted, &cause, "api", ());
     let change = Change::Submitted { name: Some(name.into()) };

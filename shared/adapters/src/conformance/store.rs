@@ -2,7 +2,8 @@
 //! revision, timelines in applied order, pagination, tenant isolation, the replay of dead
 //! letters (a revision failed by a dead letter revived once by its replay, and no other), the
 //! tenant's event feed ([`feed`]), its webhooks and deliveries ([`webhooks`]), a consumer
-//! batch's writes applied together ([`batch`]), and generation token budgets ([`budgets`]).
+//! batch's writes applied together ([`batch`]), generation token budgets ([`budgets`]), and
+//! batches of design jobs ([`batches`]).
 
 use super::unique;
 use chrono::Utc;
@@ -14,6 +15,7 @@ use serde_json::value::RawValue;
 use std::time::Duration;
 
 pub mod batch;
+pub mod batches;
 pub mod budgets;
 pub mod combined;
 pub mod feed;
@@ -91,6 +93,11 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     webhooks::a_tenant_never_sees_or_touches_another_tenants_webhooks_or_deliveries(store).await;
     budgets::a_charge_passes_only_within_the_limit_and_a_refund_never_goes_below_zero(store).await;
     budgets::charges_racing_for_the_last_tokens_never_pass_the_limit_together(store).await;
+    batches::a_batch_is_created_once_with_its_items_and_counts(store).await;
+    batches::released_items_are_returned_until_they_end_and_each_end_takes_the_next_ordinal(store).await;
+    batches::stopping_a_batch_cancels_what_is_queued_and_lets_what_is_on_its_way_end(store).await;
+    batches::items_and_batches_page_in_order_and_another_tenants_are_unknown(store).await;
+    batches::racing_ends_take_every_ordinal_once(store).await;
 }
 
 /// Writers racing on one design (a replayed record handled six times at once, and two stages of

@@ -1,6 +1,7 @@
 //! Embedded adapters: durable in a data directory, no server needed.
 
 mod accepted;
+mod batches;
 mod budgets;
 mod db;
 pub(crate) mod feed;

@@ -26,8 +26,12 @@ use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{accepted, budgets, feed, idempotency, webhooks};
-use openqq_core::{AcceptedRevision, Charge, IdempotencyClaim, IdempotencyKey, KeptResponse, TokenBudgets};
+use super::{accepted, batches, budgets, feed, idempotency, webhooks};
+use openqq_core::batch::{BatchItem, BatchState, BatchView, Ended, ItemStatus, NewBatch, NewItem, Released};
+use openqq_core::{
+    AcceptedRevision, BatchId, Batches, Charge, IdempotencyClaim, IdempotencyKey, KeptResponse, TokenBudgets,
+};
+use std::ops::Range;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS designs (
@@ -75,12 +79,13 @@ impl EmbeddedDesignStore {
         // webhooks and deliveries.
         writer
             .execute_batch(&format!(
-                "{}{}{}{}{}",
+                "{}{}{}{}{}{}",
                 accepted::SCHEMA,
                 idempotency::SCHEMA,
                 feed::SCHEMA,
                 webhooks::SCHEMA,
-                budgets::SCHEMA
+                budgets::SCHEMA,
+                batches::SCHEMA
             ))
             .map_err(|e| sqlite_error("initialise schema", e))?;
         migrate(&writer)?;
@@ -621,6 +626,71 @@ impl IdempotencyKeys for EmbeddedDesignStore {
         count("release_idempotency_key");
         let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
         self.writer.call(move |conn| idempotency::release(conn, &tenant, &key, &fingerprint)).await
+    }
+}
+
+#[async_trait]
+impl Batches for EmbeddedDesignStore {
+    async fn create_batch(&self, tenant: &TenantId, batch: &NewBatch, items: &[NewItem]) -> PortResult<bool> {
+        count("create_batch");
+        let (tenant, batch, items) = (tenant.to_string(), batch.clone(), items.to_vec());
+        self.writer.call(move |conn| batches::create(conn, &tenant, &batch, &items)).await
+    }
+
+    async fn batch(&self, tenant: &TenantId, id: &BatchId) -> PortResult<Option<BatchView>> {
+        count("batch");
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.reader.call(move |conn| batches::get(conn, &tenant, &id)).await
+    }
+
+    async fn list_batches(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<BatchView>> {
+        count("list_batches");
+        let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
+        self.reader.call(move |conn| batches::list(conn, &tenant, cursor.as_deref(), limit)).await
+    }
+
+    async fn batch_items(
+        &self,
+        tenant: &TenantId,
+        id: &BatchId,
+        status: Option<ItemStatus>,
+        after: Option<u32>,
+        limit: usize,
+    ) -> PortResult<Option<Page<BatchItem>>> {
+        count("batch_items");
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.reader.call(move |conn| batches::items(conn, &tenant, &id, status, after, limit)).await
+    }
+
+    async fn release_items(&self, tenant: &TenantId, id: &BatchId, indexes: Range<u32>) -> PortResult<Vec<Released>> {
+        count("release_items");
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer.call(move |conn| batches::release(conn, &tenant, &id, indexes)).await
+    }
+
+    async fn end_item(
+        &self,
+        tenant: &TenantId,
+        id: &BatchId,
+        index: u32,
+        status: ItemStatus,
+        verdict: Option<Verdict>,
+    ) -> PortResult<Option<Ended>> {
+        count("end_item");
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer.call(move |conn| batches::end(conn, &tenant, &id, index, status, verdict)).await
+    }
+
+    async fn stop_batch(
+        &self,
+        tenant: &TenantId,
+        id: &BatchId,
+        state: BatchState,
+        reason: &str,
+    ) -> PortResult<Option<BatchView>> {
+        count("stop_batch");
+        let (tenant, id, reason) = (tenant.to_string(), id.to_string(), reason.to_owned());
+        self.writer.call(move |conn| batches::stop(conn, &tenant, &id, state, &reason)).await
     }
 }
 

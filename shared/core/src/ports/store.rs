@@ -12,6 +12,7 @@
 //! | [`crate::feed::FeedReader`] | the API's feed and event stream |
 //! | [`crate::webhook::WebhookRegistry`] | the API's webhook routes, the delivery worker |
 //! | [`crate::webhook::DeliveryQueue`] | the delivery worker, the API's delivery history |
+//! | [`crate::batch::Batches`] | the batch function, the API's batch routes |
 //!
 //! The delivery worker takes both webhook roles as [`crate::webhook::WebhookStore`].
 //!
@@ -249,6 +250,7 @@ pub trait DesignStore:
     + FeedReader
     + WebhookStore
     + crate::budget::TokenBudgets
+    + crate::batch::Batches
 {
 }
 
@@ -260,6 +262,7 @@ impl<T> DesignStore for T where
         + FeedReader
         + WebhookStore
         + crate::budget::TokenBudgets
+        + crate::batch::Batches
 {
 }
 
