@@ -312,3 +312,12 @@ fn every_problem_type_the_api_can_answer_is_named_in_the_contract() {
     let missing: Vec<_> = slugs.iter().filter(|s| !text.contains(&format!("`{s}`"))).collect();
     assert!(missing.is_empty(), "problem types the API answers that docs/openapi.yaml never names: {missing:?}");
 }
+
+#[test]
+fn the_contract_states_the_tenant_id_grammar_the_api_holds_tokens_to() {
+    let doc = contract();
+    let mint = &doc["paths"]["/v1/dev/tokens"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(mint["properties"]["tenant_id"]["pattern"].as_str(), Some(openqq_core::TENANT_ID_GRAMMAR));
+    let bearer = doc["components"]["securitySchemes"]["bearer"]["description"].as_str().unwrap_or_default();
+    assert!(bearer.contains(&format!("`{}`", openqq_core::TENANT_ID_GRAMMAR)), "the bearer scheme says: {bearer}");
+}

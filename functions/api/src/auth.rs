@@ -118,7 +118,13 @@ impl AuthError {
             AuthError::Missing | AuthError::NotBearer => "Bearer realm=\"openqq\"",
             _ => "Bearer realm=\"openqq\", error=\"invalid_token\"",
         };
-        let mut p = Problem::unauthorized(UNAUTHORIZED_DETAIL);
+        // A tenant id outside the grammar is found only once the token verified (or the gateway
+        // verified it), so saying so tells the holder nothing about the secret or the checks.
+        let detail = match self {
+            AuthError::Tenant(e) => format!("the token verified, but its tenant_id is not a tenant id: {e}"),
+            _ => UNAUTHORIZED_DETAIL.to_owned(),
+        };
+        let mut p = Problem::unauthorized(detail);
         p.headers.push(("www-authenticate", challenge.to_owned()));
         p
     }
@@ -535,5 +541,18 @@ mod tests {
         let missing = AuthError::Missing.problem();
         assert_eq!(missing.headers, [("www-authenticate", "Bearer realm=\"openqq\"".to_owned())]);
         assert_eq!(missing.detail, UNAUTHORIZED_DETAIL);
+    }
+
+    #[test]
+    fn a_verified_token_naming_a_tenant_outside_the_grammar_is_told_the_grammar() {
+        let keys = JwtKeys::from_secret(&[7; 32]).unwrap();
+        for tenant in ["..", "Acme", ".hidden"] {
+            let token = keys.sign(&serde_json::json!({"tenant_id": tenant, "iat": now(), "exp": now() + 60}));
+            let refused = keys.verify(&token).unwrap_err();
+            assert!(matches!(refused, AuthError::Tenant(_)), "{tenant}: {refused}");
+            let p = refused.problem();
+            assert_eq!((p.status, p.slug), (axum::http::StatusCode::UNAUTHORIZED, "unauthorized"));
+            assert!(p.detail.contains("not a tenant id") && p.detail.contains("lower-case"), "{}", p.detail);
+        }
     }
 }

@@ -64,7 +64,7 @@ async fn a_created_bucket_expires_unadopted_uploads_after_a_day() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_and_uploads_sit_under_the_documented_keys() {
     let Some((store, client)) = store().await else { return };
-    let t = TenantId::parse("..").unwrap();
+    let t = TenantId::parse("acme.eu:1").unwrap();
     let stored = store.put(&t, b"netlist".to_vec()).await.unwrap();
     let announced = openqq_core::ObjectRef {
         digest: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".into(),
@@ -81,8 +81,8 @@ async fn objects_and_uploads_sit_under_the_documented_keys() {
     keys.sort();
     assert_eq!(
         keys,
-        [format!("objects/%2E%2E/{}", stored.digest), format!("uploads/%2E%2E/{}", announced.digest)],
-        "the tenant `..` is escaped, never a path step"
+        [format!("objects/acme.eu:1/{}", stored.digest), format!("uploads/acme.eu:1/{}", announced.digest)],
+        "a tenant's keys are under its id (leading dots, which no tenant id has, are escaped: keys.rs)"
     );
     assert_eq!(store.usage(&t).await.unwrap(), 7, "the pending upload (no bytes) and the object");
 }

@@ -1,4 +1,11 @@
 //! Identifiers, validated once where they enter the system so the rest of the code can trust them.
+//!
+//! A tenant id follows one grammar, [`TENANT_ID_GRAMMAR`]: 1 to 64 characters of lower-case
+//! letters, digits, `-`, `_`, `.` and `:`, beginning with a letter or a digit. It names a
+//! directory of the embedded object store and a segment of S3 keys, Redis keys and DynamoDB
+//! keys, so it can never be a path step (`.`, `..`), hide a file (a leading dot), hold a
+//! separator those keys use (`/`, `#`, `{`, `}`) or differ from another tenant's only by case
+//! (which a case-insensitive file system would merge).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -7,6 +14,10 @@ use std::fmt;
 pub enum IdError {
     #[error("{what} must be 1 to {max} characters of letters, digits, '-', '_', '.' or ':'")]
     Malformed { what: &'static str, max: usize },
+    #[error(
+        "a tenant id is 1 to 64 lower-case letters, digits, '-', '_', '.' or ':', beginning with a letter or digit"
+    )]
+    BadTenant,
     #[error("a design id is a UUID (RFC 4122 text form)")]
     NotUuid,
     #[error("an idempotency key must be 1 to {max} visible ASCII characters")]
@@ -19,8 +30,30 @@ fn well_formed(s: &str, max: usize) -> bool {
         && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
+/// The grammar of tenant ids, as a regular expression (the API contract's pattern says the same).
+pub const TENANT_ID_GRAMMAR: &str = "^[a-z0-9][a-z0-9._:-]{0,63}$";
+
+/// Whether `s` follows [`TENANT_ID_GRAMMAR`].
+fn tenant_well_formed(s: &str) -> Result<(), IdError> {
+    let mut bytes = s.bytes();
+    let first_ok = bytes.next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let rest_ok = bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if first_ok && rest_ok && s.len() <= TenantId::MAX_LEN {
+        Ok(())
+    } else {
+        Err(IdError::BadTenant)
+    }
+}
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $what:literal, $max:literal) => {
+        id_type!($(#[$doc])* $name, $max, |s: &str| if well_formed(s, $max) {
+            Ok(())
+        } else {
+            Err(IdError::Malformed { what: $what, max: $max })
+        });
+    };
+    ($(#[$doc:meta])* $name:ident, $max:literal, $check:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
@@ -32,7 +65,8 @@ macro_rules! id_type {
 
             pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
                 let s = Self::canonical(s.into());
-                if well_formed(&s, $max) { Ok(Self(s)) } else { Err(IdError::Malformed { what: $what, max: $max }) }
+                let check: fn(&str) -> Result<(), IdError> = $check;
+                check(&s).map(|()| Self(s))
             }
 
             pub fn as_str(&self) -> &str {
@@ -63,7 +97,8 @@ macro_rules! id_type {
 
 id_type!(
     /// A tenant, taken from the `tenant_id` claim of a verified token. It is also the record key.
-    TenantId, "tenant id", 64
+    /// Its grammar is [`TENANT_ID_GRAMMAR`] (see the module documentation).
+    TenantId, 64, tenant_well_formed
 );
 id_type!(
     /// A design, created by the API on first submission (a UUIDv7, so ids sort by creation).
@@ -150,6 +185,38 @@ mod tests {
         assert!(TenantId::parse("x".repeat(65)).is_err());
         assert!(CorrelationId::parse("req:42.a_b-c").is_ok());
         assert!(CorrelationId::parse("drop table;").is_err());
+    }
+
+    #[test]
+    fn a_tenant_id_follows_its_grammar_and_nothing_else() {
+        for ok in ["acme", "a", "0", "acme-1", "acme_eu", "acme.eu", "org:42", "a..b", "a.", &"x".repeat(64)] {
+            assert!(TenantId::parse(ok).is_ok(), "{ok}");
+        }
+        let refused = [
+            "",
+            ".",
+            "..",
+            "...",
+            ".hidden",
+            "..a",
+            "-lead",
+            "_lead",
+            ":lead",
+            "Acme",
+            "ACME",
+            "a/b",
+            "a\\b",
+            "a#b",
+            "{a}",
+            "a b",
+            "a%2E",
+            "caf\u{e9}",
+            "a\n",
+        ];
+        for bad in refused.iter().map(|s| s.to_string()).chain(["x".repeat(65)]) {
+            assert_eq!(TenantId::parse(bad.clone()), Err(IdError::BadTenant), "{bad:?}");
+        }
+        assert!(IdError::BadTenant.to_string().contains("lower-case"), "the refusal states the grammar");
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use budget::{Charge, TokenBudgets};
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use feed::{FeedEntry, FeedReader, NewFeedEntry};
-pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId};
+pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId, TENANT_ID_GRAMMAR};
 pub use ports::{
     AcceptedRevisions, Applied, Cause, Decision, DesignReads, DesignStore, DesignWrites, EventLog, Failure,
     IdempotencyClaim, IdempotencyKeys, KeptResponse, Lease, LogRecord, LogSource, ObjectRef, ObjectStore, Page,

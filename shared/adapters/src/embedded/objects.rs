@@ -3,9 +3,10 @@
 //! A put writes a temporary file in the tenant's directory, syncs it and renames it into place,
 //! so a reader sees a whole object or none, and two puts of the same bytes race harmlessly (the
 //! content is the name). Files are 0600 and directories 0700: only the platform's own user reads
-//! them. The tenant's directory name is its id with leading dots escaped (`%2E`), so no tenant id
-//! (`.`, `..`) can name a place outside `objects/`; `%` never occurs in an id, so the mapping is
-//! one to one.
+//! them. The tenant's directory name is its id; tenant ids never begin with a dot
+//! (`openqq_core::TENANT_ID_GRAMMAR`), and leading dots are escaped (`%2E`) all the same, so
+//! even an id from before the grammar (`.`, `..`) could never name a place outside `objects/`;
+//! `%` never occurs in an id, so the mapping is one to one.
 
 use openqq_core::ports::PortResult;
 use openqq_core::{ObjectRef, ObjectStore, PortError, TenantId};
@@ -51,7 +52,11 @@ impl EmbeddedObjectStore {
 
 /// A tenant's directory name: its id with leading dots escaped.
 fn tenant_dir_name(tenant: &TenantId) -> String {
-    let id = tenant.as_str();
+    escaped(tenant.as_str())
+}
+
+/// `id` with its leading dots escaped as `%2E`.
+fn escaped(id: &str) -> String {
     let dots = id.len() - id.trim_start_matches('.').len();
     format!("{}{}", "%2E".repeat(dots), &id[dots..])
 }
@@ -232,14 +237,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tenant_id_of_dots_stays_inside_the_objects_directory() {
+    fn a_name_of_dots_stays_inside_the_objects_directory() {
+        // The grammar refuses these as tenant ids; the escaping holds for them all the same.
         let dir = tempfile::tempdir().unwrap();
         let store = EmbeddedObjectStore::open(dir.path()).unwrap();
-        for id in [".", "..", "..a", "a..b"] {
-            let path = store.tenant_dir(&TenantId::parse(id).unwrap());
+        for id in [".", "..", "..a", "a..b", "acme"] {
+            let path = store.root.join(escaped(id));
             assert_eq!(path.parent(), Some(store.root.as_path()), "{id} maps to {}", path.display());
             assert!(!path.file_name().unwrap().to_str().unwrap().starts_with('.'), "{id}");
         }
+        assert_eq!(escaped(".."), "%2E%2E");
+        assert_eq!(store.tenant_dir(&TenantId::parse("a..b").unwrap()), store.root.join("a..b"));
         assert!(TenantId::parse("%2Ea").is_err(), "no tenant id can take an escaped name");
     }
 
