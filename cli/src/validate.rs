@@ -143,6 +143,7 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         files: FileNames { netlist: Some(&names.0), constraints: names.1.as_deref(), bitstream: names.2.as_deref() },
         // A user's own files on their own machine: no time budget.
         budget: None,
+        started: None,
     };
     let report = openqq_fpga::validate(&input);
     match args.format {

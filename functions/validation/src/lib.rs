@@ -32,7 +32,7 @@ use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub const NAME: &str = "validation";
 
@@ -107,6 +107,17 @@ fn unreadable(code: &str, message: String) -> Report {
     Report::new(Vec::new(), vec![Finding::error(code, message, Location::default())])
 }
 
+/// The report of a record whose payloads took the whole budget to read from the object store:
+/// the budget's finding, as when the validator itself runs out of time.
+fn reading_outlasted(budget: Duration) -> Report {
+    let message = format!(
+        "reading the design's payloads from the object store did not end within the validation's time budget of \
+         {} ms, so the design is not accepted",
+        budget.as_millis()
+    );
+    unreadable(openqq_fpga::BUDGET_EXCEEDED, message)
+}
+
 /// A text payload, inline or fetched; a fetched one must be UTF-8. The error is the finding's
 /// code and message.
 fn text<'a>(
@@ -129,6 +140,12 @@ fn text<'a>(
 
 /// [`validate`], with the payloads the specification holds by reference in `fetched`.
 pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> Report {
+    validate_since(spec, fetched, budget, None)
+}
+
+/// [`validate_with`], whose budget began at `started` (now when `None`): the time spent reading
+/// the payloads before counts against it.
+pub fn validate_since(spec: &DesignSpec, fetched: &Fetched, budget: Duration, started: Option<Instant>) -> Report {
     let bitstream = match (&spec.bitstream_base64, &fetched.bitstream) {
         (_, Some(bytes)) => Some(bytes.clone()),
         (Some(b), None) => match B64.decode(b) {
@@ -175,6 +192,7 @@ pub fn validate_with(spec: &DesignSpec, fetched: &Fetched, budget: Duration) -> 
         allow_unconstrained: spec.options.allow_unconstrained,
         files: FileNames::default(),
         budget: Some(budget),
+        started,
     };
     openqq_fpga::validate(&input)
 }
@@ -196,6 +214,14 @@ impl RecordHandler for Validation {
 
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// A tenant's lane begins records for one budget's time per batch, then puts the rest back at
+    /// the end of the topic (`openqq_runtime::share`): with every record bounded by the budget
+    /// (reading included), one tenant holds its partition for at most about two budgets a batch,
+    /// whatever it sent, while a batch of ordinary designs (milliseconds each) is handled whole.
+    fn slice(&self) -> Option<Duration> {
+        Some(self.budget)
     }
 
     fn plan(&self, request: Envelope<ValidationRequested>) -> Result<Step<Stage>, RecordError> {
@@ -227,13 +253,20 @@ impl RecordHandler for Validation {
 
 impl Validation {
     /// Runs the validator on `spec`, its payloads read from `tenant`'s objects where they are
-    /// held by reference.
+    /// held by reference. The budget covers the whole of it: reading the objects (and checking
+    /// their digests), parsing and checking; a read that outlasts it ends the record with the
+    /// budget's finding, like a validation that does.
     async fn validated_report(&self, tenant: &TenantId, spec: DesignSpec) -> Result<Report, RecordError> {
-        let fetched = self.fetch(tenant, &spec).await?;
-        let t0 = std::time::Instant::now();
+        let t0 = Instant::now();
         let budget = self.budget;
-        let report =
-            tokio::task::spawn_blocking(move || validate_with(&spec, &fetched, budget)).await.map_err(|e| {
+        let Ok(fetched) = tokio::time::timeout(budget, self.fetch(tenant, &spec)).await else {
+            metrics::histogram!("openqq_validation_duration_seconds").record(t0.elapsed().as_secs_f64());
+            return Ok(reading_outlasted(budget));
+        };
+        let fetched = fetched?;
+        let report = tokio::task::spawn_blocking(move || validate_since(&spec, &fetched, budget, Some(t0)))
+            .await
+            .map_err(|e| {
                 if e.is_panic() {
                     // The validator is deterministic: the same input panics again.
                     let message = openqq_runtime::dead_letter::panic_message(e.into_panic().as_ref());
@@ -470,6 +503,84 @@ mod tests {
             panic!("a length that does not match is permanent");
         };
         assert!(reason.contains("its reference says"), "{reason}");
+    }
+
+    /// An object store whose reads answer only after `delay`.
+    struct SlowReads {
+        inner: Arc<dyn ObjectStore>,
+        delay: Duration,
+    }
+
+    #[async_trait]
+    impl ObjectStore for SlowReads {
+        async fn put(&self, tenant: &TenantId, bytes: Vec<u8>) -> openqq_core::ports::PortResult<ObjectRef> {
+            self.inner.put(tenant, bytes).await
+        }
+        async fn get(&self, tenant: &TenantId, digest: &str) -> openqq_core::ports::PortResult<Vec<u8>> {
+            tokio::time::sleep(self.delay).await;
+            self.inner.get(tenant, digest).await
+        }
+        async fn usage(&self, tenant: &TenantId) -> openqq_core::ports::PortResult<u64> {
+            self.inner.usage(tenant).await
+        }
+        async fn stat(&self, tenant: &TenantId, digest: &str) -> openqq_core::ports::PortResult<Option<u64>> {
+            self.inner.stat(tenant, digest).await
+        }
+        async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> openqq_core::ports::PortResult<ObjectRef> {
+            self.inner.put_upload(tenant, bytes).await
+        }
+        async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> openqq_core::ports::PortResult<()> {
+            self.inner.adopt_upload(tenant, object).await
+        }
+    }
+
+    /// `luts` chained LUTs: tens of milliseconds of validation per ten thousand.
+    fn lut_chain(luts: usize) -> Vec<u8> {
+        let cells: serde_json::Map<String, serde_json::Value> = (0..luts)
+            .map(|i| (format!("l{i}"), json!({"type": "SB_LUT4", "connections": {"I0": [10 + i], "O": [11 + i]}})))
+            .collect();
+        serde_json::to_vec(&json!({"modules": {"top": {"attributes": {"top": "1"}, "ports": {}, "cells": cells}}}))
+            .unwrap()
+    }
+
+    fn codes(report: &Report) -> Vec<&str> {
+        report.findings.iter().map(|f| f.code.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_read_from_the_object_store_that_outlasts_the_budget_ends_the_record_with_the_budget_finding() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Backends::embedded(dir.path(), 1, Durability::Process).unwrap();
+        let acme = TenantId::parse("acme").unwrap();
+        let stored = b.objects.put(&acme, by_ref_netlist().into_bytes()).await.unwrap();
+        let budget = Duration::from_millis(300);
+        let slow = Arc::new(SlowReads { inner: b.objects.clone(), delay: Duration::from_secs(30) });
+        let v = Validation { objects: slow, budget };
+        let t0 = Instant::now();
+        let report = v.validated_report(&acme, spec(Some(&stored))).await.unwrap();
+        assert!(t0.elapsed() < budget + Duration::from_millis(500), "took {:?}", t0.elapsed());
+        assert_eq!(report.verdict, openqq_fpga::Verdict::Fail);
+        assert_eq!(codes(&report), [openqq_fpga::BUDGET_EXCEEDED]);
+        assert!(report.findings[0].message.contains("reading the design's payloads"), "{}", report.findings[0].message);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_time_spent_reading_the_object_counts_against_the_validations_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Backends::embedded(dir.path(), 1, Durability::Process).unwrap();
+        let acme = TenantId::parse("acme").unwrap();
+        let stored = b.objects.put(&acme, lut_chain(20_000)).await.unwrap();
+        let budget = Duration::from_secs(3);
+        // Read at once, the netlist validates well within the budget.
+        let report = validation(&b).validated_report(&acme, spec(Some(&stored))).await.unwrap();
+        assert!(!codes(&report).contains(&openqq_fpga::BUDGET_EXCEEDED), "{:?}", codes(&report));
+        // Read in all but 10 ms of it, the validator has only those 10 ms left.
+        let slow = Arc::new(SlowReads { inner: b.objects.clone(), delay: budget - Duration::from_millis(10) });
+        let v = Validation { objects: slow, budget };
+        let t0 = Instant::now();
+        let report = v.validated_report(&acme, spec(Some(&stored))).await.unwrap();
+        assert!(codes(&report).contains(&openqq_fpga::BUDGET_EXCEEDED), "{:?}", codes(&report));
+        assert!(t0.elapsed() < budget + Duration::from_secs(1), "took {:?}", t0.elapsed());
     }
 
     #[tokio::test]

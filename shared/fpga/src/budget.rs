@@ -15,9 +15,10 @@ pub const BUDGET_EXCEEDED: &str = "VALIDATION_BUDGET_EXCEEDED";
 pub(crate) struct Deadline(Option<Instant>);
 
 impl Deadline {
-    /// A deadline `budget` from now (none without a budget, or one too far away to represent).
-    pub fn after(budget: Option<Duration>) -> Self {
-        Self(budget.and_then(|b| Instant::now().checked_add(b)))
+    /// A deadline `budget` after `started`, or from now when `None` (no deadline without a
+    /// budget, or when it is too far away to represent).
+    pub fn since(started: Option<Instant>, budget: Option<Duration>) -> Self {
+        Self(budget.and_then(|b| started.unwrap_or_else(Instant::now).checked_add(b)))
     }
 
     pub fn passed(&self) -> bool {

@@ -28,7 +28,7 @@ const MAX_NAMED: usize = 4;
 
 /// [`crate::validate`] for an ECP5 part.
 pub(crate) fn validate(device: &'static Device, input: &Input<'_>) -> Report {
-    let deadline = budget::Deadline::after(input.budget);
+    let deadline = budget::Deadline::since(input.started, input.budget);
     let mut findings = Vec::new();
     let at = |file: Option<&str>| Location { file: file.map(str::to_owned), ..Location::default() };
     let Some(package) = device.package(input.package) else {

@@ -22,7 +22,7 @@ use device::Device;
 /// [`crate::validate`] for an iCE40 part: Yosys `synth_ice40` netlists, PCF constraints and iCE40
 /// bitstreams, against nextpnr-ice40 0.4.
 pub(crate) fn validate(device: &'static Device, input: &Input<'_>) -> Report {
-    let deadline = budget::Deadline::after(input.budget);
+    let deadline = budget::Deadline::since(input.started, input.budget);
     let mut findings = Vec::new();
     let at = |file: Option<&str>| Location { file: file.map(str::to_owned), ..Location::default() };
     let package = device
@@ -56,7 +56,9 @@ pub(crate) fn validate(device: &'static Device, input: &Input<'_>) -> Report {
             if deadline.passed() {
                 return out_of_time(utilization, findings);
             }
-            let design = design_view::design_view(&module);
+            let Some(design) = design_view::design_view_within(&module, &deadline) else {
+                return out_of_time(utilization, findings);
+            };
             findings.extend(constraints::check_constraints(
                 device,
                 package,

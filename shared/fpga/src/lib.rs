@@ -54,6 +54,11 @@ pub struct Input<'a> {
     /// [`BUDGET_EXCEEDED`] error (verdict `fail`) instead of the validation running on; `None`
     /// runs to the end (the CLI, on a user's own files).
     pub budget: Option<std::time::Duration>,
+    /// When the budget began; `None`: when validation starts. A caller whose own work on this
+    /// input counts against the budget (the validation function reads the payloads from the
+    /// object store first) passes when that work started, so reading, parsing and checking
+    /// together stay within one budget.
+    pub started: Option<std::time::Instant>,
 }
 
 /// Names for the inputs, so findings can point at a file.

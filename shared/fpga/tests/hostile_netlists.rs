@@ -57,3 +57,40 @@ fn a_budget_that_does_not_run_out_changes_nothing() {
     let design = hostile::huge_pcf(20_000);
     assert_eq!(validate(&design, Some(Duration::from_secs(600))), validate(&design, None));
 }
+
+#[test]
+fn a_budget_that_began_before_validation_counts_the_time_already_spent() {
+    let design = hostile::huge_pcf(20_000);
+    let budget = Duration::from_secs(60);
+    let started = std::time::Instant::now().checked_sub(budget).expect("the clock is past a minute");
+    let report = openqq_fpga::validate(&Input {
+        device: "hx8k",
+        package: "ct256",
+        netlist: &design.netlist,
+        constraints: Some(&design.pcf),
+        budget: Some(budget),
+        started: Some(started),
+        ..Input::default()
+    });
+    let codes: Vec<_> = report.findings.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes, [BUDGET_EXCEEDED], "the caller spent the whole budget reading the input");
+}
+
+#[test]
+fn a_bus_of_a_million_port_bits_stops_near_its_budget_whichever_stage_it_reaches() {
+    // Naming each port bit, hashing them and giving each its own IO site once ran past the
+    // budget (64 MiB of this shape: 9.6 s against 5 s), since those stages did not look at it.
+    let design = hostile::long_named_bus(14 << 20);
+    let mut reached = Vec::new();
+    for millis in [200, 800, 1_600, 3_200] {
+        let budget = Duration::from_millis(millis);
+        let t0 = std::time::Instant::now();
+        let report = validate(&design, Some(budget));
+        let took = t0.elapsed();
+        reached.push((millis, took, report.findings.len()));
+        assert!(out_of_time(&report), "{millis} ms: {:?}", report.findings);
+        // Dropping what was built is the only work past the deadline.
+        assert!(took < budget * 3 / 2 + Duration::from_millis(300), "{millis} ms budget took {took:?}: {reached:?}");
+    }
+    eprintln!("{reached:?}");
+}

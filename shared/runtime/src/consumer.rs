@@ -189,6 +189,13 @@ pub trait RecordHandler: Send + Sync {
     fn share(&self) -> Option<usize> {
         None
     }
+    /// How long after its batch began a lane may still begin a record's work (see
+    /// [`crate::share`]): past it, the lane's records whose work has not begun go back to the end
+    /// of the topic, so a tenant holds its partition for at most this plus one record. `None`
+    /// (the default): no limit.
+    fn slice(&self) -> Option<Duration> {
+        None
+    }
     /// The record's first store write, from its envelope alone (no I/O).
     fn plan(&self, envelope: Envelope<Self::Payload>) -> Result<Step<Self::State>, RecordError>;
     /// Goes on once the write the last step asked for was applied (`applied`: duplicate and stale
@@ -264,15 +271,21 @@ impl<H: RecordHandler> Consumer<H> {
     /// Handles a batch's records, lane by lane ([`lanes`]).
     async fn handle_incoming(&self, records: Vec<Incoming>) -> Result<(), FailedPartitions> {
         let writer = BatchWriter::new(self.store.as_ref());
-        let (lanes, deferred) = crate::share::split(lanes(records), self.handler.share());
-        let outcomes: Vec<Result<(), BatchError>> =
-            futures_util::stream::iter(lanes.into_iter().map(|lane| self.lane(lane, &writer)))
+        let began = Instant::now();
+        let (lanes, mut deferred) = crate::share::split(lanes(records), self.handler.share());
+        let outcomes: Vec<(Result<(), BatchError>, Vec<Incoming>)> =
+            futures_util::stream::iter(lanes.into_iter().map(|lane| self.lane(lane, &writer, began)))
                 .buffer_unordered(LANES)
                 .collect()
                 .await;
-        // Every lane ran to its end or its first retriable failure; each failed partition resumes
-        // from its earliest failure (later records of other lanes there are applied again as no-ops).
-        let mut failures: Vec<BatchError> = outcomes.into_iter().filter_map(Result::err).collect();
+        // Every lane ran to its end, its first retriable failure or its time slice; each failed
+        // partition resumes from its earliest failure (later records of other lanes there are
+        // applied again as no-ops).
+        let mut failures = Vec::new();
+        for (outcome, past_slice) in outcomes {
+            failures.extend(outcome.err());
+            deferred.extend(past_slice);
+        }
         if let Err(e) = self.defer(deferred, &failures).await {
             failures.push(e);
         }
@@ -282,7 +295,7 @@ impl<H: RecordHandler> Consumer<H> {
         }
     }
 
-    /// Puts the records past their tenant's share back at the end of their topic, except those
+    /// Puts the records past their tenant's share or time slice back at the end of their topic, except those
     /// a failed partition reads again anyway (at or after its failure). When that does not
     /// succeed, their partitions fail from the earliest of them.
     async fn defer(&self, deferred: Vec<Incoming>, failures: &[BatchError]) -> Result<(), BatchError> {
@@ -449,13 +462,25 @@ impl<H: RecordHandler> Consumer<H> {
     /// dead-lettered only once every record before it ended, and a retriable failure stops the
     /// lane at its record (the records before it are seen through, those from it on are left to
     /// the retry, and none of them is dead-lettered now, for the retry would read it again).
-    async fn lane(&self, lane: Vec<Incoming>, writer: &BatchWriter<'_>) -> Result<(), BatchError> {
+    ///
+    /// Once the handler's time slice since the batch `began` has passed, a record whose work has
+    /// not begun is not begun here: it and the lane's records after it are returned, to go back to
+    /// the end of the topic. A lane always begins at least one record, so it moves on.
+    async fn lane(
+        &self,
+        mut lane: Vec<Incoming>,
+        writer: &BatchWriter<'_>,
+        began: Instant,
+    ) -> (Result<(), BatchError>, Vec<Incoming>) {
         let mut run = Run {
             progress: lane.iter().map(|_| Progress::default()).collect(),
             ended: lane.iter().map(|_| None).collect(),
             settled: 0,
             stop: None,
+            deferred_from: None,
         };
+        let mut begun = vec![false; lane.len()];
+        let slice_over = || self.handler.slice().is_some_and(|slice| began.elapsed() >= slice);
         let mut out = Outbox::new(self.topics.clone());
         let mut waiting: Vec<(usize, Write, H::State)> = Vec::new();
         for (i, rec) in lane.iter().enumerate() {
@@ -490,7 +515,12 @@ impl<H: RecordHandler> Consumer<H> {
                 }
                 run.progress[i].took += call;
                 let step = match outcomes.next() {
+                    Some(_) if !begun[i] && begun.contains(&true) && slice_over() => {
+                        run.deferred_from = Some(i);
+                        continue;
+                    }
                     Some(applied) => {
+                        begun[i] = true;
                         let t = Instant::now();
                         let step = self.followed(&lane[i], &run.progress[i], state, applied, &mut out).await;
                         run.progress[i].took += t.elapsed();
@@ -513,6 +543,8 @@ impl<H: RecordHandler> Consumer<H> {
             }
             self.settle_ended(&lane, &mut run).await;
         }
+        // Records past the slice come after every record that began, and after the stop if any.
+        let past_slice = run.deferred_from.map(|d| lane.split_off(d)).unwrap_or_default();
         let fail = |i: usize, reason: String| {
             let rec: &Incoming = &lane[i];
             BatchError {
@@ -525,10 +557,10 @@ impl<H: RecordHandler> Consumer<H> {
         };
         // Keep the progress made so far even when the lane stopped: the retry re-applies it as
         // no-ops either way. Events that cannot be published fail the lane from its start.
-        out.flush(self.log.as_ref())
-            .await
-            .map_err(|e| fail(0, format!("publishing the batch's events failed: {e}")))?;
-        match run.stop {
+        if let Err(e) = out.flush(self.log.as_ref()).await {
+            return (Err(fail(0, format!("publishing the batch's events failed: {e}"))), past_slice);
+        }
+        let outcome = match run.stop {
             Some(stop) => {
                 if stop.retried {
                     let rec = &lane[stop.at];
@@ -538,7 +570,8 @@ impl<H: RecordHandler> Consumer<H> {
                 Err(fail(stop.at, stop.reason))
             }
             None => Ok(()),
-        }
+        };
+        (outcome, past_slice)
     }
 
     /// Settles, in offset order, the records that ended whose predecessors all did.
@@ -564,6 +597,9 @@ struct Run {
     settled: usize,
     /// The record the lane does not get past, if there is one.
     stop: Option<Stop>,
+    /// The first record left for a later batch (its tenant's time slice was over), if any: it
+    /// and the records after it are not begun here.
+    deferred_from: Option<usize>,
 }
 
 /// The record a lane stops at, and why.
@@ -588,9 +624,9 @@ impl Run {
         }
     }
 
-    /// Whether record `i` is at or after the record the lane stops at.
+    /// Whether record `i` is at or after the record the lane stops at, or the first it defers.
     fn stopped(&self, i: usize) -> bool {
-        self.stop.as_ref().is_some_and(|stop| i >= stop.at)
+        self.stop.as_ref().is_some_and(|stop| i >= stop.at) || self.deferred_from.is_some_and(|d| i >= d)
     }
 }
 

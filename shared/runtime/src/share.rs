@@ -1,5 +1,6 @@
 //! A tenant's share of a batch, for the functions whose records are slow (synthesis, generation:
-//! seconds each, where validation takes milliseconds).
+//! seconds each), and a tenant's time slice of a batch, for those whose records are usually quick
+//! but need not be (validation).
 //!
 //! Records are keyed by tenant, so a tenant's backlog sits on one partition, and a batch of that
 //! partition runs its lanes (one per tenant) side by side but ends only when the longest lane
@@ -9,6 +10,13 @@
 //! headers, counted in a `deferred` header), so the partition moves on after `n` of them and the
 //! other tenants' records there wait for at most that. Nothing is dropped: a deferred record is
 //! read again after what arrived meanwhile.
+//!
+//! A handler whose records are quick but may each take up to a budget (validation: milliseconds,
+//! up to its time budget for a netlist built to be slow) gives a time slice instead
+//! ([`RecordHandler::slice`](crate::RecordHandler::slice)): once the slice has passed since the
+//! batch began, a lane begins no more records and puts the rest back the same way, so a tenant
+//! holds the partition for at most the slice plus one record's work, however many of its records
+//! the batch holds, while a batch of quick records is still handled whole.
 //!
 //! Each design's revisions still apply in order (every write is conditional on revision: a
 //! revision deferred behind a newer one of its design finds that one's entries and stops); a

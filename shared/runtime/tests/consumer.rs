@@ -500,3 +500,70 @@ async fn records_past_a_share_that_the_retry_reads_again_are_not_put_back() {
     let back = rig.put_back().await;
     assert_eq!(back.iter().map(|r| &r.value).collect::<Vec<_>>(), [&batch[1].value]);
 }
+
+/// [`Scripted`] with a tenant's time slice of a batch.
+struct Slicing(Duration);
+
+#[async_trait]
+impl RecordHandler for Slicing {
+    type Payload = Value;
+    type State = Envelope<Value>;
+    const KIND: EventKind = EventKind::DesignSubmitted;
+
+    fn name(&self) -> &'static str {
+        "slicing"
+    }
+
+    fn slice(&self) -> Option<Duration> {
+        Some(self.0)
+    }
+
+    fn plan(&self, env: Envelope<Value>) -> Result<Step<Self::State>, RecordError> {
+        Scripted.plan(env)
+    }
+
+    async fn after(
+        &self,
+        env: Envelope<Value>,
+        a: Applied,
+        out: &mut Outbox,
+    ) -> Result<Step<Self::State>, RecordError> {
+        Scripted.after(env, a, out).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_time_slice_a_lane_begins_no_more_records_and_puts_the_rest_back_in_order() {
+    let rig = rig();
+    // noisy's four records take 3 s each; quiet's one is quick and shares the partition.
+    let batch = [
+        submitted_by("noisy", "n1", 0, "slow", 0),
+        submitted_by("noisy", "n2", 1, "slow", 0),
+        submitted("quiet", 2, "ok", 0),
+        submitted_by("noisy", "n3", 3, "slow", 0),
+        submitted_by("noisy", "n4", 4, "ok", 0),
+    ];
+    let consumer =
+        Consumer::new(Slicing(Duration::from_secs(1)), rig.b.log.clone(), rig.b.store.clone(), rig.topics.clone());
+    let t0 = Instant::now();
+    consumer.handle(to_event(&batch)).await.expect("the batch succeeds");
+    let took = t0.elapsed();
+    // The slice (1 s) plus the one record begun inside it (3 s), never the lane's 9 s.
+    assert!(took < Duration::from_secs(5), "the batch held its partition for {took:?}");
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 1, "quiet's record; noisy's first is slow");
+    let back = rig.put_back().await;
+    let values: Vec<_> = back.iter().map(|r| &r.value).collect();
+    assert_eq!(values, [&batch[1].value, &batch[3].value, &batch[4].value], "noisy's others, in their order");
+    assert!(back.iter().all(|r| deferrals(r) == Some("1")));
+}
+
+#[tokio::test]
+async fn a_batch_of_quick_records_is_handled_whole_within_its_slice() {
+    let rig = rig();
+    let batch: Vec<LogRecord> = (0..20).map(|i| submitted_by("busy", &format!("b{i}"), i, "ok", 0)).collect();
+    let consumer =
+        Consumer::new(Slicing(Duration::from_secs(5)), rig.b.log.clone(), rig.b.store.clone(), rig.topics.clone());
+    consumer.handle(to_event(&batch)).await.expect("the batch succeeds");
+    assert_eq!(rig.published(EventKind::ValidationRequested).await, 20);
+    assert!(rig.put_back().await.is_empty(), "nothing is deferred");
+}

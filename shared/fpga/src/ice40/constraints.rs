@@ -54,7 +54,16 @@ pub(crate) fn check_constraints(
         return findings;
     };
     let (parsed, mut findings) = pcf::parse(text, file);
-    let mut placement = Placement::new(device, package, design, file);
+    // Every port bit, to tell a port of the design from a name it lacks: millions of them take
+    // seconds to hash, within the budget like the rest.
+    let mut ports = HashSet::with_capacity(design.io_bits.len());
+    for (i, bit) in design.io_bits.iter().enumerate() {
+        if i.is_multiple_of(4096) && deadline.passed() {
+            return findings;
+        }
+        ports.insert(*bit);
+    }
+    let mut placement = Placement::new(device, package, design, ports, file);
     for io in &parsed.ios {
         if deadline.passed() {
             return findings;
@@ -94,13 +103,19 @@ struct Placement<'a> {
 }
 
 impl<'a> Placement<'a> {
-    fn new(device: &'a Device, package: &'a Package, design: &'a Design<'a>, file: Option<&'a str>) -> Self {
+    fn new(
+        device: &'a Device,
+        package: &'a Package,
+        design: &'a Design<'a>,
+        ports: HashSet<BitName>,
+        file: Option<&'a str>,
+    ) -> Self {
         Placement {
             device,
             package,
             design,
             file,
-            ports: design.io_bits.iter().copied().collect(),
+            ports,
             placed: HashMap::new(),
             pads: HashMap::new(),
             mentioned: HashSet::new(),

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+use crate::budget::Deadline;
 use crate::constraints::Design;
 use crate::netlist::{Bit, Module, Param};
 use crate::pll::{param_u32, Pll};
@@ -78,7 +79,14 @@ impl<'a> Names<'a> {
 
 /// Reads the design view from the parsed top module. Linear in the module's size: port bits
 /// are named once, `netnames` is read once and only for the nets PLLs take a reference from.
+#[cfg(test)]
 pub(crate) fn design_view<'a>(module: &Module<'a>) -> Design<'a> {
+    design_view_within(module, &Deadline::default()).expect("no deadline")
+}
+
+/// [`design_view`], or `None` once `deadline` has passed: naming millions of port bits takes
+/// seconds, which the validation's budget covers like every other stage.
+pub(crate) fn design_view_within<'a>(module: &Module<'a>, deadline: &Deadline) -> Option<Design<'a>> {
     let mut names = Names::default();
     let mut io_bits = Vec::new();
     let mut port_bit_of_net: HashMap<Bit, BitName> = HashMap::new();
@@ -87,6 +95,9 @@ pub(crate) fn design_view<'a>(module: &Module<'a>) -> Design<'a> {
         // Interned (hashed) once per port, never per bit: names can be as long as the netlist.
         let id = names.intern(p.name.clone());
         for (i, bit) in p.bits.iter().enumerate() {
+            if i.is_multiple_of(4096) && deadline.passed() {
+                return None;
+            }
             let name = BitName::of(id, p.bits.len(), i, p.offset, p.upto);
             io_bits.push(name);
             port_bits.push((*bit, name, p.direction));
@@ -134,8 +145,8 @@ pub(crate) fn design_view<'a>(module: &Module<'a>) -> Design<'a> {
             }
         })
         .collect();
-    let sites = sites_view(module, &names, &port_bits, &port_bit_of_net);
-    Design { names, io_bits, plls, sites }
+    let sites = sites_view(module, &names, &port_bits, &port_bit_of_net, deadline)?;
+    Some(Design { names, io_bits, plls, sites })
 }
 
 #[cfg(test)]

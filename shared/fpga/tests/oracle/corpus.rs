@@ -52,6 +52,7 @@ impl Differential {
             allow_unconstrained: case["allow_unconstrained"].as_bool().unwrap_or(false),
             files: FileNames { netlist: None, constraints: Some(&file), bitstream: None },
             budget: None,
+            started: None,
         })
     }
 

@@ -73,6 +73,7 @@ impl Run {
             allow_unconstrained: self.allow_unconstrained,
             files: FileNames { netlist: None, constraints: Some("input.pcf"), bitstream: None },
             budget: None,
+            started: None,
         })
     }
 }

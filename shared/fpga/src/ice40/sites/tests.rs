@@ -64,6 +64,7 @@ fn run(device: &str, package: &str, netlist: &str, pcf: Option<&str>) -> Report 
         allow_unconstrained: false,
         files: FileNames::default(),
         budget: None,
+        started: None,
     })
 }
 
