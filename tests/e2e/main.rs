@@ -2,6 +2,7 @@
 
 mod api_semantics;
 mod artifacts;
+mod batches;
 mod contract;
 mod dead_letters;
 mod durability;

@@ -164,6 +164,20 @@ pub async fn read_within(
     }
 }
 
+/// A body of any media type as its bytes, read within `limit` (for extractors of their own
+/// types); a body over it is drained while the problem goes out, as [`JsonBytes`] does.
+pub(crate) async fn read_all(body: axum::body::Body, limit: usize) -> Result<Bytes, Problem> {
+    match collect(body, limit).await {
+        Ok(bytes) => Ok(bytes),
+        Err((e, rest)) => {
+            if matches!(e, BodyError::TooLarge { .. }) {
+                drain(rest, DRAIN_BYTES).await;
+            }
+            Err(e.into())
+        }
+    }
+}
+
 /// Reads at most `limit` bytes with no deadline of its own (for bodies already buffered).
 async fn collect(body: axum::body::Body, limit: usize) -> Result<Bytes, (BodyError, axum::body::Body)> {
     read_within(body, limit, Duration::from_secs(24 * 3600)).await

@@ -106,7 +106,7 @@ pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opt
 }
 
 impl SubmitRequest {
-    fn into_spec(self, state: &AppState) -> Result<DesignSpec, Problem> {
+    pub(crate) fn into_spec(self, state: &AppState) -> Result<DesignSpec, Problem> {
         let spec = DesignSpec {
             name: self.name,
             target: self.target,
@@ -195,7 +195,11 @@ async fn publish(
 /// The specification as its records carry it: every upload it names adopted for `tenant`, and
 /// every inline payload over [`INLINE_PAYLOAD_MAX_BYTES`] put in the object store and replaced by
 /// its reference, so no record carries more than a few tens of kilobytes.
-async fn by_reference(state: &AppState, tenant: &TenantId, mut spec: DesignSpec) -> Result<DesignSpec, Problem> {
+pub(crate) async fn by_reference(
+    state: &AppState,
+    tenant: &TenantId,
+    mut spec: DesignSpec,
+) -> Result<DesignSpec, Problem> {
     for (payload, object) in spec.references() {
         let field = match payload {
             Payload::Netlist => "netlist_ref",

@@ -15,7 +15,7 @@
 //! 5. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
 //!    immediate 503 when the queue is full; handlers get the body already buffered.
 //! 6. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
-//! 7. The handler in [`designs`], [`uploads`], [`webhooks`] or [`stream`]. `GET
+//! 7. The handler in [`designs`], [`batches`], [`uploads`], [`webhooks`] or [`stream`]. `GET
 //!    /v1/events/stream` ([`stream::live`]) skips steps 4 to 6: it has no body and does no work
 //!    but wait, and caps its own streams per tenant.
 //!
@@ -41,6 +41,7 @@
 // it would add an allocation to each error and buy nothing measurable.
 #![allow(clippy::result_large_err)]
 
+pub mod batches;
 pub mod auth;
 pub mod body;
 pub mod correlation;
@@ -124,6 +125,8 @@ pub struct AppState {
     pub(crate) generation: GenerationPolicy,
     /// Tokens each tenant spent, per day (the synthesis function charges them).
     pub(crate) budgets: Arc<dyn openqq_core::TokenBudgets>,
+    /// Batches: created for reads once accepted, read, cancelled.
+    pub(crate) batches: Arc<dyn openqq_core::Batches>,
 }
 
 /// What the API knows of generation: whether a model is configured, and each tenant's daily
@@ -177,7 +180,8 @@ impl AppState {
             quota: Arc::new(quota::StorageQuota::new(quota::StorageLimits::default())),
             dev_tokens: false,
             generation: GenerationPolicy::default(),
-            budgets: store,
+            budgets: store.clone(),
+            batches: store,
         })
     }
 }
@@ -299,6 +303,10 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/webhooks/{id}/rotate", post(webhooks::rotate))
         .route("/v1/webhooks/{id}/test", post(webhooks::test))
         .route("/v1/webhooks/{id}/deliveries", get(webhooks::deliveries))
+        .route("/v1/batches", post(batches::submit).get(batches::list))
+        .route("/v1/batches/{id}", get(batches::get_one))
+        .route("/v1/batches/{id}/items", get(batches::items))
+        .route("/v1/batches/{id}/cancel", post(batches::cancel))
         .route("/v1/usage", get(usage::usage))
         .route("/v1/objects/{digest}", get(usage::object));
     let v1 = match pool.simulated_downstream {

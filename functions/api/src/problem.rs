@@ -18,6 +18,8 @@ pub struct Problem {
     pub field: Option<String>,
     pub retry_after_secs: Option<u64>,
     pub headers: Vec<(&'static str, String)>,
+    /// What each of several parts got wrong (a batch's items), as the `errors` member.
+    pub errors: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -31,11 +33,28 @@ struct Body<'a> {
     field: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     correlation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<&'a serde_json::Value>,
 }
 
 impl Problem {
     pub fn new(status: StatusCode, slug: &'static str, title: &'static str, detail: impl Into<String>) -> Self {
-        Self { status, slug, title, detail: detail.into(), field: None, retry_after_secs: None, headers: Vec::new() }
+        Self {
+            status,
+            slug,
+            title,
+            detail: detail.into(),
+            field: None,
+            retry_after_secs: None,
+            headers: Vec::new(),
+            errors: None,
+        }
+    }
+
+    /// The problem with an `errors` member (what each part got wrong).
+    pub fn with_errors(mut self, errors: serde_json::Value) -> Self {
+        self.errors = Some(errors);
+        self
     }
 
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
@@ -127,6 +146,7 @@ impl IntoResponse for Problem {
             detail: &self.detail,
             field: self.field.as_deref(),
             correlation_id: correlation::current().map(|c| c.to_string()),
+            errors: self.errors.as_ref(),
         };
         let mut resp = (self.status, serde_json::to_string(&body).expect("problem serialises")).into_response();
         resp.extensions_mut().insert(Answered { slug: self.slug, field: self.field.clone() });

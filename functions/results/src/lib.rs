@@ -7,6 +7,7 @@
 //!
 
 use async_trait::async_trait;
+use openqq_core::batch::{BatchItemEnded, ItemStatus};
 use openqq_core::event::{ResultsReady, ValidationFinished};
 use openqq_core::{Applied, Change, DesignStatus, Envelope, EventKind};
 use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
@@ -45,6 +46,11 @@ impl RecordHandler for Results {
     ) -> Result<Step<Self::State>, RecordError> {
         if applied != Applied::Stale {
             out.publish(&ready);
+            // A batch item's end, for its batch to count (and release the next item).
+            if ready.batch.is_some() {
+                let ended = BatchItemEnded { status: ItemStatus::Ready, verdict: Some(ready.payload.verdict) };
+                out.publish(&Envelope::new(EventKind::BatchItemEnded, &ready.cause(), NAME, ended));
+            }
         }
         Ok(Step::Done)
     }

@@ -35,6 +35,14 @@ pub struct Platform {
 /// How often an idle event stream reads the store for what was applied since.
 pub const FEED_POLL: std::time::Duration = openqq_api::DEFAULT_FEED_POLL;
 
+/// The topics of the batch function: batches to fan out, and their items' ends. The batch lane's
+/// twins of [`CONSUMED`] (`Topics::lane`) are read by the same functions under their own consumer
+/// groups ([`BATCH_LANE_GROUP_PREFIX`]).
+pub const BATCH_CONSUMED: [EventKind; 2] = [EventKind::BatchSubmitted, EventKind::BatchItemEnded];
+
+/// What the consumer groups of the batch lane's topics start with (after the topic prefix).
+pub const BATCH_LANE_GROUP_PREFIX: &str = "batch.";
+
 /// The topics the consumer functions read, in pipeline order (synthesis and generation are
 /// lanes beside validation, for revisions given as source or to be written by a model).
 pub const CONSUMED: [EventKind; 5] = [
@@ -160,6 +168,14 @@ impl Platform {
                 self.consumer(openqq_synthesis::Generation(self.synthesis(openqq_synthesis::GENERATION_SHARE)))
             }
             EventKind::ValidationFinished => self.consumer(openqq_results::Results),
+            EventKind::BatchSubmitted | EventKind::BatchItemEnded => Arc::new(openqq_batch::BatchFunction {
+                batches: b.store.clone(),
+                feed: b.store.clone(),
+                objects: b.objects.clone(),
+                log: b.log.clone(),
+                topics: self.topics.clone(),
+                limits: openqq_core::batch::BatchLimits { in_flight: self.settings.batch_in_flight },
+            }),
             other => anyhow::bail!("no function consumes {other}"),
         })
     }

@@ -131,13 +131,18 @@ impl UpArgs {
         crate::data_dir::check_open_files(self.max_connections)
     }
 
-    fn mapping(&self, platform: &Platform, kind: EventKind) -> MappingConfig {
-        let mut cfg = MappingConfig::new(platform.topics.of(kind), platform.topics.dead_letter());
+    /// The mapping of `kind`'s topic: in the batch lane (`Topics::lane`, the consumer groups
+    /// under [`crate::BATCH_LANE_GROUP_PREFIX`]) when `batch`.
+    fn mapping(&self, platform: &Platform, kind: EventKind, batch: bool) -> MappingConfig {
+        let mut cfg = MappingConfig::new(platform.topics.lane(kind, batch), platform.topics.dead_letter());
         cfg.batch_size = self.batch_size as usize;
         cfg.batch_window = self.batch_window;
         cfg.max_retries = self.max_retries;
         cfg.concurrency = self.consumer_concurrency as usize;
-        cfg.group_prefix = self.platform.topic_prefix.clone();
+        cfg.group_prefix = match batch {
+            true => format!("{}{}", self.platform.topic_prefix, crate::BATCH_LANE_GROUP_PREFIX),
+            false => self.platform.topic_prefix.clone(),
+        };
         cfg
     }
 
@@ -199,15 +204,18 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let keys = platform.local_keys()?;
     let (stop, stop_rx) = watch::channel(false);
     let mut mappings = Vec::new();
-    let consumed: &[EventKind] = if args.api_only {
+    // Each consumer function reads its topic, and its twin in the batch lane under a consumer
+    // group of its own; the batch function reads the batch topics.
+    let consumed: Vec<(EventKind, bool)> = if args.api_only {
         tracing::warn!("--api-only: the consumer functions do not run; submissions wait in the log.");
-        &[]
+        Vec::new()
     } else {
-        &crate::CONSUMED
+        let lanes = crate::CONSUMED.iter().flat_map(|&k| [(k, false), (k, true)]);
+        lanes.chain(crate::BATCH_CONSUMED.iter().map(|&k| (k, false))).collect()
     };
     let deliveries = platform.start_deliveries()?;
     tokio::spawn(sample_sqlite_memory(stop_rx.clone()));
-    for &kind in consumed {
+    for (kind, batch) in consumed {
         let b = &platform.backends;
         let handler = match &args.invoke {
             Some(url) => {
@@ -219,7 +227,8 @@ pub async fn start(args: UpArgs) -> Result<Running> {
         };
         let handler = Arc::new(WakesDeliveries { inner: handler, wake: deliveries.waker() });
         let esm =
-            EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind)).await?;
+            EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind, batch))
+                .await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
     let state = platform.api_state(keys, Some(metrics)).dev_tokens(args.dev_tokens).build();

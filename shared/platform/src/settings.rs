@@ -34,6 +34,10 @@ pub struct Settings {
     /// testbenches and its equivalence check together; each run at most 30 s of it).
     #[arg(long, env = "OPENQQ_SYNTHESIS_BUDGET", default_value = "120s", value_parser = humantime::parse_duration)]
     pub synthesis_budget: Duration,
+    /// Items of one batch on their way through the batch lane at once: another tenant's batch on
+    /// the same partition waits behind at most this many of a tenant's items.
+    #[arg(long, env = "OPENQQ_BATCH_IN_FLIGHT", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub batch_in_flight: u32,
     /// `on`: designs to be written by a model run in a lane of their own (`generation.requested`,
     /// the generation function), so one tenant's burst of slow model calls never holds up source
     /// jobs. `off` sends them through the synthesis lane beside source jobs: only for measuring

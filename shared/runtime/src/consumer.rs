@@ -36,7 +36,7 @@
 //! that record was applied (a later record's first write, or a record in another lane of the
 //! partition) is applied again as a no-op, because every write is conditional on revision.
 
-use crate::dead_letter::{dead_letter_record, fail_revision, panic_message};
+use crate::dead_letter::{dead_letter_record, end_batch_item, fail_revision, panic_message};
 use crate::kafka::{records, Incoming};
 use crate::writes::BatchWriter;
 use async_trait::async_trait;
@@ -94,6 +94,8 @@ impl RecordError {
 enum GiveUpError {
     #[error("marking the revision failed did not succeed")]
     FailRevision(#[source] PortError),
+    #[error("telling the batch its item failed did not succeed")]
+    EndBatchItem(#[source] PortError),
     #[error("dead-lettering failed")]
     DeadLetter(#[source] PortError),
 }
@@ -398,6 +400,7 @@ impl<H: RecordHandler> Consumer<H> {
     /// Fails the record's revision, then dead-letters the record.
     async fn give_up(&self, rec: &Incoming, reason: &str) -> Result<(), GiveUpError> {
         fail_revision(self.store.as_ref(), rec, reason).await.map_err(GiveUpError::FailRevision)?;
+        end_batch_item(self.log.as_ref(), &self.topics, rec).await.map_err(GiveUpError::EndBatchItem)?;
         let letter = dead_letter_record(rec, self.handler.name(), reason);
         self.log.publish(&self.topics.dead_letter(), vec![letter]).await.map_err(GiveUpError::DeadLetter)
     }
@@ -648,6 +651,7 @@ impl<H: RecordHandler> BatchHandler for Consumer<H> {
     async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), PortError> {
         for rec in records {
             fail_revision(self.store.as_ref(), rec, reason).await?;
+            end_batch_item(self.log.as_ref(), &self.topics, rec).await?;
         }
         Ok(())
     }

@@ -13,9 +13,12 @@
 //! replayed record, so if it fails again its new dead letter still says it was a replay.
 
 use crate::kafka::Incoming;
+use openqq_core::batch::{BatchItemEnded, ItemStatus};
 use openqq_core::event::{clip, headers, MAX_DEAD_LETTER_REASON_BYTES};
 use openqq_core::ports::apply_for;
-use openqq_core::{Change, DeadLetter, DesignWrites, Envelope, EventKind, PortError, Record, TimelineEntry};
+use openqq_core::{
+    Change, DeadLetter, DesignWrites, Envelope, EventKind, EventLog, PortError, Record, TimelineEntry, Topics,
+};
 use tracing::warn;
 
 /// The dead-letter record for `rec`: its original key, value and headers, with the reason and
@@ -60,6 +63,20 @@ pub async fn fail_revision(store: &dyn DesignWrites, rec: &Incoming, reason: &st
             Ok(())
         }
     }
+}
+
+/// Tells the batch, when `rec` is of a batch item ([`Envelope::batch`]), that its design failed:
+/// a `batch.item.ended` record, so the batch counts it and releases its next item. Call once the
+/// revision was marked failed ([`fail_revision`]); a repeat is counted once by the batch.
+pub async fn end_batch_item(log: &dyn EventLog, topics: &Topics, rec: &Incoming) -> Result<(), PortError> {
+    let Ok(bytes) = &rec.value else { return Ok(()) };
+    let Ok(env) = Envelope::decode(bytes) else { return Ok(()) };
+    if env.batch.is_none() {
+        return Ok(());
+    }
+    let ended = BatchItemEnded { status: ItemStatus::Failed, verdict: None };
+    let record = Envelope::new(EventKind::BatchItemEnded, &env.cause(), "runtime", ended).to_record();
+    log.publish(&topics.of(EventKind::BatchItemEnded), vec![record]).await
 }
 
 /// The message a panic carried, when it is text.

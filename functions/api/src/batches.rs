@@ -1,0 +1,337 @@
+//! The batch routes: `POST /v1/batches` checks every item up front, keeps the items as one object
+//! of the tenant and publishes one `batch.submitted` record (the batch function fans it out, see
+//! `openqq_core::batch`); the reads page through batches and their items; cancel stops what has
+//! not started. Batch items do not take the tenant's request rate: one request is one admission.
+
+mod items;
+
+use crate::designs::{query, ListQuery};
+use crate::problem::Problem;
+use crate::AppState;
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use openqq_core::batch::{
+    BatchItemEnded, BatchState, BatchSubmitted, ItemRef, ItemStatus, MaxFailed, NewBatch, MAX_BATCH_ITEMS,
+};
+use openqq_core::event::Origin;
+use openqq_core::{BatchId, CorrelationId, Envelope, EventKind, KeptResponse, TenantId};
+use serde::Deserialize;
+
+/// A batch body: `application/json` (`{name, items, …}`) or `application/x-ndjson` (one item a
+/// line; the other fields in the query string).
+pub struct BatchBody {
+    ndjson: bool,
+    bytes: axum::body::Bytes,
+}
+
+impl FromRequest<AppState> for BatchBody {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Problem> {
+        let media = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| {
+            let m = ct.split(';').next()?.trim().to_ascii_lowercase();
+            Some(m)
+        });
+        let ndjson = match media.as_deref() {
+            Some("application/json") => false,
+            Some("application/x-ndjson") => true,
+            _ => {
+                return Err(Problem::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported-media-type",
+                    "Unsupported media type",
+                    "send a batch as application/json ({\"name\", \"items\": [...]}) or application/x-ndjson (one item a line)",
+                ))
+            }
+        };
+        let bytes = crate::body::read_all(req.into_body(), state.max_body_bytes).await?;
+        Ok(BatchBody { ndjson, bytes })
+    }
+}
+
+/// What a batch request says besides its items (the JSON body's fields, or an NDJSON body's
+/// query string).
+#[derive(Debug, Default)]
+pub struct BatchOptions {
+    pub name: Option<String>,
+    /// `reject` (the default): a batch with an invalid item is refused whole; `skip`: accepted,
+    /// with those items `rejected`.
+    pub on_invalid: OnInvalid,
+    pub max_failed: Option<MaxFailed>,
+    /// Items as an upload of the tenant holding JSON lines (`POST /v1/uploads`), for large batches.
+    pub items_ref: Option<crate::designs::RequestRef>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnInvalid {
+    #[default]
+    Reject,
+    Skip,
+}
+
+/// The JSON body: the options and the items inline.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonBatch {
+    name: Option<String>,
+    #[serde(default)]
+    on_invalid: OnInvalid,
+    max_failed: Option<MaxFailed>,
+    items_ref: Option<crate::designs::RequestRef>,
+    #[serde(default)]
+    items: Option<Vec<Box<serde_json::value::RawValue>>>,
+}
+
+/// Longest batch name, in bytes.
+const MAX_NAME_BYTES: usize = 200;
+
+pub async fn submit(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Extension(corr): Extension<CorrelationId>,
+    headers: HeaderMap,
+    query_options: Result<Query<BatchOptionsQuery>, axum::extract::rejection::QueryRejection>,
+    body: BatchBody,
+) -> Result<Response, Problem> {
+    let key = crate::designs::idempotency::key(&headers)?;
+    let (options, lines) = if body.ndjson {
+        let q = query(query_options)?;
+        (q.into_options()?, items::ndjson_lines(&body.bytes)?)
+    } else {
+        let batch: JsonBatch = crate::body::parse(&body.bytes)?;
+        let items = batch.items.unwrap_or_default().into_iter().map(|i| i.get().to_owned()).collect();
+        let options = BatchOptions {
+            name: batch.name,
+            on_invalid: batch.on_invalid,
+            max_failed: batch.max_failed,
+            items_ref: batch.items_ref,
+        };
+        (options, items)
+    };
+    let name = options.name.clone().unwrap_or_default();
+    if name.trim().is_empty() || name.len() > MAX_NAME_BYTES {
+        return Err(Problem::invalid_field("name", format!("is required: 1 to {MAX_NAME_BYTES} bytes")));
+    }
+    let lines = match (&options.items_ref, lines.is_empty()) {
+        (Some(_), false) => {
+            return Err(Problem::invalid_field("items_ref", "give the items inline or by reference, not both"))
+        }
+        (Some(r), true) => items::referenced(&state, &tenant, r).await?,
+        (None, _) => lines,
+    };
+    if lines.is_empty() {
+        return Err(Problem::invalid_field("items", "a batch needs at least one item"));
+    }
+    if lines.len() > MAX_BATCH_ITEMS {
+        return Err(Problem::invalid_field(
+            "items",
+            format!("{} items: a batch holds at most {MAX_BATCH_ITEMS}; split it", lines.len()),
+        ));
+    }
+    let fingerprint = match &key {
+        Some(_) => crate::designs::idempotency::fingerprint("/v1/batches", &body.bytes),
+        None => [0; 32],
+    };
+    drop(body);
+    crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
+        let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await?;
+        accept(&state, tenant.clone(), corr, name, options.max_failed, checked).await
+    })
+    .await
+}
+
+/// Keeps the checked items as an object, publishes `batch.submitted`, and creates the batch for
+/// reads (the batch function creates it too, if this did not).
+async fn accept(
+    state: &AppState,
+    tenant: TenantId,
+    corr: CorrelationId,
+    name: String,
+    max_failed: Option<MaxFailed>,
+    checked: Vec<openqq_core::batch::StoredItem>,
+) -> Result<KeptResponse, Problem> {
+    let mut jsonl = Vec::new();
+    for item in &checked {
+        serde_json::to_writer(&mut jsonl, item).expect("a checked item serialises");
+        jsonl.push(b'\n');
+    }
+    let items_ref =
+        state.objects.put(&tenant, jsonl).await.map_err(|e| Problem::from_port(e, "keeping the batch's items"))?;
+    state.quota.forget(&tenant);
+    let batch_id = BatchId::generate();
+    let total = checked.len() as u32;
+    let rejected = checked.iter().filter(|i| i.rejected.is_some()).count();
+    let payload =
+        BatchSubmitted { batch_id: batch_id.clone(), name: name.clone(), items_ref, items: total, max_failed };
+    let cause = origin(&tenant, &batch_id, &corr, None);
+    let env = Envelope::new(EventKind::BatchSubmitted, &cause, "api", payload);
+    state
+        .log
+        .publish(&state.topics.of(EventKind::BatchSubmitted), vec![env.to_record()])
+        .await
+        .map_err(|e| Problem::from_port(e, "publishing the batch"))?;
+    tracing::info!(tenant_id = %tenant, batch_id = %batch_id, items = total, rejected, "A batch was accepted.");
+    let new = NewBatch { id: batch_id.clone(), name, max_failed, created_at: env.occurred_at };
+    let items: Vec<_> = checked.into_iter().enumerate().map(|(i, item)| item.into_new(i as u32)).collect();
+    if let Err(e) = state.batches.create_batch(&tenant, &new, &items).await {
+        tracing::warn!(error = %e, tenant_id = %tenant, batch_id = %batch_id,
+            "The batch could not be recorded for reads; it shows once the batch function creates it.");
+    }
+    let body = serde_json::json!({
+        "batch_id": batch_id, "items": total, "rejected": rejected, "correlation_id": corr,
+    });
+    Ok(KeptResponse {
+        status: StatusCode::ACCEPTED.as_u16(),
+        headers: vec![
+            ("location".into(), format!("/v1/batches/{batch_id}")),
+            ("content-type".into(), "application/json".into()),
+        ],
+        body: serde_json::to_vec(&body).expect("the accepted body serialises"),
+    })
+}
+
+/// Whom a batch's own events are about: the batch (its id as the design id), revision 1.
+fn origin(tenant: &TenantId, batch: &BatchId, corr: &CorrelationId, item: Option<ItemRef>) -> Origin {
+    Origin {
+        tenant_id: tenant.clone(),
+        design_id: batch.as_design(),
+        revision: 1,
+        correlation_id: corr.clone(),
+        batch: item,
+    }
+}
+
+/// An NDJSON body's options, from the query string.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchOptionsQuery {
+    name: Option<String>,
+    on_invalid: Option<OnInvalid>,
+    max_failed: Option<String>,
+}
+
+impl BatchOptionsQuery {
+    fn into_options(self) -> Result<BatchOptions, Problem> {
+        let max_failed = match self.max_failed {
+            None => None,
+            Some(m) => {
+                let value = match m.parse::<u64>() {
+                    Ok(n) => serde_json::json!(n),
+                    Err(_) => serde_json::json!(m),
+                };
+                Some(MaxFailed::parse(&value).map_err(|e| Problem::invalid_field("max_failed", e))?)
+            }
+        };
+        Ok(BatchOptions {
+            name: self.name,
+            on_invalid: self.on_invalid.unwrap_or_default(),
+            max_failed,
+            items_ref: None,
+        })
+    }
+}
+
+fn batch_id(raw: &str) -> Result<BatchId, Problem> {
+    BatchId::parse(raw).map_err(|_| batch_not_found())
+}
+
+fn batch_not_found() -> Problem {
+    Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", "no such batch for this tenant")
+}
+
+pub async fn get_one(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let id = batch_id(&id)?;
+    let view = state.batches.batch(&tenant, &id).await.map_err(|e| Problem::from_port(e, "reading the batch"))?;
+    view.map(|v| Json(v).into_response()).ok_or_else(batch_not_found)
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    let q = query(q)?;
+    let limit = q.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(Problem::invalid_field("limit", "must be between 1 and 100"));
+    }
+    let cursor = match q.cursor.as_deref().map(BatchId::parse).transpose() {
+        Ok(c) => c,
+        Err(_) => return Err(Problem::invalid_field("cursor", "is not a cursor this API returned")),
+    };
+    let page = state
+        .batches
+        .list_batches(&tenant, cursor.as_ref().map(BatchId::as_str), limit)
+        .await
+        .map_err(|e| Problem::from_port(e, "listing batches"))?;
+    Ok(Json(serde_json::json!({ "batches": page.items, "next": page.next })).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemsQuery {
+    status: Option<String>,
+    after: Option<u32>,
+    limit: Option<usize>,
+}
+
+pub async fn items(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+    q: Result<Query<ItemsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    let id = batch_id(&id)?;
+    let q = query(q)?;
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(ItemStatus::parse(s).ok_or_else(|| {
+            let known: Vec<&str> = ItemStatus::ALL.iter().map(|s| s.as_str()).collect();
+            Problem::invalid_field("status", format!("must be one of {}", known.join(", ")))
+        })?),
+    };
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(Problem::invalid_field("limit", "must be between 1 and 1000"));
+    }
+    let page = state
+        .batches
+        .batch_items(&tenant, &id, status, q.after, limit)
+        .await
+        .map_err(|e| Problem::from_port(e, "listing the batch's items"))?
+        .ok_or_else(batch_not_found)?;
+    Ok(Json(serde_json::json!({ "items": page.items, "next": page.next })).into_response())
+}
+
+/// Stops the items not yet started; finished work stays readable. The batch function is told,
+/// so the batch completes once the items on their way end (at once when none is).
+pub async fn cancel(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Extension(corr): Extension<CorrelationId>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let id = batch_id(&id)?;
+    let view = state
+        .batches
+        .stop_batch(&tenant, &id, BatchState::Cancelled, "cancelled by the tenant")
+        .await
+        .map_err(|e| Problem::from_port(e, "cancelling the batch"))?
+        .ok_or_else(batch_not_found)?;
+    let cause = origin(&tenant, &id, &corr, Some(ItemRef { batch_id: id.clone(), index: 0 }));
+    let nudge = BatchItemEnded { status: ItemStatus::Cancelled, verdict: None };
+    let env = Envelope::new(EventKind::BatchItemEnded, &cause, "api", nudge);
+    state
+        .log
+        .publish(&state.topics.of(EventKind::BatchItemEnded), vec![env.to_record()])
+        .await
+        .map_err(|e| Problem::from_port(e, "telling the batch function"))?;
+    Ok(Json(view).into_response())
+}
