@@ -166,7 +166,8 @@ enum Uploads {
 /// report, and no record on any topic is 64 KB or more.
 async fn big_netlists_inline_and_uploaded(extra: &[&str], uploads: Uploads) {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["--partitions", PARTITIONS, "--validation-budget", "120s"];
+    // The byte limit leaves room for the inline body and the upload's weight when it is named.
+    let mut args = vec!["--partitions", PARTITIONS, "--validation-budget", "120s", "--byte-limit", "32MiB/10s"];
     args.extend_from_slice(extra);
     let mut server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));

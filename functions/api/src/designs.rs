@@ -224,6 +224,7 @@ pub(crate) async fn by_reference(
             e => Problem::from_port(e, "checking the upload"),
         })?;
     }
+    charge_references(state, tenant, &spec).await?;
     for payload in spec.outsized(INLINE_PAYLOAD_MAX_BYTES) {
         let bytes = match payload {
             // The netlist's text moves into the object store's buffer; `refer` drops it anyway.
@@ -245,6 +246,28 @@ pub(crate) async fn by_reference(
         state.quota.forget(tenant);
     }
     Ok(spec)
+}
+
+/// Weighs the uploads `spec` names against `tenant`'s byte quota each time they are used, as a
+/// body of their length would be: validating them costs what validating that body would, so a
+/// tiny submission naming a 64 MiB upload is not a free way to make the validation function read
+/// and check 64 MiB. Uploads longer than half the quota weigh half of it (the rest is room for
+/// the body naming them, already weighed): such an upload can be used at most twice per window.
+async fn charge_references(state: &AppState, tenant: &TenantId, spec: &DesignSpec) -> Result<(), Problem> {
+    let bytes: u64 = spec.references().iter().map(|(_, object)| object.bytes).sum();
+    if bytes == 0 {
+        return Ok(());
+    }
+    let quota = state.tenants.limits.bytes;
+    let cost = u32::try_from(bytes).unwrap_or(u32::MAX).min(quota.limit / 2).max(1);
+    crate::limit::check_bytes(state, tenant, quota, cost).await.map(drop).map_err(|mut p| {
+        p.detail = format!(
+            "the uploads this design names ({bytes} bytes) are weighed against tenant {tenant}'s byte quota of {} \
+             per {:?} each time a design names them (at most half the quota); retry after the Retry-After delay",
+            quota.limit, quota.window
+        );
+        p
+    })
 }
 
 /// Parses a submission body once, straight into the request (the netlist kept as raw JSON text,
