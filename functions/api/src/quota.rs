@@ -7,6 +7,8 @@
 //! [`ObjectStore::usage`](openqq_core::ObjectStore::usage) and is cached per tenant for
 //! [`USAGE_TTL`], so the check costs one store query per tenant every few seconds: the quota is
 //! soft by what a tenant can submit in that time (its request and byte limits bound that).
+//! Uploads, which can each be 64 MiB, are not: each reserves its length before it is accepted
+//! ([`StorageQuota::reserve`], [`reservations`]), so parallel uploads admit only what fits.
 //!
 //! Over quota is `403 storage-quota-exceeded`: retrying the same request cannot succeed until
 //! something outside it changes (designs removed, the quota raised), which is what 403 says; it
@@ -17,6 +19,8 @@ use crate::problem::Problem;
 use axum::http::StatusCode;
 use openqq_core::ports::Usage;
 use openqq_core::{DesignId, DesignReads, ObjectStore, TenantId};
+pub use reservations::Reservation;
+use reservations::Reservations;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -92,7 +96,10 @@ impl StorageLimits {
 pub struct StorageQuota {
     limits: StorageLimits,
     ttl: Duration,
+    /// Each tenant's usage and when its reading began.
     cache: Mutex<HashMap<TenantId, (Instant, Usage)>>,
+    /// Uploads admitted that the cached usage does not count yet.
+    reservations: Reservations,
 }
 
 impl StorageQuota {
@@ -101,7 +108,7 @@ impl StorageQuota {
     }
 
     pub fn with_ttl(limits: StorageLimits, ttl: Duration) -> Self {
-        Self { limits, ttl, cache: Mutex::new(HashMap::new()) }
+        Self { limits, ttl, cache: Mutex::new(HashMap::new()), reservations: Reservations::default() }
     }
 
     pub fn limits(&self) -> StorageLimits {
@@ -119,7 +126,7 @@ impl StorageQuota {
         design: &DesignId,
     ) -> Result<(), Problem> {
         let usage = match self.usage(store, objects, tenant).await {
-            Ok(u) => u,
+            Ok((_, u)) => u,
             Err(e) => {
                 tracing::warn!(error = %e, tenant_id = %tenant, "The tenant's storage could not be read; the submission goes ahead unchecked.");
                 return Ok(());
@@ -148,7 +155,8 @@ impl StorageQuota {
     }
 
     /// Refuses an upload of `adding` bytes by `tenant` when it would take the tenant past its
-    /// byte quota. As for submissions, a store that cannot say lets the upload go ahead.
+    /// byte quota, counting the uploads in progress. As for submissions, a store that cannot say
+    /// lets the upload go ahead.
     pub async fn check_adding(
         &self,
         store: &dyn DesignReads,
@@ -156,23 +164,56 @@ impl StorageQuota {
         tenant: &TenantId,
         adding: u64,
     ) -> Result<(), Problem> {
-        let usage = match self.usage(store, objects, tenant).await {
-            Ok(u) => u,
+        let (read_at, usage) = match self.usage(store, objects, tenant).await {
+            Ok(read) => read,
             Err(e) => {
                 tracing::warn!(error = %e, tenant_id = %tenant, "The tenant's storage could not be read; the upload goes ahead unchecked.");
                 return Ok(());
             }
         };
-        if usage.bytes.saturating_add(adding) > self.limits.bytes {
-            return Err(over(format!(
-                "this tenant stores {} of its {} storage quota, so an upload of {} does not fit; \
-                 ask the operator to remove designs you no longer need or to raise the quota",
-                size(usage.bytes),
-                size(self.limits.bytes),
-                size(adding)
-            )));
+        let reserved = self.reservations.held(tenant, read_at);
+        if usage.bytes.saturating_add(reserved).saturating_add(adding) > self.limits.bytes {
+            return Err(self.upload_over(usage.bytes, reserved, adding));
         }
         Ok(())
+    }
+
+    /// Reserves `adding` bytes of `tenant`'s byte quota for an upload about to be received, or
+    /// refuses it when the tenant's usage, the uploads it has in progress and this one do not
+    /// fit together. The reservation is given back when dropped (the upload failed); once the
+    /// upload is stored, [`Reservation::stored`] keeps it until the usage is read again. As for
+    /// submissions, a store that cannot say lets the upload go ahead (reserved all the same).
+    pub async fn reserve(
+        &self,
+        store: &dyn DesignReads,
+        objects: &dyn ObjectStore,
+        tenant: &TenantId,
+        adding: u64,
+    ) -> Result<Reservation, Problem> {
+        let (read_at, used) = match self.usage(store, objects, tenant).await {
+            Ok((read_at, usage)) => (Some(read_at), usage.bytes),
+            Err(e) => {
+                tracing::warn!(error = %e, tenant_id = %tenant, "The tenant's storage could not be read; the upload goes ahead unchecked.");
+                (None, 0)
+            }
+        };
+        self.reservations
+            .reserve(tenant, used, read_at, adding, self.limits.bytes)
+            .map_err(|reserved| self.upload_over(used, reserved, adding))
+    }
+
+    fn upload_over(&self, used: u64, reserved: u64, adding: u64) -> Problem {
+        let in_progress = match reserved {
+            0 => String::new(),
+            n => format!(" and has uploads of {} in progress", size(n)),
+        };
+        over(format!(
+            "this tenant stores {} of its {} storage quota{in_progress}, so an upload of {} does not fit; \
+             ask the operator to remove designs you no longer need or to raise the quota",
+            size(used),
+            size(self.limits.bytes),
+            size(adding)
+        ))
     }
 
     /// Drops `tenant`'s cached usage, so the next check reads it afresh: called once an upload
@@ -181,20 +222,22 @@ impl StorageQuota {
         self.cache.lock().unwrap().remove(tenant);
     }
 
+    /// `tenant`'s usage, and when its reading began (cached for the TTL).
     async fn usage(
         &self,
         store: &dyn DesignReads,
         objects: &dyn ObjectStore,
         tenant: &TenantId,
-    ) -> openqq_core::ports::PortResult<Usage> {
+    ) -> openqq_core::ports::PortResult<(Instant, Usage)> {
         let now = Instant::now();
         if let Some((at, usage)) = self.cache.lock().unwrap().get(tenant) {
             if now.duration_since(*at) < self.ttl {
-                return Ok(*usage);
+                return Ok((*at, *usage));
             }
         }
         let mut usage = store.usage(tenant).await?;
         usage.bytes += objects.usage(tenant).await?;
+        self.reservations.settle(tenant, now);
         let mut cache = self.cache.lock().unwrap();
         if cache.len() >= MAX_CACHED_TENANTS {
             cache.retain(|_, (at, _)| now.duration_since(*at) < self.ttl);
@@ -203,7 +246,7 @@ impl StorageQuota {
             }
         }
         cache.insert(tenant.clone(), (now, usage));
-        Ok(usage)
+        Ok((now, usage))
     }
 }
 
@@ -253,6 +296,8 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     };
     n.checked_mul(scale).ok_or_else(|| SizeError::TooLarge { text: s.to_owned() })
 }
+
+mod reservations;
 
 #[cfg(test)]
 mod tests;

@@ -233,12 +233,14 @@ async fn store(
         Ok(found) => found == Some(object.bytes),
         Err(e) => return Err(refuse(rest, Problem::from_port(e, "looking the object up")).await),
     };
-    if !present {
-        let quota = state.quota.check_adding(state.reads.as_ref(), state.objects.as_ref(), tenant, object.bytes);
-        if let Err(p) = quota.await {
-            return Err(refuse(rest, p).await);
-        }
-    }
+    // Reserved before any byte is accepted, so parallel uploads admit only what fits the quota.
+    let reservation = match present {
+        true => None,
+        false => match state.quota.reserve(state.reads.as_ref(), state.objects.as_ref(), tenant, object.bytes).await {
+            Ok(reservation) => Some(reservation),
+            Err(p) => return Err(refuse(rest, p).await),
+        },
+    };
     let permits = u32::try_from(object.bytes.div_ceil(1024)).unwrap_or(u32::MAX);
     let Ok(_memory) = memory().try_acquire_many_owned(permits) else {
         let p = Problem::unavailable("too many uploads are in progress on this server; retry shortly");
@@ -254,6 +256,9 @@ async fn store(
         .put_upload(tenant, bytes)
         .await
         .map_err(|e| Problem::from_port(e, "storing the upload").into_response())?;
+    if let Some(reservation) = reservation {
+        reservation.stored();
+    }
     state.quota.forget(tenant);
     if stored != *object {
         // The store hashes what it keeps; the check above makes this unreachable.

@@ -2,6 +2,7 @@ use super::*;
 use openqq_adapters::{Durability, EmbeddedDesignStore, EmbeddedObjectStore};
 use openqq_core::{Change, CorrelationId, DesignWrites, EventKind, TimelineEntry, Verdict};
 use serde_json::value::RawValue;
+use std::sync::Arc;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
     TimelineEntry {
@@ -149,4 +150,52 @@ async fn a_stored_upload_counts_at_once_once_the_tenants_cached_usage_is_forgott
     assert!(quota.check_adding(&store, &objects, &tenant, 60_000).await.is_ok(), "the cached usage is stale");
     quota.forget(&tenant);
     assert!(quota.check_adding(&store, &objects, &tenant, 60_000).await.is_err(), "read afresh, it counts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_uploads_against_a_nearly_full_quota_admit_only_what_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap());
+    let objects = Arc::new(EmbeddedObjectStore::open(dir.path()).unwrap());
+    let t = TenantId::parse("t").unwrap();
+    design_with_report(store.as_ref(), &t, 100_000).await;
+    let used = store.usage(&t).await.unwrap().bytes;
+    // Room for three uploads of 10,000 bytes, with the usage cached all along (as for 5 s).
+    let quota = Arc::new(StorageQuota::with_ttl(StorageLimits { bytes: used + 35_000, designs: 100 }, USAGE_TTL));
+    let attempts: Vec<_> = (0..10)
+        .map(|_| {
+            let (quota, store, objects, t) = (quota.clone(), store.clone(), objects.clone(), t.clone());
+            tokio::spawn(async move { quota.reserve(store.as_ref(), objects.as_ref(), &t, 10_000).await })
+        })
+        .collect();
+    let mut admitted = Vec::new();
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(reservation) => admitted.push(reservation),
+            Err(refused) => {
+                assert_eq!(refused.slug, "storage-quota-exceeded");
+                assert!(refused.detail.contains("uploads of 29.3 KiB in progress"), "{}", refused.detail);
+            }
+        }
+    }
+    assert_eq!(admitted.len(), 3, "three fit; the cached usage alone would have admitted all ten");
+    assert!(quota.check_adding(store.as_ref(), objects.as_ref(), &t, 10_000).await.is_err(), "grants count them too");
+
+    // A failed upload gives its room back.
+    drop(admitted.pop());
+    let again = quota.reserve(store.as_ref(), objects.as_ref(), &t, 10_000).await.expect("its room is free again");
+    // A stored one keeps it until the usage is read again, which then counts the object instead.
+    let stored = objects.put_upload(&t, vec![b'x'; 10_000]).await.unwrap();
+    objects.adopt_upload(&t, &stored).await.unwrap();
+    again.stored();
+    assert!(quota.reserve(store.as_ref(), objects.as_ref(), &t, 10_000).await.is_err(), "still counted while cached");
+    quota.forget(&t);
+    let refused = quota.reserve(store.as_ref(), objects.as_ref(), &t, 10_000).await.unwrap_err();
+    assert!(
+        refused.detail.contains("uploads of 19.5 KiB in progress"),
+        "the stored one is in the usage now: {}",
+        refused.detail
+    );
+    drop(admitted);
+    assert!(quota.reserve(store.as_ref(), objects.as_ref(), &t, 10_000).await.is_ok(), "once the others gave back");
 }
