@@ -216,6 +216,54 @@ async fn a_tenant_sending_as_many_bytes_as_it_can_is_held_to_its_byte_limit_and_
     all_final(&arena.attacker, &ids, WITHIN).await.expect("the attacker's designs reach a final state");
 }
 
+/// Issue 29: one upload of the slowest netlist shape, then many tiny submissions naming it. Each
+/// once re-read and re-validated the whole object past the validation budget, so the attacker's
+/// records held its partition for minutes. Now each use weighs the upload against the byte
+/// quota, each record's budget covers reading it, and a tenant's records begin on a validation
+/// partition for one budget per batch (the rest go back to the end of the topic). Scaled down:
+/// a 6 MiB upload, a 1 s budget and a byte limit that admits several uses per window, so it is
+/// the time slice that keeps the victims' bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_submissions_naming_one_slow_upload_over_and_over_slow_no_victim() {
+    let arena = Arena::start(VICTIMS, &["--validation-budget", "1s", "--byte-limit", "64MiB/10s"]);
+    let mut design = long_named_bus_design("amplified", 6 << 20);
+    let netlist = serde_json::to_vec(&design["netlist"]).unwrap();
+    let object = openqq_e2e::noisy::upload(&arena.attacker, netlist).await.expect("the upload is stored");
+    design.as_object_mut().unwrap().remove("netlist");
+    design["netlist_ref"] = object;
+    let refused = Arc::new(AtomicBool::new(false));
+    let r = refused.clone();
+    let ids = victims_keep_their_latency(&arena, move |c, stop| async move {
+        let mut ids = Vec::new();
+        for _ in 0..200 {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            match c.post("/v1/designs", &design).await {
+                Ok((202, body)) => ids.push(body["design_id"].as_str().unwrap().to_owned()),
+                Ok((429, _)) => {
+                    r.store(true, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Ok((status, body)) => panic!("the attacker got {status}: {body}"),
+                Err(_) => {}
+            }
+        }
+        ids
+    })
+    .await;
+    assert!(ids.len() > 2, "several uses of the upload were accepted: {}", ids.len());
+    assert!(refused.load(Ordering::SeqCst), "each use weighs the upload against the byte limit");
+    all_final(&arena.attacker, &ids, Duration::from_secs(180))
+        .await
+        .expect("the attacker's designs reach a final state");
+    let (_, report) = arena.attacker.get(&format!("/v1/designs/{}/report", ids[0])).await.unwrap();
+    assert_eq!(report["verdict"], "fail", "the budget ends each validation of the upload: {report}");
+    let metrics = reqwest::get(format!("{}/metrics", arena.server.url)).await.unwrap().text().await.unwrap();
+    let deferred = openqq_e2e::counter_sum(&metrics, "openqq_records_deferred_total", &["function=\"validation\""]);
+    eprintln!("{} uses accepted, {deferred} validation records deferred past the attacker's slice", ids.len());
+}
+
 /// Finding 2: a record near the 1 MiB limit that can never succeed (what an outage, a bad deploy
 /// or a schema change can leave in the log) once could not be dead-lettered, because the dead
 /// letter carried a base64 copy, and its partition retried it forever. Five such records of the

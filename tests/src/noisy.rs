@@ -189,3 +189,20 @@ pub fn pll_netnames_design(name: &str, bytes: usize) -> Value {
         "constraints": {"format": "pcf", "text": ""},
     })
 }
+
+/// Uploads `bytes` as `c`'s object through the API (`POST /v1/uploads`, then the granted `PUT`)
+/// and returns the reference a submission names it by.
+pub async fn upload(c: &Client, bytes: Vec<u8>) -> Result<Value> {
+    use sha2::{Digest, Sha256};
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let (status, grant) = c.post("/v1/uploads", &json!({"sha256": digest, "bytes": bytes.len()})).await?;
+    if status != 200 {
+        bail!("the upload was not granted: {status} {grant}");
+    }
+    let url = grant["upload"]["url"].as_str().unwrap_or_default();
+    let resp = c.http.put(url).header("content-type", "application/octet-stream").body(bytes).send().await?;
+    if !resp.status().is_success() {
+        bail!("the upload was refused: {}", resp.status());
+    }
+    Ok(grant["object"].clone())
+}
