@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
+mod front_door;
+
 const VICTIMS: usize = 3;
 const ROUNDS: usize = 3;
 const WITHIN: Duration = Duration::from_secs(60);

@@ -206,3 +206,35 @@ pub async fn upload(c: &Client, bytes: Vec<u8>) -> Result<Value> {
     }
     Ok(grant["object"].clone())
 }
+
+/// Each victim uploads `bytes` fresh bytes through the API (`POST /v1/uploads`, then the grant's
+/// `PUT`), all at once; returns each one's time from asking to `201`. Any other answer fails the
+/// call: an upload refused beside an attack is the attack reaching the victim.
+pub async fn upload_round(victims: &[Client], bytes: usize) -> Result<Vec<Duration>> {
+    let rounds = victims.iter().map(|c| {
+        let c = c.clone();
+        async move {
+            let body: Vec<u8> = (0..bytes).map(|_| rand_byte()).collect();
+            let started = Instant::now();
+            upload(&c, body).await.map_err(|e| anyhow::anyhow!("a victim's upload: {e:#}"))?;
+            Ok(started.elapsed())
+        }
+    });
+    spawn_all(rounds).await.into_iter().collect()
+}
+
+/// The slowest of `rounds` of victims' uploads of `bytes`, a `pause` apart.
+pub async fn worst_upload(victims: &[Client], bytes: usize, rounds: usize, pause: Duration) -> Result<Duration> {
+    let mut worst = Duration::ZERO;
+    for _ in 0..rounds {
+        worst = worst.max(upload_round(victims, bytes).await?.into_iter().max().unwrap_or_default());
+        tokio::time::sleep(pause).await;
+    }
+    Ok(worst)
+}
+
+/// A byte that differs from upload to upload, so no victim's upload is already present.
+fn rand_byte() -> u8 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(Instant::now()) as u8
+}

@@ -116,6 +116,8 @@ pub struct AppState {
     pub(crate) webhooks_allow_private: bool,
     /// Per-tenant bounds: requests in progress, body deadline, bytes per window, open streams.
     pub(crate) tenants: Arc<TenantGuard>,
+    /// The upload `PUT`'s memory, shared fairly between tenants, and its pace ([`uploads`]).
+    pub(crate) uploads: Arc<uploads::memory::UploadMemory>,
     /// What each tenant may keep in the store; submissions over it are refused with 403.
     pub(crate) quota: Arc<quota::StorageQuota>,
     /// Whether `POST /v1/dev/tokens` mints tokens ([`dev_tokens`]): only `openqq up
@@ -177,6 +179,7 @@ impl AppState {
             feed_poll: DEFAULT_FEED_POLL,
             webhooks_allow_private: false,
             tenants: TenantGuard::new(TenantLimits::default()),
+            uploads: uploads::memory::UploadMemory::new(uploads::UploadLimits::default()),
             quota: Arc::new(quota::StorageQuota::new(quota::StorageLimits::default())),
             dev_tokens: false,
             generation: GenerationPolicy::default(),
@@ -243,6 +246,12 @@ impl AppStateBuilder {
     /// Per-tenant bounds in front of the handlers (default: [`TenantLimits::default`]).
     pub fn tenant_limits(mut self, limits: TenantLimits) -> Self {
         self.0.tenants = TenantGuard::new(limits);
+        self
+    }
+
+    /// The upload `PUT`'s memory and pace (default: [`uploads::UploadLimits::default`]).
+    pub fn upload_limits(mut self, limits: uploads::UploadLimits) -> Self {
+        self.0.uploads = uploads::memory::UploadMemory::new(limits);
         self
     }
 

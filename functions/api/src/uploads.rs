@@ -12,15 +12,20 @@
 //!    the API adopts it for the tenant ([`ObjectStore::adopt_upload`]) before publishing.
 //!
 //! The `PUT` served here is outside the JSON request path: no bearer token, no request-body limit
-//! and no byte quota meant for JSON. Its own bounds instead: the body may not exceed the declared
-//! length (413 as soon as it does), must arrive within the body timeout plus the time the
-//! declared length takes at [`MIN_UPLOAD_BYTES_PER_SEC`] (408 after), and must hash to the
-//! declared digest (400, nothing stored). It counts among the tenant's requests in progress and
-//! against its request quota, and the tenant's storage quota must have room for it (403). Bodies
-//! are buffered whole (the object store takes whole objects), so the bytes buffered across all
-//! uploads in progress are capped at [`UPLOAD_MEMORY_BYTES`] (503 with `Retry-After` past it).
+//! and no byte quota meant for JSON. Its own bounds instead ([`UploadLimits`]): the body may not
+//! exceed the declared length (413 as soon as it does); its first byte must come within
+//! [`UploadLimits::first_byte`] and the rest at [`UploadLimits::min_rate`] at least, measured from
+//! that first byte ([`read`]; 408 `upload-too-slow` behind it); and it must hash to the declared
+//! digest (400, nothing stored). It counts among the tenant's requests in progress and against
+//! its request quota, and the tenant's storage quota must have room for it (403). Bodies are
+//! buffered whole (the object store takes whole objects) in memory taken as the bytes arrive,
+//! within a budget shared fairly between tenants ([`memory`]: a tenant's uploads in progress may
+//! declare a quarter of it, 429 past that; 503 while the budget is spent).
 
-use crate::body::{self, BodyError};
+pub mod memory;
+pub mod read;
+
+use crate::body;
 use crate::problem::Problem;
 use crate::AppState;
 use axum::body::Body;
@@ -31,22 +36,92 @@ use axum::{Extension, Json};
 use openqq_core::ports::MAX_OBJECT_BYTES;
 use openqq_core::{ObjectRef, TenantId, UploadTarget};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio::sync::Semaphore;
 
 /// Largest upload, in bytes: the object store's limit, 64 MiB.
 pub const MAX_UPLOAD_BYTES: u64 = MAX_OBJECT_BYTES as u64;
 /// How long an upload URL (token or presigned) stays valid.
 pub const UPLOAD_TTL: Duration = Duration::from_secs(15 * 60);
-/// The slowest average rate an upload may arrive at, after the body timeout's head start: a
-/// 64 MiB upload has about 4½ minutes more than the body timeout.
-pub const MIN_UPLOAD_BYTES_PER_SEC: u64 = 256 * 1024;
-/// Bytes buffered at once across every upload in progress on this instance.
-pub const UPLOAD_MEMORY_BYTES: u64 = 512 * 1024 * 1024;
 /// Counter of uploads received by this API, by `outcome` (`stored`, `refused`).
 pub const UPLOADS_METRIC: &str = "openqq_uploads_total";
+
+/// The bounds of the upload `PUT`; see the module documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UploadLimits {
+    /// Bytes buffered at once across every upload in progress on this instance; each tenant's
+    /// uploads may declare a quarter of it ([`UploadLimits::tenant_share`]).
+    pub memory: u64,
+    /// The slowest an upload may arrive, in bytes a second, measured from its first byte.
+    pub min_rate: u64,
+    /// How long an upload's first byte may take from the request.
+    pub first_byte: Duration,
+    /// How far behind [`min_rate`](Self::min_rate) an upload may fall from its first byte: a
+    /// start for slow networks' first round trips ([`DEFAULT_UPLOAD_RATE_ALLOWANCE`]; not a
+    /// setting).
+    pub rate_allowance: Duration,
+    /// How long a piece of a body waits for memory while the budget is spent, before the upload
+    /// is refused with 503 ([`DEFAULT_UPLOAD_MEMORY_WAIT`]; not a setting).
+    pub memory_wait: Duration,
+}
+
+/// Default upload memory: 512 MiB, eight of the largest uploads; a tenant's share is 128 MiB.
+pub const DEFAULT_UPLOAD_MEMORY: u64 = 512 << 20;
+/// Default minimum rate: 256 KiB a second (a 64 MiB upload in at most about 4½ minutes).
+pub const DEFAULT_UPLOAD_MIN_RATE: u64 = 256 << 10;
+/// Default wait for an upload's first byte.
+pub const DEFAULT_UPLOAD_FIRST_BYTE: Duration = Duration::from_secs(10);
+/// How far behind the minimum rate an upload may fall from its first byte.
+pub const DEFAULT_UPLOAD_RATE_ALLOWANCE: Duration = Duration::from_secs(5);
+/// How long a piece of a body waits for memory while the budget is spent.
+pub const DEFAULT_UPLOAD_MEMORY_WAIT: Duration = Duration::from_secs(10);
+
+impl Default for UploadLimits {
+    fn default() -> Self {
+        Self {
+            memory: DEFAULT_UPLOAD_MEMORY,
+            min_rate: DEFAULT_UPLOAD_MIN_RATE,
+            first_byte: DEFAULT_UPLOAD_FIRST_BYTE,
+            rate_allowance: DEFAULT_UPLOAD_RATE_ALLOWANCE,
+            memory_wait: DEFAULT_UPLOAD_MEMORY_WAIT,
+        }
+    }
+}
+
+impl UploadLimits {
+    /// What the uploads of one tenant in progress may declare together: a quarter of the memory,
+    /// so no tenant holds more than that and filling the memory takes four tenants at least.
+    pub fn tenant_share(&self) -> u64 {
+        self.memory / 4
+    }
+
+    /// Checks the limits; the error is a sentence naming the setting (flag and variable).
+    pub fn check(&self) -> Result<(), UploadLimitsError> {
+        if self.tenant_share() < MAX_UPLOAD_BYTES {
+            return Err(UploadLimitsError::MemoryBelowUpload { memory: self.memory });
+        }
+        if self.min_rate == 0 {
+            return Err(UploadLimitsError::NoRate);
+        }
+        if self.first_byte.is_zero() {
+            return Err(UploadLimitsError::NoFirstByte);
+        }
+        Ok(())
+    }
+}
+
+/// Why [`UploadLimits`] were refused; each names the setting (flag and environment variable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UploadLimitsError {
+    #[error(
+        "--upload-memory (OPENQQ_UPLOAD_MEMORY) is {memory} bytes; a tenant's share, a quarter of it, must hold one \
+         upload of the largest size (64 MiB), so it must be at least 256MiB"
+    )]
+    MemoryBelowUpload { memory: u64 },
+    #[error("--upload-min-rate (OPENQQ_UPLOAD_MIN_RATE) must be at least 1 byte a second")]
+    NoRate,
+    #[error("--upload-first-byte-timeout (OPENQQ_UPLOAD_FIRST_BYTE_TIMEOUT) must be longer than 0 s")]
+    NoFirstByte,
+}
 
 /// `POST /v1/uploads`.
 #[derive(Debug, Deserialize)]
@@ -154,16 +229,6 @@ fn not_authorized() -> Problem {
     Problem::new(StatusCode::FORBIDDEN, "upload-not-authorized", "The upload is not authorized", UPLOAD_TOKEN_DETAIL)
 }
 
-fn mismatch(detail: String) -> Problem {
-    Problem::new(StatusCode::BAD_REQUEST, "upload-mismatch", "The upload does not match what was declared", detail)
-}
-
-/// The buffer budget shared by every upload in progress, in KiB permits.
-fn memory() -> Arc<Semaphore> {
-    static MEMORY: OnceLock<Arc<Semaphore>> = OnceLock::new();
-    MEMORY.get_or_init(|| Arc::new(Semaphore::new((UPLOAD_MEMORY_BYTES / 1024) as usize))).clone()
-}
-
 /// Answers `problem`, letting a client still sending read it (see [`body::drain`]).
 async fn refuse(rest: Body, problem: Problem) -> Response {
     metrics::counter!(UPLOADS_METRIC, "outcome" => "refused").increment(1);
@@ -227,7 +292,7 @@ async fn store(
 ) -> Result<ObjectRef, Response> {
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > object.bytes) {
-        return Err(refuse(rest, too_many_bytes(object)).await);
+        return Err(refuse(rest, read::too_many_bytes(object)).await);
     }
     let present = match state.objects.stat(tenant, &object.digest).await {
         Ok(found) => found == Some(object.bytes),
@@ -241,13 +306,13 @@ async fn store(
             Err(p) => return Err(refuse(rest, p).await),
         },
     };
-    let permits = u32::try_from(object.bytes.div_ceil(1024)).unwrap_or(u32::MAX);
-    let Ok(_memory) = memory().try_acquire_many_owned(permits) else {
-        let p = Problem::unavailable("too many uploads are in progress on this server; retry shortly");
-        return Err(refuse(rest, p).await);
+    // A place within the tenant's share now; memory only as the bytes arrive.
+    let mut admission = match state.uploads.admit(tenant, object.bytes) {
+        Ok(admission) => admission,
+        Err(p) => return Err(refuse(rest, p).await),
     };
-    let within = state.tenants.limits.body_timeout + Duration::from_secs(object.bytes / MIN_UPLOAD_BYTES_PER_SEC);
-    let bytes = match read_exactly(rest, object, within).await {
+    let limits = state.uploads.limits;
+    let bytes = match read::read_exactly(rest, object, &limits, &mut admission).await {
         Ok(bytes) => bytes,
         Err((problem, rest)) => return Err(refuse(rest, problem).await),
     };
@@ -263,59 +328,9 @@ async fn store(
     if stored != *object {
         // The store hashes what it keeps; the check above makes this unreachable.
         tracing::error!(expected = %object.digest, stored = %stored.digest, "An upload was stored under another digest.");
-        return Err(mismatch("the stored object does not match the declared one".into()).into_response());
+        return Err(read::mismatch("the stored object does not match the declared one".into()).into_response());
     }
     Ok(stored)
-}
-
-fn too_many_bytes(object: &ObjectRef) -> Problem {
-    Problem::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload-too-large",
-        "The upload is larger than declared",
-        format!("this upload was declared as {} bytes; send exactly those bytes", object.bytes),
-    )
-}
-
-/// Reads the body, hashing as it arrives: at most `object.bytes` (413 past them), within `within`
-/// (408), then exactly that length and digest (400). On failure the rest of the body comes back
-/// for draining.
-async fn read_exactly(mut rest: Body, object: &ObjectRef, within: Duration) -> Result<Vec<u8>, (Problem, Body)> {
-    use http_body_util::BodyExt;
-    let mut hasher = Sha256::new();
-    let mut out = Vec::new();
-    let read = tokio::time::timeout(within, async {
-        while let Some(frame) = rest.frame().await {
-            let frame = frame.map_err(|e| Problem::from(BodyError::Broken(e)))?;
-            let Ok(data) = frame.into_data() else { continue };
-            if (out.len() + data.len()) as u64 > object.bytes {
-                return Err(too_many_bytes(object));
-            }
-            hasher.update(&data);
-            out.extend_from_slice(&data);
-        }
-        Ok(())
-    })
-    .await;
-    match read {
-        Ok(Ok(())) => {}
-        Ok(Err(p)) => return Err((p, rest)),
-        Err(_) => return Err((BodyError::TimedOut { after: within }.into(), rest)),
-    }
-    if out.len() as u64 != object.bytes {
-        let detail = format!(
-            "the body has {} bytes; the upload was declared as {}; nothing was stored",
-            out.len(),
-            object.bytes
-        );
-        return Err((mismatch(detail), rest));
-    }
-    let got: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    if got != object.digest {
-        let detail = format!("the body's SHA-256 is {got}, not the declared {}; nothing was stored", object.digest);
-        return Err((mismatch(detail), rest));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -346,25 +361,6 @@ mod tests {
         assert_eq!(too_big.status, StatusCode::PAYLOAD_TOO_LARGE);
         assert_eq!(requested(&request(&digest, 0)).unwrap_err().field.as_deref(), Some("bytes"));
         assert_eq!(requested(&request("abc", 10)).unwrap_err().field.as_deref(), Some("sha256"));
-    }
-
-    #[tokio::test]
-    async fn a_body_is_read_only_up_to_its_declared_length_and_must_hash_to_its_digest() {
-        let data = b"hello netlist".to_vec();
-        let digest: String = Sha256::digest(&data).iter().map(|b| format!("{b:02x}")).collect();
-        let object = ObjectRef { digest: digest.clone(), bytes: data.len() as u64 };
-        let t = Duration::from_secs(5);
-        assert_eq!(read_exactly(Body::from(data.clone()), &object, t).await.unwrap(), data);
-        let mut longer = data.clone();
-        longer.push(b'!');
-        let (p, _) = read_exactly(Body::from(longer), &object, t).await.unwrap_err();
-        assert_eq!(p.status, StatusCode::PAYLOAD_TOO_LARGE);
-        let (p, _) = read_exactly(Body::from(data[1..].to_vec()), &object, t).await.unwrap_err();
-        assert_eq!((p.status, p.slug), (StatusCode::BAD_REQUEST, "upload-mismatch"));
-        let mut other = data.clone();
-        other[0] = b'H';
-        let (p, _) = read_exactly(Body::from(other), &object, t).await.unwrap_err();
-        assert!(p.detail.contains("SHA-256"), "{}", p.detail);
     }
 
     #[test]

@@ -121,6 +121,7 @@ impl Platform {
             .webhooks_allow_private(s.webhooks_allow_private)
             .tenant_limits(s.tenant_limits())
             .storage_limits(s.storage_limits())
+            .upload_limits(s.upload_limits())
             .presigned_uploads(b.presigned.clone())
             .generation(s.generation.policy())
     }

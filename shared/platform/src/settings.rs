@@ -78,6 +78,17 @@ pub struct Settings {
     /// Request-body bytes per tenant per window, SIZE/WINDOW (B, KiB, MiB, GiB); 429 above.
     #[arg(long, env = "OPENQQ_BYTE_LIMIT", default_value = "8MiB/10s")]
     pub byte_limit: ByteQuotaSpec,
+    /// Bytes the upload `PUT` buffers at once across all uploads (B, KiB, MiB, GiB); one tenant's
+    /// uploads in progress may declare a quarter of it (429 past that). At least 256MiB.
+    #[arg(long, env = "OPENQQ_UPLOAD_MEMORY", default_value = "512MiB", value_parser = openqq_api::quota::parse_size)]
+    pub upload_memory: u64,
+    /// The slowest an upload `PUT` may send, in bytes a second from its first byte (B, KiB, MiB);
+    /// 408 behind it.
+    #[arg(long, env = "OPENQQ_UPLOAD_MIN_RATE", default_value = "256KiB", value_parser = openqq_api::quota::parse_size)]
+    pub upload_min_rate: u64,
+    /// How long an upload `PUT` may take to send its body's first byte; 408 after it.
+    #[arg(long, env = "OPENQQ_UPLOAD_FIRST_BYTE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub upload_first_byte_timeout: Duration,
     /// What one tenant may keep in the store (reports and timelines), e.g. 1GiB; 403 above.
     #[arg(long, env = "OPENQQ_TENANT_STORAGE", default_value = "1GiB", value_parser = openqq_api::quota::parse_size)]
     pub tenant_storage: u64,
@@ -255,6 +266,7 @@ impl Settings {
             anyhow::bail!("--max-body-bytes (OPENQQ_MAX_BODY_BYTES) must be between 1 byte and 4 GiB");
         }
         self.storage_limits().check()?;
+        self.upload_limits().check()?;
         Ok(self.tenant_limits().check(self.max_body_bytes)?)
     }
 
@@ -265,6 +277,16 @@ impl Settings {
             streams: self.tenant_streams,
             body_timeout: self.body_timeout,
             bytes: self.byte_limit.0,
+        }
+    }
+
+    /// The upload `PUT`'s memory and pace.
+    pub fn upload_limits(&self) -> openqq_api::uploads::UploadLimits {
+        openqq_api::uploads::UploadLimits {
+            memory: self.upload_memory,
+            min_rate: self.upload_min_rate,
+            first_byte: self.upload_first_byte_timeout,
+            ..Default::default()
         }
     }
 
@@ -331,6 +353,7 @@ mod tests {
         let s = Settings::from_args(["--data-dir", "/nonexistent"]).unwrap();
         assert_eq!((s.rate_limit.0.limit, s.max_body_bytes), (100, openqq_api::DEFAULT_MAX_BODY_BYTES));
         assert_eq!(s.tenant_limits(), TenantLimits::default());
+        assert_eq!(s.upload_limits(), openqq_api::uploads::UploadLimits::default());
         let s = Settings::from_args(["--byte-limit", "8MiB/10s", "--tenant-concurrency", "3"]).unwrap();
         assert_eq!((s.tenant_limits().bytes.limit, s.tenant_limits().concurrency), (8 << 20, 3));
     }
@@ -349,6 +372,9 @@ mod tests {
             ("--log-retention", "0s", "OPENQQ_LOG_RETENTION"),
             ("--instances", "0", "OPENQQ_INSTANCES"),
             ("--tenant-storage", "much", "OPENQQ_TENANT_STORAGE"),
+            ("--upload-memory", "64MiB", "OPENQQ_UPLOAD_MEMORY"),
+            ("--upload-min-rate", "0", "OPENQQ_UPLOAD_MIN_RATE"),
+            ("--upload-first-byte-timeout", "0s", "OPENQQ_UPLOAD_FIRST_BYTE_TIMEOUT"),
             ("--webhook-retry-delays", "5s,soon", "OPENQQ_WEBHOOK_RETRY_DELAYS"),
         ] {
             let err = match Settings::from_args([format!("{flag}={value}")]) {

@@ -1,0 +1,86 @@
+//! Attacks on the front door itself, measured as the rest of the suite measures: victims first
+//! without the attack, then beside it, on the same server in the same run, each within
+//! [`allowed_under_attack`] of its own baseline.
+
+use openqq_e2e::noisy::{allowed_under_attack, worst_upload, Arena};
+use openqq_e2e::slow_client::{answer, open_chunked_put};
+use openqq_e2e::Client;
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+const VICTIMS: usize = 3;
+
+/// Grants of `n` uploads of 64 MiB, the largest, each of another object; their upload URLs.
+async fn largest_grants(c: &Client, n: usize) -> Vec<String> {
+    let mut urls = Vec::new();
+    for i in 0..n {
+        let digest = format!("{:064x}", 0xa77ac4_u64 * 1000 + i as u64);
+        let (status, grant) = c.post("/v1/uploads", &json!({"sha256": digest, "bytes": 64 << 20})).await.unwrap();
+        assert_eq!(status, 200, "{grant}");
+        urls.push(grant["upload"]["url"].as_str().unwrap().to_owned());
+    }
+    urls
+}
+
+/// Issue 29's second attack: eight upload `PUT`s of 64 MiB (the tenant's whole concurrency)
+/// that never send a byte once held the whole upload memory for minutes, and every other
+/// tenant's upload got 503. Now memory is taken only as bytes arrive, a tenant's uploads may
+/// declare a quarter of it, and a `PUT` is cut off when its first byte does not come or when it
+/// falls behind the minimum rate. Half the attacker's `PUT`s send nothing, half one byte a
+/// second; it opens them again as soon as they are refused or cut off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_puts_that_send_nothing_or_a_byte_a_second_leave_another_tenants_1_kib_upload_unharmed() {
+    let arena = Arena::start(VICTIMS, &["--upload-first-byte-timeout", "2s"]);
+    let pause = Duration::from_millis(500);
+    let baseline = worst_upload(&arena.victims, 1024, 3, pause).await.expect("victims upload without the attack");
+
+    let urls = largest_grants(&arena.attacker, 8).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let attack: Vec<_> = urls
+        .into_iter()
+        .enumerate()
+        .map(|(i, url)| {
+            let (stop, answers) = (stop.clone(), answers.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::SeqCst) {
+                    let mut put = open_chunked_put(&url).await;
+                    let mut answered = None;
+                    while answered.is_none() && !stop.load(Ordering::SeqCst) {
+                        if i % 2 == 1 {
+                            // One byte as a chunk of its own.
+                            let _ = put.write_all(b"1\r\nx\r\n").await;
+                        }
+                        answered = answer(&mut put, Duration::from_secs(1)).await;
+                    }
+                    answers.lock().unwrap().extend(answered.map(|(status, body)| {
+                        let problem: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                        (status, problem["type"].as_str().unwrap_or_default().to_owned())
+                    }));
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Long enough for the silent PUTs (2 s) and the slow ones (5 s of start, then behind) to be
+    // cut off and opened again.
+    let under_attack = worst_upload(&arena.victims, 1024, 12, pause).await;
+    stop.store(true, Ordering::SeqCst);
+    for a in attack {
+        let _ = a.await;
+    }
+    let under_attack = under_attack.expect("victims upload beside the attack");
+    eprintln!("victims' 1 KiB uploads: {baseline:?} without the attack, {under_attack:?} with it");
+    assert!(
+        under_attack <= allowed_under_attack(baseline),
+        "victims' uploads took {under_attack:?} beside the attack against {baseline:?} without"
+    );
+    let answers = answers.lock().unwrap().clone();
+    let seen = |status: u16, kind: &str| answers.iter().any(|(s, t)| *s == status && t.ends_with(kind));
+    assert!(seen(429, ":upload-share-exceeded"), "PUTs past the tenant's share are refused: {answers:?}");
+    assert!(seen(408, ":upload-too-slow"), "PUTs too slow to send are cut off: {answers:?}");
+    assert!(answers.iter().all(|(s, _)| [408, 429].contains(s)), "nothing else answered the attacker: {answers:?}");
+}
