@@ -70,6 +70,33 @@ async fn connections_past_the_ceiling_get_a_503_problem_and_are_closed() {
     assert!(answer.starts_with("HTTP/1.1 200"), "a closed connection frees its place: {answer}");
 }
 
+/// An idle client keeping its connection by re-sending `GET /healthz` (each restarting the header
+/// timeout) once held it forever; past its lifetime the next answer closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_past_its_lifetime_is_closed_after_its_next_answer_however_often_it_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--connection-lifetime", "2s"]).unwrap();
+    let mut conn = TcpStream::connect(addr(&server)).await.unwrap();
+    let started = Instant::now();
+    let mut answers = 0;
+    let head = loop {
+        conn.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        let (status, head, _) = slow_client::response(&mut conn, Duration::from_secs(3)).await.expect("an answer");
+        assert_eq!(status, 200, "{head}");
+        answers += 1;
+        if head.contains("connection: close") || started.elapsed() > Duration::from_secs(10) {
+            break head;
+        }
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    };
+    assert!(head.contains("connection: close"), "the connection was kept past its lifetime: {head}");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(4), "closed after {took:?}");
+    assert!(answers > 3, "it was kept alive until then ({answers} answers on it)");
+    let (rest, closed) = read_to_close(&mut conn, Duration::from_secs(2)).await;
+    assert!(closed && rest.is_empty(), "the server closed the connection after that answer: {rest:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_the_byte_limit_is_kept_in_redis() {
     let url = std::env::var("OPENQQ_TEST_REDIS_URL")
@@ -242,8 +269,11 @@ async fn the_data_dir_and_everything_in_it_are_private_to_the_owner() {
 #[test]
 fn bad_front_door_settings_stop_start_up_with_a_sentence_naming_the_setting() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--header-timeout", "0s"], "--header-timeout"),
+        (&["--max-connections-per-address", "0"], "--max-connections-per-address"),
+        (&["--connection-lifetime", "0s"], "--connection-lifetime"),
+        (&["--upload-memory", "64MiB"], "--upload-memory"),
         (&["--body-timeout", "0s"], "--body-timeout"),
         (&["--tenant-concurrency", "0"], "--tenant-concurrency"),
         (&["--byte-limit", "1KiB/1m"], "--byte-limit"),

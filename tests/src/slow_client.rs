@@ -45,6 +45,13 @@ pub async fn open_chunked_put(url: &str) -> TcpStream {
 
 /// The status code and body the server answered on `s`, if it answered within `within`.
 pub async fn answer(s: &mut TcpStream, within: std::time::Duration) -> Option<(u16, String)> {
+    let (status, _, body) = response(s, within).await?;
+    Some((status, body))
+}
+
+/// The status code, head (lower-cased) and body of one response on `s`, if it came within
+/// `within`.
+pub async fn response(s: &mut TcpStream, within: std::time::Duration) -> Option<(u16, String, String)> {
     use tokio::io::AsyncReadExt;
     let mut got = Vec::new();
     let whole = |got: &[u8]| {
@@ -69,5 +76,6 @@ pub async fn answer(s: &mut TcpStream, within: std::time::Duration) -> Option<(u
     .await;
     let text = String::from_utf8_lossy(&got).into_owned();
     let status = text.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, text.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default()))
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    Some((status, head.to_ascii_lowercase(), body.to_owned()))
 }

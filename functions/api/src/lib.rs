@@ -29,7 +29,8 @@
 //! need one is also what docs/openapi.yaml says; the contract suite checks each route both ways.
 //!
 //! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
-//! TCP listener with a header read timeout and a connection ceiling.
+//! TCP listener with a header read timeout, a connection ceiling (overall and per client address)
+//! and a connection lifetime.
 //!
 //! Submissions are published to the log and answered 202 once durable; submissions arriving
 //! together share one append ([`grouped`]). Of the store, the API

@@ -7,20 +7,32 @@
 //!   [`ServeConfig::header_timeout`] is closed; this covers both a new connection and an idle
 //!   keep-alive one waiting for its next request (slow-loris clients hold nothing for long);
 //! - **open connections**: at most [`ServeConfig::max_connections`]; one more is answered with a
-//!   503 problem document and closed at once, never left waiting in the backlog.
+//!   503 problem document and closed at once, never left waiting in the backlog;
+//! - **connections per client**: at most [`ServeConfig::max_connections_per_address`] from one
+//!   client address ([`addresses`]: an IPv4 address, an IPv6 /64), so one client cannot hold the
+//!   whole ceiling; one more is answered with a 429 problem document (`too-many-connections`)
+//!   and closed at once;
+//! - **connection lifetime**: the first response a connection sends once it is older than
+//!   [`ServeConfig::connection_lifetime`] carries `Connection: close`, and the connection ends
+//!   there, so a client re-sending `GET /healthz` (each restarting the header timeout) cannot keep
+//!   one forever. A response that never ends (a live stream) keeps its connection until it does.
 //!
 //! Body deadlines and per-tenant bounds are the router's job ([`crate::tenant_guard`]), where the
 //! tenant is known. On shutdown the listener closes, each connection finishes the request it is
 //! serving (idle ones close at once), and whatever is still open after
 //! [`ServeConfig::shutdown_grace`] (live streams) is dropped.
 
+pub mod addresses;
+
+use axum::http::{header, HeaderValue};
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
@@ -37,6 +49,10 @@ pub struct ServeConfig {
     pub header_timeout: Duration,
     /// Connections open at once; more are refused with 503.
     pub max_connections: usize,
+    /// Connections open at once from one client address (an IPv6 /64); more are refused with 429.
+    pub max_connections_per_address: usize,
+    /// How long a connection is kept: its first response after this closes it.
+    pub connection_lifetime: Duration,
     /// How long open connections may take to finish after shutdown begins.
     pub shutdown_grace: Duration,
 }
@@ -45,12 +61,19 @@ pub struct ServeConfig {
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default ceiling on open connections.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default ceiling on open connections from one client: a quarter of the whole ceiling, so it
+/// takes four clients to fill it.
+pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
+/// Default connection lifetime.
+pub const DEFAULT_CONNECTION_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_address: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+            connection_lifetime: DEFAULT_CONNECTION_LIFETIME,
             shutdown_grace: Duration::from_secs(5),
         }
     }
@@ -66,6 +89,7 @@ pub async fn serve(
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(cfg.header_timeout).keep_alive(true);
     let slots = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
+    let per_address = addresses::PerAddress::new(cfg.max_connections_per_address);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     tokio::pin!(shutdown);
@@ -74,8 +98,8 @@ pub async fn serve(
             () = &mut shutdown => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(e) => {
                         // Out of file descriptors, or a connection reset before it was accepted:
                         // wait a moment rather than spin, and go on.
@@ -84,16 +108,23 @@ pub async fn serve(
                         continue;
                     }
                 };
+                let Some(address_slot) = per_address.take(peer.ip()) else {
+                    metrics::counter!(crate::tenant_guard::REJECTIONS_METRIC, "reason" => "connections_per_address")
+                        .increment(1);
+                    tokio::spawn(refuse(stream, Refusal::PerAddress { max: cfg.max_connections_per_address }));
+                    continue;
+                };
                 let Ok(slot) = slots.clone().try_acquire_owned() else {
                     metrics::counter!(crate::tenant_guard::REJECTIONS_METRIC, "reason" => "connections").increment(1);
-                    tokio::spawn(refuse(stream, cfg.max_connections));
+                    tokio::spawn(refuse(stream, Refusal::Ceiling { max: cfg.max_connections }));
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+                let service = closing_after(app.clone(), cfg.connection_lifetime);
+                let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
                 let stop = stopped(stop_rx.clone());
                 conns.spawn(async move {
-                    let _slot = slot;
+                    let _slots = (slot, address_slot);
                     metrics::gauge!(CONNECTIONS_OPEN).increment(1.0);
                     tokio::pin!(conn);
                     let served = tokio::select! {
@@ -128,18 +159,62 @@ pub async fn serve(
     Ok(())
 }
 
+/// `app` for one connection: each response once the connection is older than `lifetime` carries
+/// `Connection: close`, so hyper ends the connection after it.
+fn closing_after(
+    app: Router,
+    lifetime: Duration,
+) -> impl tower::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = axum::response::Response,
+    Error = Infallible,
+    Future = impl Future<Output = Result<axum::response::Response, Infallible>> + Send,
+> + Clone {
+    let born = Instant::now();
+    tower::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let app = app.clone();
+        async move {
+            let mut resp = tower::ServiceExt::oneshot(app, req).await?;
+            if born.elapsed() >= lifetime {
+                resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok(resp)
+        }
+    })
+}
+
 /// Completes once shutdown has begun.
 async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-/// Answers a connection over the ceiling with a 503 problem document and closes it.
-async fn refuse(mut stream: TcpStream, max: usize) {
-    let body = format!(
-        r#"{{"type":"urn:openqq:problem:unavailable","title":"The service is temporarily unavailable","status":503,"detail":"the server has {max} connections open, its most; retry shortly"}}"#
-    );
+/// Why a connection is refused before a request is read.
+#[derive(Debug, Clone, Copy)]
+enum Refusal {
+    /// The server has its most connections open.
+    Ceiling { max: usize },
+    /// The client's address has its most connections open.
+    PerAddress { max: usize },
+}
+
+/// Answers a refused connection with a problem document and closes it.
+async fn refuse(mut stream: TcpStream, why: Refusal) {
+    let (status, body) = match why {
+        Refusal::Ceiling { max } => (
+            "503 Service Unavailable",
+            format!(
+                r#"{{"type":"urn:openqq:problem:unavailable","title":"The service is temporarily unavailable","status":503,"detail":"the server has {max} connections open, its most; retry shortly"}}"#
+            ),
+        ),
+        Refusal::PerAddress { max } => (
+            "429 Too Many Requests",
+            format!(
+                r#"{{"type":"urn:openqq:problem:too-many-connections","title":"Too many connections from this address","status":429,"detail":"this address has {max} connections open, the most one address may hold; close one (or reuse it) and retry"}}"#
+            ),
+        ),
+    };
     let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\nretry-after: 1\r\n\
+        "HTTP/1.1 {status}\r\ncontent-type: application/problem+json\r\nretry-after: 1\r\n\
          connection: close\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );

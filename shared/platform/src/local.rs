@@ -58,6 +58,14 @@ pub struct UpArgs {
     /// HTTP connections open at once; more are answered 503 and closed.
     #[arg(long, env = "OPENQQ_MAX_CONNECTIONS", default_value_t = openqq_api::serve::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// HTTP connections open at once from one client address (an IPv6 /64); more are answered
+    /// 429 and closed.
+    #[arg(long, env = "OPENQQ_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = openqq_api::serve::DEFAULT_MAX_CONNECTIONS_PER_ADDRESS)]
+    pub max_connections_per_address: usize,
+    /// How long an HTTP connection is kept: its first response after this carries
+    /// `Connection: close` and ends it.
+    #[arg(long, env = "OPENQQ_CONNECTION_LIFETIME", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub connection_lifetime: Duration,
     /// Invoke the consumer functions (design-job, validation, results) over the Lambda Invoke API
     /// at this URL, e.g. `cargo lambda watch`'s http://127.0.0.1:9000, instead of in process: the
     /// real Lambda binaries, driven by this trigger's batches, retries and partial-batch answers.
@@ -110,6 +118,14 @@ impl UpArgs {
         }
         if self.max_connections == 0 {
             anyhow::bail!("--max-connections (OPENQQ_MAX_CONNECTIONS) must allow at least 1 connection");
+        }
+        if self.max_connections_per_address == 0 {
+            anyhow::bail!(
+                "--max-connections-per-address (OPENQQ_MAX_CONNECTIONS_PER_ADDRESS) must allow at least 1 connection"
+            );
+        }
+        if self.connection_lifetime.is_zero() {
+            anyhow::bail!("--connection-lifetime (OPENQQ_CONNECTION_LIFETIME) must be longer than 0 s");
         }
         if self.platform.auth == crate::settings::AuthArg::ApiGateway {
             anyhow::bail!(
@@ -238,6 +254,8 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let serve = ServeConfig {
         header_timeout: args.header_timeout,
         max_connections: args.max_connections,
+        max_connections_per_address: args.max_connections_per_address,
+        connection_lifetime: args.connection_lifetime,
         ..ServeConfig::default()
     };
     let mut http_stop = stop_rx.clone();

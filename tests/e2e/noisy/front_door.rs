@@ -2,8 +2,9 @@
 //! without the attack, then beside it, on the same server in the same run, each within
 //! [`allowed_under_attack`] of its own baseline.
 
-use openqq_e2e::noisy::{allowed_under_attack, worst_upload, Arena};
-use openqq_e2e::slow_client::{answer, open_chunked_put};
+use super::{ROUNDS, WITHIN};
+use openqq_e2e::noisy::{allowed_under_attack, worst_latency, worst_upload, Arena};
+use openqq_e2e::slow_client::{answer, open_chunked_put, response};
 use openqq_e2e::Client;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,4 +84,87 @@ async fn upload_puts_that_send_nothing_or_a_byte_a_second_leave_another_tenants_
     assert!(seen(429, ":upload-share-exceeded"), "PUTs past the tenant's share are refused: {answers:?}");
     assert!(seen(408, ":upload-too-slow"), "PUTs too slow to send are cut off: {answers:?}");
     assert!(answers.iter().all(|(s, _)| [408, 429].contains(s)), "nothing else answered the attacker: {answers:?}");
+}
+
+/// `c` connecting from `local` (another loopback address than the attacker's 127.0.0.1).
+fn from_address(c: &Client, local: &str) -> Client {
+    let http = reqwest::Client::builder().local_address(local.parse::<std::net::IpAddr>().unwrap()).build().unwrap();
+    Client { http, ..c.clone() }
+}
+
+/// What the attacker's connections came to.
+#[derive(Debug, Default)]
+struct Held {
+    /// Connections refused at once because the address held its most (429 `too-many-connections`).
+    refused: usize,
+    /// Connections the server ended past their lifetime (an answer with `Connection: close`).
+    ended: usize,
+}
+
+/// Issue 29's third attack: keep-alive connections without a token re-sending `GET /healthz`
+/// (each restarting the header timeout) once held all 1,024 connections, and authenticated
+/// tenants got 503. Now one address holds at most its share of the ceiling, and a connection
+/// past its lifetime is closed. The attacker opens twice its address's maximum from 127.0.0.1
+/// and opens each again as soon as it is refused or closed; the victims, on the attacker's
+/// partition, connect from 127.0.0.2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_holding_its_most_connections_with_healthz_loops_slows_no_tenant_at_another_address() {
+    let max = 32;
+    // A ceiling the attacker alone would fill, were its address not held to its share of it.
+    let args = ["--max-connections", "48", "--max-connections-per-address", "32", "--connection-lifetime", "1s"];
+    let arena = Arena::start(VICTIMS, &args);
+    let victims: Vec<Client> = arena.victims.iter().map(|c| from_address(c, "127.0.0.2")).collect();
+    let baseline = worst_latency(&victims, ROUNDS, WITHIN).await.expect("victims reach ready without the attack");
+
+    let addr = openqq_e2e::slow_client::addr(&arena.server.url);
+    let stop = Arc::new(AtomicBool::new(false));
+    let held = Arc::new(Mutex::new(Held::default()));
+    let attack: Vec<_> = (0..2 * max)
+        .map(|_| {
+            let (addr, stop, held) = (addr.clone(), stop.clone(), held.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::SeqCst) {
+                    let Ok(mut conn) = tokio::net::TcpStream::connect(&addr).await else { continue };
+                    while !stop.load(Ordering::SeqCst) {
+                        let _ = conn.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await;
+                        match response(&mut conn, Duration::from_secs(2)).await {
+                            Some((429, _, body)) if body.contains("too-many-connections") => {
+                                held.lock().unwrap().refused += 1;
+                                tokio::time::sleep(Duration::from_millis(200)).await;
+                                break;
+                            }
+                            Some((200, head, _)) if head.contains("connection: close") => {
+                                held.lock().unwrap().ended += 1;
+                                break;
+                            }
+                            Some((200, _, _)) => tokio::time::sleep(Duration::from_millis(500)).await,
+                            _ => break,
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let under_attack = worst_latency(&victims, ROUNDS, WITHIN).await;
+    // While the attack runs, its address gets no more than its maximum.
+    let mut extra = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let extra = response(&mut extra, Duration::from_secs(2)).await;
+    stop.store(true, Ordering::SeqCst);
+    for a in attack {
+        let _ = a.await;
+    }
+    let under_attack = under_attack.expect("victims reach ready beside the attack");
+    eprintln!(
+        "victims: {baseline:?} without the attack, {under_attack:?} with it; attacker: {:?}",
+        held.lock().unwrap()
+    );
+    assert!(
+        under_attack <= allowed_under_attack(baseline),
+        "victims took {under_attack:?} beside the attack against {baseline:?} without"
+    );
+    assert!(matches!(extra, Some((429, _, _))), "the attacker's address is at its maximum: {extra:?}");
+    let held = held.lock().unwrap();
+    assert!(held.refused > 0, "connections past the address's maximum were refused: {held:?}");
+    assert!(held.ended > 0, "connections past their lifetime were closed: {held:?}");
 }
