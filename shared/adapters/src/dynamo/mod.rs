@@ -1,5 +1,6 @@
 //! The design store on DynamoDB (cargo feature `dynamodb`): one table holding designs, their
-//! timelines, reports, accepted-revision markers and idempotency keys (docs/DYNAMODB.md).
+//! timelines, reports, accepted-revision markers, idempotency keys, feeds, webhooks and batches
+//! (docs/DYNAMODB.md).
 //!
 //! - [`table`]: keys, item types, attribute names, and the table definition that
 //!   [`DynamoDesignStore::create_table_if_missing`] creates against a local endpoint.
@@ -15,11 +16,14 @@
 //! - `feed`: the tenant's event feed, numbered per tenant without gaps, and the deliveries an
 //!   append queues in the same transaction.
 //! - `webhooks`: webhooks, and their deliveries' claims, attempts and listing.
+//! - `batches`: batches of design jobs (`openqq_core::batch`): a row per batch with its counts,
+//!   a row per item, each item's move in one transaction with the counts it changes.
 //! - `error`: every SDK error classified (throttled, unavailable, invalid, permanent), never
 //!   flattened into one kind of failure.
 
 mod apply;
 mod batch;
+mod batches;
 mod budgets;
 mod error;
 mod feed;
