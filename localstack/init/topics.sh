@@ -14,7 +14,7 @@ set -euo pipefail
 brokers=${OPENQQ_KAFKA_BROKERS:?set OPENQQ_KAFKA_BROKERS=HOST:PORT}
 prefix=${OPENQQ_TOPIC_PREFIX:-}
 partitions=${OPENQQ_PARTITIONS:-12}
-topics=(design.submitted validation.requested synthesis.requested generation.requested validation.started validation.finished results.ready dead-letter)
+topics=(design.submitted validation.requested synthesis.requested generation.requested validation.started validation.finished results.ready batch.submitted batch.item.ended batch.design.submitted batch.validation.requested batch.synthesis.requested batch.generation.requested batch.validation.started batch.validation.finished batch.results.ready dead-letter)
 
 log() { echo "topics.sh: $*" >&2; }
 
