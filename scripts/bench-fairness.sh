@@ -34,11 +34,11 @@ start() {
   local name=$1; shift
   data="$work/$name"
   mkdir -p "$data"
-  RUST_LOG=warn "$bin" up --data-dir "$data" --listen 127.0.0.1:0 --log-format json "$@" >"$work/$name.stdout" 2>"$work/$name.stderr" &
+  RUST_LOG=warn "$bin" up --data-dir "$data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --log-format json "$@" >"$work/$name.stdout" 2>"$work/$name.stderr" &
   pid=$!
   url=
   for _ in $(seq 200); do
-    url=$(grep -o 'http://[^ ]*' "$work/$name.stdout" || true)
+    url=$(grep -o 'http://[^ ]*' "$work/$name.stdout" | head -n1 || true)
     [ -n "$url" ] && return
     sleep 0.05
   done

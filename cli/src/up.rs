@@ -38,8 +38,12 @@ async fn serve(args: UpArgs) -> Result<()> {
     let data_dir = args.platform.data_dir.clone();
     let running = openqq_platform::start(args).await?;
     let addr = running.addr;
-    println!("OpenQQuantify is up at http://{addr} (data in {})", data_dir.display());
-    tracing::info!(%addr, data_dir = %data_dir.display(), "The platform is up.");
+    let metrics = match running.metrics_addr {
+        Some(m) => format!("; metrics at http://{m}/metrics"),
+        None => String::new(),
+    };
+    println!("OpenQQuantify is up at http://{addr} (data in {}{metrics})", data_dir.display());
+    tracing::info!(%addr, metrics_addr = ?running.metrics_addr, data_dir = %data_dir.display(), "The platform is up.");
     shutdown_signal().await;
     tracing::info!("Shutting down: finishing in-flight requests and batches.");
     running.stop().await?;

@@ -58,7 +58,7 @@ trap cleanup EXIT
 # A generous request limit: the run checks the contract, not the limiter (429s are documented
 # and would only hide the operations behind them).
 env -u OPENQQ_JWT_SECRET RUST_LOG=warn "$bin" up --data-dir "$work/data" --listen 127.0.0.1:0 --log-format json \
-  --rate-limit 100000/1s >"$work/stdout" 2>"$work/server.log" &
+  --metrics-listen 127.0.0.1:0 --rate-limit 100000/1s >"$work/stdout" 2>"$work/server.log" &
 pid=$!
 url=
 for _ in $(seq 1 600); do

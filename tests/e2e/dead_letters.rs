@@ -86,7 +86,7 @@ async fn timeline(client: &Client, design: &str) -> Vec<(String, u64)> {
 async fn until_results_handled(server: &Server, within: Duration) {
     let deadline = Instant::now() + within;
     loop {
-        let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+        let metrics = reqwest::get(server.metrics()).await.unwrap().text().await.unwrap();
         let done =
             openqq_e2e::counter_sum(&metrics, "openqq_batches_total", &["function=\"results\"", "outcome=\"ok\""]);
         if done >= 1.0 {

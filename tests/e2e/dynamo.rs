@@ -236,7 +236,7 @@ async fn with_dynamodb_throttling_every_acknowledged_revision_still_reaches_resu
     }
     openqq_e2e::ordering::assert_every_acknowledged_revision_ready_once_in_order(&clients, &results).await;
     assert!(throttler.throttled() > 20 && throttler.forwarded() > 0, "{} throttled", throttler.throttled());
-    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+    let metrics = reqwest::get(server.metrics()).await.unwrap().text().await.unwrap();
     let failed = openqq_e2e::counter_sum(&metrics, "openqq_batches_total", &["outcome=\"failed\""]);
     assert!(failed > 0.0, "the throttling reached the consumers, which retried: {failed} failed batches");
 }

@@ -151,7 +151,6 @@ fn routes() -> Vec<Route> {
         Route { method: "GET", path: "/v1/designs/{id}/events", body: None },
         Route { method: "GET", path: "/v1/events/stream", body: None },
         Route { method: "GET", path: "/healthz", body: None },
-        Route { method: "GET", path: "/metrics", body: None },
     ]
 }
 
@@ -267,4 +266,32 @@ async fn an_idempotency_key_is_scoped_to_its_tenant() {
     assert_eq!(alpha_again["design_id"], alpha["design_id"], "the same tenant's retry gets the same answer");
     assert!(beta["design_id"].is_string(), "{beta}");
     assert_ne!(beta["design_id"], alpha["design_id"], "another tenant's key never answers with alpha's design");
+}
+
+/// `/metrics` names tenants (their request counts), so the API's listener serves it to no one,
+/// with a token or without: it is served on a listener of its own (`--metrics-listen`, loopback
+/// by default), which serves nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_listener_serves_no_metrics_so_no_caller_learns_a_tenant_id_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = App::start(dir.path(), &[]).unwrap();
+    let named = Client::new(&server.url, &server.token("tenant-named-in-metrics"));
+    let (status, accepted) = named.post("/v1/designs", &blink_design("counted")).await.unwrap();
+    assert_eq!(status, 202, "{accepted}");
+    let http = reqwest::Client::new();
+    let metrics_url = server.metrics_url.clone().expect("openqq up serves metrics by default");
+    let scraped = http.get(&metrics_url).send().await.unwrap().text().await.unwrap();
+    assert!(scraped.contains("tenant=\"tenant-named-in-metrics\""), "the metrics listener names the tenant");
+    for path in ["/metrics", "/metrics/", "/v1/metrics"] {
+        for token in [None, Some(named.token.as_str())] {
+            let answer = send(&http, &format!("{}{path}", server.url), "GET", token, None).await;
+            assert_eq!(answer.status, 404, "GET {path} on the API's listener: {:?}", answer.body);
+            assert!(!answer.body.to_string().contains("tenant-named-in-metrics"), "{:?}", answer.body);
+        }
+    }
+    let metrics_base = metrics_url.trim_end_matches("/metrics");
+    for path in ["/v1/designs", "/healthz", "/"] {
+        let answer = send(&http, &format!("{metrics_base}{path}"), "GET", Some(&named.token), None).await;
+        assert_eq!(answer.status, 404, "the metrics listener serves /metrics only, not {path}");
+    }
 }

@@ -276,7 +276,7 @@ async fn a_design_goes_through_all_four_lambda_binaries_with_openqq_up_as_their_
     let (_, events) = call(&lambda, http_event("GET", &format!("/v1/designs/{id}/events"), None, Some("acme"))).await;
     let kinds: Vec<&str> = events["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["design.submitted", "validation.started", "validation.finished", "results.ready"]);
-    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+    let metrics = reqwest::get(server.metrics()).await.unwrap().text().await.unwrap();
     for function in ["design-job", "validation", "results"] {
         let label = format!("function=\"{function}\"");
         let ok = openqq_e2e::counter_sum(&metrics, "openqq_batches_total", &[&label, "outcome=\"ok\""]);

@@ -117,7 +117,7 @@ async fn sigterm_drains_and_exits_cleanly_and_metrics_and_health_answer() {
     let (status, _) = c.get("/healthz").await.unwrap();
     assert_eq!(status, 200);
     c.post("/v1/designs", &blink_design("m")).await.unwrap();
-    let metrics = c.http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
+    let metrics = c.http.get(server.metrics()).send().await.unwrap().text().await.unwrap();
     assert!(
         metrics.contains(
             "openqq_http_requests_total{route=\"/v1/designs\",method=\"POST\",status=\"202\",tenant=\"acme\"} 1"

@@ -261,7 +261,7 @@ async fn tiny_submissions_naming_one_slow_upload_over_and_over_slow_no_victim() 
         .expect("the attacker's designs reach a final state");
     let (_, report) = arena.attacker.get(&format!("/v1/designs/{}/report", ids[0])).await.unwrap();
     assert_eq!(report["verdict"], "fail", "the budget ends each validation of the upload: {report}");
-    let metrics = reqwest::get(format!("{}/metrics", arena.server.url)).await.unwrap().text().await.unwrap();
+    let metrics = reqwest::get(arena.server.metrics()).await.unwrap().text().await.unwrap();
     let deferred = openqq_e2e::counter_sum(&metrics, "openqq_records_deferred_total", &["function=\"validation\""]);
     eprintln!("{} uses accepted, {deferred} validation records deferred past the attacker's slice", ids.len());
 }
@@ -302,7 +302,7 @@ async fn records_near_the_size_limit_that_never_succeed_are_dead_lettered_and_st
         let d = arena.attacker.wait_for(id, WITHIN, |d| d["status"] == "failed").await.expect("the revision fails");
         assert!(d["failure_reason"].as_str().is_some_and(|r| !r.is_empty()), "with its reason: {d}");
     }
-    let metrics = reqwest::get(format!("{}/metrics", arena.server.url)).await.unwrap().text().await.unwrap();
+    let metrics = reqwest::get(arena.server.metrics()).await.unwrap().text().await.unwrap();
     let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"design-job\""]);
     assert_eq!(dead, 5.0, "each went to the dead-letter topic once");
 }

@@ -104,7 +104,7 @@ fn label_values(text: &str, metric: &str, label: &str) -> BTreeSet<String> {
 }
 
 async fn scrape(server: &Server) -> String {
-    reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap()
+    server.scrape().await
 }
 
 /// Writes a `design.submitted` record no design-job version can read while the server is down,
@@ -303,14 +303,17 @@ fn keep_submitting(
 async fn a_live_prometheus_sees_the_deploy_and_names_the_tenant_and_route_of_the_incident() {
     let Some(bin) = openqq_e2e::prometheus::bin() else { return };
     let dir = tempfile::tempdir().unwrap();
+    // The metrics address is chosen here, so the release that replaces this one serves its
+    // metrics where Prometheus scrapes.
+    let metrics = format!("127.0.0.1:{}", openqq_e2e::tansu::free_port());
     let mut server = Server::start_with_env(
         dir.path(),
         "127.0.0.1:0",
-        &["--partitions", "4"],
+        &["--partitions", "4", "--metrics-listen", &metrics],
         &[("OPENQQ_BUILD_COMMIT", "release-a")],
     )
     .unwrap();
-    let prometheus = Prometheus::start(&bin, &format!("127.0.0.1:{}", server.port())).await;
+    let prometheus = Prometheus::start(&bin, &metrics).await;
     let began = now_secs();
 
     // Release A serves two well-behaved tenants for a few scrapes.

@@ -347,7 +347,7 @@ async fn a_netlist_object_that_is_missing_or_does_not_match_fails_its_revision_a
         let reason = view["failure_reason"].as_str().expect("the reason is shown");
         assert!(reason.contains("netlist") && reason.contains(why), "{reason}");
     }
-    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+    let metrics = reqwest::get(server.metrics()).await.unwrap().text().await.unwrap();
     let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"validation\""]);
     assert_eq!(dead, 2.0, "each dead-lettered once, never retried in a loop");
 }

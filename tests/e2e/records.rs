@@ -80,7 +80,7 @@ async fn a_submission_the_platform_gives_up_on_shows_as_failed_with_its_reason_t
     // the count to settle, then it must be exactly one.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let dead = loop {
-        let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+        let metrics = reqwest::get(server.metrics()).await.unwrap().text().await.unwrap();
         let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"design-job\""]);
         if dead >= 1.0 || std::time::Instant::now() > deadline {
             break dead;

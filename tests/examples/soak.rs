@@ -37,7 +37,7 @@ async fn sample(server: &Server, http: &reqwest::Client) -> Sample {
 }
 
 async fn metrics(server: &Server, http: &reqwest::Client) -> String {
-    http.get(format!("{}/metrics", server.url)).send().await.expect("a scrape").text().await.expect("a body")
+    http.get(server.metrics()).send().await.expect("a scrape").text().await.expect("a body")
 }
 
 fn print(at: Duration, s: &Sample, sent: usize, note: &str) {

@@ -14,6 +14,8 @@ use tokio::sync::oneshot;
 /// A running in-process platform; dropping it stops it (in-flight work drains first).
 pub struct App {
     pub url: String,
+    /// Where its `/metrics` is served (a listener apart from the API), unless turned off.
+    pub metrics_url: Option<String>,
     pub data_dir: PathBuf,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -28,6 +30,10 @@ impl App {
             .map(str::to_owned)
             .collect();
         args.push(data_dir.display().to_string());
+        if !crate::names_metrics_listen(extra_args) {
+            // A free port of its own, as tests run side by side.
+            args.extend(["--metrics-listen".to_owned(), "127.0.0.1:0".to_owned()]);
+        }
         args.extend(extra_args.iter().map(|s| s.to_string()));
         let up = openqq_platform::UpArgs::from_args(args)?;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -39,14 +45,15 @@ impl App {
                     Ok(r) => r,
                     Err(e) => return drop(ready_tx.send(Err(e))),
                 };
-                let _ = ready_tx.send(Ok(running.addr));
+                let _ = ready_tx.send(Ok((running.addr, running.metrics_addr)));
                 let _ = stop_rx.await;
                 let _ = running.stop().await;
             });
         });
-        let addr = ready_rx.recv().context("the platform's thread ended before it was up")??;
+        let (addr, metrics) = ready_rx.recv().context("the platform's thread ended before it was up")??;
         Ok(Self {
             url: format!("http://{addr}"),
+            metrics_url: metrics.map(|m| format!("http://{m}/metrics")),
             data_dir: data_dir.to_owned(),
             stop: Some(stop_tx),
             thread: Some(thread),

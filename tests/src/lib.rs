@@ -76,10 +76,18 @@ pub fn counter_sum(metrics: &str, counter: &str, labels: &[&str]) -> f64 {
         .sum()
 }
 
+/// Whether `args` choose where `/metrics` is served (`--metrics-listen ADDR` or `=ADDR`).
+pub fn names_metrics_listen(args: &[&str]) -> bool {
+    args.iter().any(|a| *a == "--metrics-listen" || a.starts_with("--metrics-listen="))
+}
+
 /// A running `openqq up`.
 pub struct Server {
     child: Child,
     pub url: String,
+    /// Its `/metrics` page, on a listener apart from the API (a free port unless the test chose
+    /// one with `--metrics-listen`); `None` with `--metrics-listen off`.
+    pub metrics_url: Option<String>,
     pub data_dir: PathBuf,
     pub extra_args: Vec<String>,
     /// Environment variables set for the process (secrets, say), kept across restarts.
@@ -114,6 +122,10 @@ impl Server {
             .arg("--listen")
             .arg(listen)
             .args(["--batch-window", "50ms", "--log-format", "json"])
+            .args(match names_metrics_listen(extra_args) {
+                true => &[][..],
+                false => &["--metrics-listen", "127.0.0.1:0"][..],
+            })
             .args(extra_args)
             .env("RUST_LOG", std::env::var("OPENQQ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
             .env_remove("OPENQQ_JWT_SECRET")
@@ -130,14 +142,29 @@ impl Server {
             .find(|w| w.starts_with("http://"))
             .ok_or_else(|| anyhow!("openqq up did not print its URL; it printed {line:?}"))?
             .to_owned();
+        let metrics_url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://") && w.ends_with("/metrics)"))
+            .map(|w| w.trim_end_matches(')').to_owned());
         Ok(Self {
             child,
             url,
+            metrics_url,
             data_dir: data_dir.to_owned(),
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             bin: bin.to_owned(),
         })
+    }
+
+    /// The `/metrics` page's URL; panics when the server serves none (`--metrics-listen off`).
+    pub fn metrics(&self) -> &str {
+        self.metrics_url.as_deref().expect("the server serves /metrics (not --metrics-listen off)")
+    }
+
+    /// The Prometheus text of `/metrics`, scraped now.
+    pub async fn scrape(&self) -> String {
+        reqwest::get(self.metrics()).await.expect("a scrape").text().await.expect("a scrape's body")
     }
 
     pub fn port(&self) -> u16 {

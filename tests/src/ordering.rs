@@ -158,7 +158,7 @@ pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(
 
 /// Batches a runner's consumers finished successfully, from its `/metrics`.
 pub async fn batches_done(server: &crate::Server) -> u64 {
-    let Ok(resp) = reqwest::get(format!("{}/metrics", server.url)).await else { return 0 };
+    let Ok(resp) = reqwest::get(server.metrics()).await else { return 0 };
     let text = resp.text().await.unwrap_or_default();
     crate::counter_sum(&text, "openqq_batches_total", &["outcome=\"ok\""]) as u64
 }

@@ -29,8 +29,9 @@ pub fn bin() -> Option<PathBuf> {
 }
 
 impl Prometheus {
-    /// Scrapes `target` every second with the shipped scrape config and rules, the rules'
-    /// `for:` durations shortened to 2 s so alerts fire within a test.
+    /// Scrapes `target` (an `openqq up`'s metrics address, `--metrics-listen`) every second with
+    /// the shipped scrape config and rules, the rules' `for:` durations shortened to 2 s so alerts
+    /// fire within a test.
     pub async fn start(bin: &Path, target: &str) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         let shipped = repo_root().join("infra/prometheus");
@@ -38,7 +39,7 @@ impl Prometheus {
         for (from, to) in [
             ("scrape_interval: 5s", "scrape_interval: 1s"),
             ("evaluation_interval: 5s", "evaluation_interval: 1s"),
-            ("127.0.0.1:8080", target),
+            ("127.0.0.1:9464", target),
         ] {
             assert!(config.contains(from), "infra/prometheus/prometheus.yml no longer has {from:?}");
             config = config.replace(from, to);

@@ -95,7 +95,7 @@ pub async fn run(
     let submit = started.elapsed();
     let http = reqwest::Client::new();
     let metrics = loop {
-        let m = http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
+        let m = http.get(server.metrics()).send().await.unwrap().text().await.unwrap();
         let done = applied_results(&m);
         if done >= designs {
             break m;

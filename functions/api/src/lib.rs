@@ -24,9 +24,11 @@
 //! in-progress cap and its own body bounds itself (see [`uploads`]).
 //!
 //! `POST /v1/dev/tokens` ([`dev_tokens`], `openqq up --dev-tokens` only), `GET /v1/targets`
-//! ([`targets`]), the web UI ([`ui`], at `/` and `/ui/{file}`), `GET /healthz` and `GET /metrics`
-//! ([`observe::scrape`]) pass through steps 1 and 2 only: they need no token. Which operations
-//! need one is also what docs/openapi.yaml says; the contract suite checks each route both ways.
+//! ([`targets`]), the web UI ([`ui`], at `/` and `/ui/{file}`) and `GET /healthz` pass through
+//! steps 1 and 2 only: they need no token. Which operations need one is also what
+//! docs/openapi.yaml says; the contract suite checks each route both ways. Metrics (which name
+//! tenants) are not served here: `openqq up` serves them on a listener of their own
+//! ([`observe::metrics_page`]).
 //!
 //! Every error is an RFC 9457 problem document ([`problem`]). [`serve`] serves the router on a
 //! TCP listener with a header read timeout, a connection ceiling (overall and per client address)
@@ -42,8 +44,8 @@
 // it would add an allocation to each error and buy nothing measurable.
 #![allow(clippy::result_large_err)]
 
-pub mod batches;
 pub mod auth;
+pub mod batches;
 pub mod body;
 pub mod correlation;
 pub mod designs;
@@ -68,7 +70,6 @@ pub mod webhooks;
 
 use axum::routing::{get, post, put};
 use axum::Router;
-use metrics_exporter_prometheus::PrometheusHandle;
 use openqq_core::{
     DeliveryQueue, DesignReads, DesignStore, EventLog, FeedReader, IdempotencyKeys, ObjectStore, PresignedUploads,
     RateLimiter, Topics, WebhookRegistry,
@@ -107,8 +108,6 @@ pub struct AppState {
     /// Who establishes the caller's tenant: the API's own token check, or a gateway in front.
     pub(crate) identity: auth::Identity,
     pub(crate) topics: Topics,
-    /// Renders `/metrics`; absent where metrics leave another way (CloudWatch EMF on Lambda).
-    pub(crate) metrics: Option<PrometheusHandle>,
     /// Largest request body accepted, in bytes.
     pub(crate) max_body_bytes: usize,
     /// How often an open event stream reads the store while it has nothing to send.
@@ -175,7 +174,6 @@ impl AppState {
             keys,
             identity: auth::Identity::default(),
             topics: Topics::default(),
-            metrics: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             feed_poll: DEFAULT_FEED_POLL,
             webhooks_allow_private: false,
@@ -217,12 +215,6 @@ impl AppStateBuilder {
     /// The topics submissions are published to (default: without a prefix).
     pub fn topics(mut self, topics: Topics) -> Self {
         self.0.topics = topics;
-        self
-    }
-
-    /// Serve `/metrics` from `handle` (default: no `/metrics`).
-    pub fn metrics(mut self, handle: Option<PrometheusHandle>) -> Self {
-        self.0.metrics = handle;
         self
     }
 
@@ -338,7 +330,6 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
         .route("/healthz", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
-        .route("/metrics", get(observe::scrape))
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
         .layer(axum::middleware::from_fn(observe::record))

@@ -101,21 +101,15 @@ impl Platform {
         self.data_dir_made
     }
 
-    /// The API's state, as the settings ask. `keys` verify bearer tokens; `metrics` renders
-    /// `/metrics` where metrics are scraped (absent on Lambda). The builder takes what only some
-    /// processes set (`openqq up --dev-tokens`).
-    pub fn api_state(
-        &self,
-        keys: JwtKeys,
-        metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
-    ) -> AppStateBuilder {
+    /// The API's state, as the settings ask. `keys` verify bearer tokens. The builder takes what
+    /// only some processes set (`openqq up --dev-tokens`).
+    pub fn api_state(&self, keys: JwtKeys) -> AppStateBuilder {
         let s = &self.settings;
         let b = &self.backends;
         AppState::builder(b.log.clone(), b.store.clone(), b.objects.clone(), b.limiter.clone(), Arc::new(keys))
             .limits(self.limits.clone())
             .identity(s.auth.into())
             .topics(self.topics.clone())
-            .metrics(metrics)
             .max_body_bytes(s.max_body_bytes)
             .feed_poll(FEED_POLL)
             .webhooks_allow_private(s.webhooks_allow_private)

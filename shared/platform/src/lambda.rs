@@ -64,7 +64,7 @@ pub async fn api() -> Result<(), Error> {
         tracing::warn!("The request limiter is in process: each instance limits on its own. Set OPENQQ_ELASTICACHE_CACHE or OPENQQ_REDIS_URL to share it.");
     }
     // Reserved concurrency bounds the pool: one request per instance.
-    let state = platform.api_state(keys, None).build();
+    let state = platform.api_state(keys).build();
     let app = router(state, PoolConfig { workers: 1, queue: 0, ..PoolConfig::default() })
         .layer(axum::middleware::map_request(pass_on_gateway_claims))
         .layer(axum::middleware::from_fn(flush_metrics));

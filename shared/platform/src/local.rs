@@ -31,6 +31,10 @@ pub struct UpArgs {
     /// Address the API listens on (port 0 picks a free port; the URL is printed).
     #[arg(long, env = "OPENQQ_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// Address `GET /metrics` is served on, apart from the API (its metrics name tenants), or
+    /// `off`; port 0 picks a free port (the URL is printed).
+    #[arg(long, env = "OPENQQ_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = parse_metrics_listen)]
+    pub metrics_listen: MetricsListen,
     /// Most records per consumer invocation.
     #[arg(long, env = "OPENQQ_BATCH_SIZE", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub batch_size: u32,
@@ -89,6 +93,20 @@ pub struct UpArgs {
     pub simulated_downstream_capacity: Option<usize>,
 }
 
+/// Where `/metrics` is served: an address of its own, or nowhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsListen(pub Option<SocketAddr>);
+
+fn parse_metrics_listen(s: &str) -> Result<MetricsListen, String> {
+    match s.trim() {
+        "off" => Ok(MetricsListen(None)),
+        addr => addr
+            .parse()
+            .map(|a| MetricsListen(Some(a)))
+            .map_err(|_| format!("{addr:?} is neither an address such as 127.0.0.1:9464 nor `off`")),
+    }
+}
+
 #[derive(Parser)]
 #[command(no_binary_name = true, name = "openqq up")]
 struct UpParser {
@@ -140,6 +158,14 @@ impl UpArgs {
                 self.listen
             );
         }
+        if let MetricsListen(Some(metrics)) = self.metrics_listen {
+            if metrics == self.listen && metrics.port() != 0 {
+                anyhow::bail!(
+                    "--metrics-listen (OPENQQ_METRICS_LISTEN) must be another address than --listen ({metrics}): the \
+                     metrics name tenants and are served apart from the API"
+                );
+            }
+        }
         if let Some(url) = &self.invoke {
             crate::flags::check_endpoint("--invoke (OPENQQ_INVOKE)", url)?;
         }
@@ -185,10 +211,13 @@ const INVOKE_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct Running {
     /// Where the API listens.
     pub addr: SocketAddr,
+    /// Where `/metrics` is served, unless `--metrics-listen off`.
+    pub metrics_addr: Option<SocketAddr>,
     /// The parts it runs on (the store, the log, …), for tests to look inside.
     pub platform: Arc<Platform>,
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
+    metrics_server: Option<JoinHandle<std::io::Result<()>>>,
     mappings: Vec<JoinHandle<()>>,
     deliveries: openqq_adapters::DeliveryWorker,
     /// The embedded log's writer lock, held while this runs (none when the log is on Kafka).
@@ -247,7 +276,7 @@ pub async fn start(args: UpArgs) -> Result<Running> {
                 .await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
-    let state = platform.api_state(keys, Some(metrics)).dev_tokens(args.dev_tokens).build();
+    let state = platform.api_state(keys).dev_tokens(args.dev_tokens).build();
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
@@ -262,7 +291,38 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     let server = tokio::spawn(openqq_api::serve::serve(listener, router(state, args.pool()), serve, async move {
         let _ = http_stop.wait_for(|s| *s).await;
     }));
-    Ok(Running { addr, platform, stop, server, mappings, deliveries, _writer: writer })
+    let (metrics_addr, metrics_server) = match serve_metrics(args.metrics_listen, metrics, stop_rx.clone()).await? {
+        Some((addr, server)) => (Some(addr), Some(server)),
+        None => (None, None),
+    };
+    Ok(Running { addr, metrics_addr, platform, stop, server, metrics_server, mappings, deliveries, _writer: writer })
+}
+
+/// Serves `/metrics` on `listen` until the platform stops: a listener apart from the API's, so
+/// what the metrics say about tenants reaches only whoever reaches that address.
+async fn serve_metrics(
+    listen: MetricsListen,
+    handle: metrics_exporter_prometheus::PrometheusHandle,
+    mut stop: watch::Receiver<bool>,
+) -> Result<Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>> {
+    let MetricsListen(Some(listen)) = listen else {
+        tracing::info!("--metrics-listen off: no /metrics is served.");
+        return Ok(None);
+    };
+    if !listen.ip().is_loopback() {
+        tracing::warn!(%listen, "Metrics, which name tenants, are served beyond this machine: make sure only the scraper reaches the address.");
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding {listen} for --metrics-listen (OPENQQ_METRICS_LISTEN; `off` serves none)"))?;
+    let addr = listener.local_addr()?;
+    // A scraper or two: a small ceiling, and the API's other connection bounds.
+    let cfg = ServeConfig { max_connections: 16, max_connections_per_address: 16, ..ServeConfig::default() };
+    let page = openqq_api::observe::metrics_page(handle);
+    let server = tokio::spawn(openqq_api::serve::serve(listener, page, cfg, async move {
+        let _ = stop.wait_for(|s| *s).await;
+    }));
+    Ok(Some((addr, server)))
 }
 
 /// The embedded log's writer lock in `data_dir`, or an error naming who may hold it.
@@ -328,6 +388,9 @@ impl Running {
     pub async fn stop(self) -> Result<()> {
         let _ = self.stop.send(true);
         self.server.await?.context("serving HTTP")?;
+        if let Some(metrics) = self.metrics_server {
+            metrics.await?.context("serving /metrics")?;
+        }
         for m in self.mappings {
             m.await?;
         }
@@ -347,6 +410,17 @@ mod tests {
         let err = args.check().unwrap_err().to_string();
         assert!(err.contains("--auth api-gateway (OPENQQ_AUTH)"), "{err}");
         UpArgs::from_args(["--auth", "token"]).unwrap().check().unwrap();
+    }
+
+    #[test]
+    fn metrics_are_served_on_loopback_apart_from_the_api_by_default_or_not_at_all() {
+        let default = UpArgs::from_args(Vec::<String>::new()).unwrap();
+        assert_eq!(default.metrics_listen, MetricsListen(Some("127.0.0.1:9464".parse().unwrap())));
+        assert_eq!(UpArgs::from_args(["--metrics-listen", "off"]).unwrap().metrics_listen, MetricsListen(None));
+        let err = UpArgs::from_args(["--metrics-listen", "everywhere"]).err().unwrap().to_string();
+        assert!(err.contains("OPENQQ_METRICS_LISTEN"), "{err}");
+        let same = UpArgs::from_args(["--listen", "127.0.0.1:8080", "--metrics-listen", "127.0.0.1:8080"]).unwrap();
+        assert!(same.check().unwrap_err().to_string().contains("another address than --listen"));
     }
 
     #[test]
