@@ -2,7 +2,7 @@
 //! without the attack, then beside it, on the same server in the same run, each within
 //! [`allowed_under_attack`] of its own baseline.
 
-use super::{ROUNDS, WITHIN};
+use super::{victims_keep_their_latency, ROUNDS, WITHIN};
 use openqq_e2e::noisy::{allowed_under_attack, worst_latency, worst_upload, Arena};
 use openqq_e2e::slow_client::{answer, open_chunked_put, response};
 use openqq_e2e::Client;
@@ -167,4 +167,36 @@ async fn one_address_holding_its_most_connections_with_healthz_loops_slows_no_te
     let held = held.lock().unwrap();
     assert!(held.refused > 0, "connections past the address's maximum were refused: {held:?}");
     assert!(held.ended > 0, "connections past their lifetime were closed: {held:?}");
+}
+
+/// Issue 29's fifth finding: `/metrics` needed no token and listed tenant ids with their request
+/// counts. A caller without a token reads it from the API's address over and over while the
+/// victims submit: it learns no tenant id (the API's listener answers 404; metrics are on their
+/// own listener), and the victims keep their latency.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_metrics_from_the_api_without_a_token_learns_no_tenant_id_and_slows_no_victim() {
+    let arena = Arena::start(VICTIMS, &[]);
+    let url = format!("{}/metrics", arena.server.url);
+    let seen = Arc::new(Mutex::new(Vec::<(u16, String)>::new()));
+    let recorded = seen.clone();
+    victims_keep_their_latency(&arena, move |_, stop| async move {
+        let http = reqwest::Client::new();
+        while !stop.load(Ordering::SeqCst) {
+            if let Ok(resp) = http.get(&url).send().await {
+                let status = resp.status().as_u16();
+                let body = resp.text().await.unwrap_or_default();
+                recorded.lock().unwrap().push((status, body));
+            }
+        }
+        Vec::new()
+    })
+    .await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the attacker read the API's /metrics");
+    for (status, body) in seen.iter() {
+        assert_eq!(*status, 404, "{body}");
+        assert!(!body.contains("victim-") && !body.contains("tenant="), "a tenant id reached the caller: {body}");
+    }
+    let scraped = arena.server.scrape().await;
+    assert!(scraped.contains("tenant=\"victim-"), "the metrics listener still counts the victims by tenant");
 }
