@@ -43,6 +43,19 @@ pub const BATCH_CONSUMED: [EventKind; 2] = [EventKind::BatchSubmitted, EventKind
 /// What the consumer groups of the batch lane's topics start with (after the topic prefix).
 pub const BATCH_LANE_GROUP_PREFIX: &str = "batch.";
 
+/// The consumer group (after the topic prefix) under which `function` reads `kind`'s topic, in
+/// the batch lane when `batch_lane`: the function's name, under [`BATCH_LANE_GROUP_PREFIX`] in the
+/// batch lane. A Kafka trigger on AWS needs a group no other trigger of the cluster uses, so the
+/// batch function, which reads two topics, reads `batch.item.ended` under a group of its own
+/// (`batch-item-ended`). `openqq up` and the deployment template name groups alike.
+pub fn consumer_group(function: &str, kind: EventKind, batch_lane: bool) -> String {
+    match (batch_lane, kind) {
+        (true, _) => format!("{BATCH_LANE_GROUP_PREFIX}{function}"),
+        (false, EventKind::BatchItemEnded) => format!("{function}-item-ended"),
+        (false, _) => function.to_owned(),
+    }
+}
+
 /// The topics the consumer functions read, in pipeline order (synthesis and generation are
 /// lanes beside validation, for revisions given as source or to be written by a model).
 pub const CONSUMED: [EventKind; 5] = [

@@ -298,6 +298,80 @@ mod tests {
         }
     }
 
+    /// The batch function's bin hands `lambda::consumer` the kind of one of its two topics; the
+    /// handler it gets serves both: a `batch.submitted` invocation fans the batch out onto the
+    /// batch lane, and an invocation of its items' `batch.item.ended` records completes it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_batch_functions_handler_serves_both_of_its_topics() {
+        use openqq_core::batch::{BatchId, BatchItemEnded, BatchSubmitted, ItemStatus};
+        use openqq_core::{Envelope, Verdict};
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::from_args(["--data-dir", dir.path().to_str().unwrap(), "--partitions", "1"]).unwrap();
+        let platform = Platform::build(settings).await.unwrap();
+        let b = &platform.backends;
+        let handler = platform.handler(EventKind::BatchSubmitted).unwrap();
+        assert_eq!(handler.name(), platform.handler(EventKind::BatchItemEnded).unwrap().name());
+        let tenant = openqq_core::TenantId::parse("acme").unwrap();
+        let items = b"{\"design_id\":\"d0\",\"revision\":1,\"submission\":{}}\n{\"design_id\":\"d1\",\"revision\":1,\"submission\":{}}\n";
+        let items_ref = b.objects.put(&tenant, items.to_vec()).await.unwrap();
+        let batch_id = BatchId::generate();
+        let origin = openqq_core::event::Origin {
+            tenant_id: tenant.clone(),
+            design_id: batch_id.as_design(),
+            revision: 1,
+            correlation_id: openqq_core::CorrelationId::parse("corr-batch").unwrap(),
+            batch: None,
+        };
+        let submitted = BatchSubmitted {
+            batch_id: batch_id.clone(),
+            name: "nightly".into(),
+            items_ref,
+            items: 2,
+            max_failed: None,
+        };
+        let on_topic = |kind: EventKind, offset: u64, record: openqq_core::Record| openqq_core::LogRecord {
+            topic: platform.topics.of(kind),
+            partition: 0,
+            offset,
+            timestamp_ms: 1_796_036_400_000,
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+        };
+        let record = Envelope::new(EventKind::BatchSubmitted, &origin, "api", submitted).to_record();
+        let payload =
+            serde_json::to_value(openqq_runtime::kafka::to_event(&[on_topic(EventKind::BatchSubmitted, 0, record)]))
+                .unwrap();
+        let answer = invoke(&*handler, payload, || {}).await.unwrap();
+        assert!(serde_json::to_value(&answer).unwrap()["batchItemFailures"].as_array().unwrap().is_empty());
+
+        let lane = platform.topics.lane(EventKind::DesignSubmitted, true);
+        let released = b.source.read(&lane, 0, 0, 10).await.unwrap();
+        assert_eq!(released.len(), 2, "both items released onto the batch lane");
+        let ends: Vec<_> = released
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let item = Envelope::decode(&r.value).unwrap();
+                assert_eq!(item.batch.as_ref().map(|i| &i.batch_id), Some(&batch_id));
+                let ended = BatchItemEnded { status: ItemStatus::Ready, verdict: Some(Verdict::Pass) };
+                on_topic(
+                    EventKind::BatchItemEnded,
+                    i as u64,
+                    Envelope::new(EventKind::BatchItemEnded, &item.cause(), "results", ended).to_record(),
+                )
+            })
+            .collect();
+        let payload = serde_json::to_value(openqq_runtime::kafka::to_event(&ends)).unwrap();
+        let answer = invoke(&*handler, payload, || {}).await.unwrap();
+        assert!(serde_json::to_value(&answer).unwrap()["batchItemFailures"].as_array().unwrap().is_empty());
+        let view = b.store.batch(&tenant, &batch_id).await.unwrap().expect("the batch exists");
+        assert_eq!((view.counts.ready, view.counts.total()), (2, 2), "{view:?}");
+        assert!(view.counts.is_final(), "{view:?}");
+        let dead = b.source.read(&platform.topics.dead_letter(), 0, 0, 10).await.unwrap();
+        assert!(dead.is_empty(), "nothing dead-lettered");
+    }
+
     #[tokio::test]
     async fn a_delivery_round_ends_before_lambdas_deadline_and_gets_its_usual_time_from_an_emulator() {
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;

@@ -25,7 +25,7 @@ pub mod remote;
 pub mod secret;
 pub mod settings;
 
-pub use build::{Platform, BATCH_CONSUMED, BATCH_LANE_GROUP_PREFIX, CONSUMED};
+pub use build::{consumer_group, Platform, BATCH_CONSUMED, BATCH_LANE_GROUP_PREFIX, CONSUMED};
 pub use local::{start, Running, UpArgs};
 pub use settings::{JwtRuleArgs, Settings};
 

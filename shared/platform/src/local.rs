@@ -173,18 +173,16 @@ impl UpArgs {
         crate::data_dir::check_open_files(self.max_connections)
     }
 
-    /// The mapping of `kind`'s topic: in the batch lane (`Topics::lane`, the consumer groups
-    /// under [`crate::BATCH_LANE_GROUP_PREFIX`]) when `batch`.
-    fn mapping(&self, platform: &Platform, kind: EventKind, batch: bool) -> MappingConfig {
+    /// The mapping of `kind`'s topic to `function`: in the batch lane (`Topics::lane`, the
+    /// consumer groups under [`crate::BATCH_LANE_GROUP_PREFIX`]) when `batch`; its consumer group
+    /// as [`crate::consumer_group`] names it.
+    fn mapping(&self, platform: &Platform, kind: EventKind, batch: bool, function: &str) -> MappingConfig {
         let mut cfg = MappingConfig::new(platform.topics.lane(kind, batch), platform.topics.dead_letter());
         cfg.batch_size = self.batch_size as usize;
         cfg.batch_window = self.batch_window;
         cfg.max_retries = self.max_retries;
         cfg.concurrency = self.consumer_concurrency as usize;
-        cfg.group_prefix = match batch {
-            true => format!("{}{}", self.platform.topic_prefix, crate::BATCH_LANE_GROUP_PREFIX),
-            false => self.platform.topic_prefix.clone(),
-        };
+        cfg.group = Some(format!("{}{}", self.platform.topic_prefix, crate::consumer_group(function, kind, batch)));
         cfg
     }
 
@@ -262,18 +260,18 @@ pub async fn start(args: UpArgs) -> Result<Running> {
     tokio::spawn(sample_sqlite_memory(stop_rx.clone()));
     for (kind, batch) in consumed {
         let b = &platform.backends;
+        let function = platform.handler(kind)?;
+        let name = function.name().to_owned();
         let handler = match &args.invoke {
             Some(url) => {
-                let name = platform.handler(kind)?.name().to_owned();
                 tracing::info!(function = %name, url, "The function is invoked over the Lambda Invoke API.");
-                Arc::new(RemoteFunction::new(url, &name, b.store.clone(), INVOKE_TIMEOUT)) as Arc<dyn BatchHandler>
+                Arc::new(RemoteFunction::new(url, function, INVOKE_TIMEOUT)) as Arc<dyn BatchHandler>
             }
-            None => platform.handler(kind)?,
+            None => function,
         };
         let handler = Arc::new(WakesDeliveries { inner: handler, wake: deliveries.waker() });
-        let esm =
-            EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, args.mapping(&platform, kind, batch))
-                .await?;
+        let mapping = args.mapping(&platform, kind, batch, &name);
+        let esm = EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, mapping).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
     let state = platform.api_state(keys).dev_tokens(args.dev_tokens).build();

@@ -2,11 +2,13 @@
 //! `openqq up --invoke URL` runs, with the real Lambda binaries serving under `cargo lambda
 //! watch` (or any server of the Invoke API) at `URL`. The event-source-mapping emulator drives a
 //! [`RemoteFunction`] exactly as it drives an in-process consumer: MSK-shaped batches in, a
-//! partial-batch response (`batchItemFailures`) back.
+//! partial-batch response (`batchItemFailures`) back. Records the trigger gives up on mean to the
+//! platform what they mean in process (a revision marked failed, a batch item ended), so the
+//! [`RemoteFunction`] hands them to the function's in-process twin.
 
 use async_trait::async_trait;
 use aws_lambda_events::event::kafka::KafkaEvent;
-use openqq_core::{DesignWrites, PortError};
+use openqq_core::PortError;
 use openqq_runtime::kafka::{records, Incoming};
 use openqq_runtime::{BatchError, BatchHandler, FailedPartitions};
 use serde::Deserialize;
@@ -18,17 +20,20 @@ pub struct RemoteFunction {
     name: String,
     url: String,
     http: reqwest::Client,
-    /// Where revisions the trigger gives up on are marked failed (the store the function shares).
-    store: Arc<dyn DesignWrites>,
+    /// The same function in process, on the backends the remote one shares: it records what
+    /// giving up on records means (their revisions failed and, for a batch's items, a
+    /// `batch.item.ended` each), exactly as when it runs in process. It handles no batch.
+    local: Arc<dyn BatchHandler>,
 }
 
 impl RemoteFunction {
-    /// The function `name` at the Invoke API `base` (e.g. `http://127.0.0.1:9000`); each
-    /// invocation may take up to `timeout`.
-    pub fn new(base: &str, name: &str, store: Arc<dyn DesignWrites>, timeout: Duration) -> Self {
+    /// The function `local` names (its in-process twin, see [`RemoteFunction`]) at the Invoke
+    /// API `base` (e.g. `http://127.0.0.1:9000`); each invocation may take up to `timeout`.
+    pub fn new(base: &str, local: Arc<dyn BatchHandler>, timeout: Duration) -> Self {
         let http = reqwest::Client::builder().timeout(timeout).build().expect("a plain HTTP client builds");
+        let name = local.name().to_owned();
         let url = format!("{}/2015-03-31/functions/{name}/invocations", base.trim_end_matches('/'));
-        Self { name: name.to_owned(), url, http, store }
+        Self { name, url, http, local }
     }
 
     async fn invoke(&self, event: &KafkaEvent) -> Result<Answer, InvokeError> {
@@ -120,10 +125,7 @@ impl BatchHandler for RemoteFunction {
     }
 
     async fn dead_lettered(&self, records: &[Incoming], reason: &str) -> Result<(), PortError> {
-        for rec in records {
-            openqq_runtime::dead_letter::fail_revision(self.store.as_ref(), rec, reason).await?;
-        }
-        Ok(())
+        self.local.dead_lettered(records, reason).await
     }
 }
 
@@ -153,7 +155,9 @@ fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openqq_core::LogRecord;
+    use openqq_core::batch::{BatchId, BatchItemEnded, ItemRef, ItemStatus};
+    use openqq_core::event::Origin;
+    use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, LogRecord, TenantId};
 
     /// An Invoke API that always answers `answer` (with `X-Amz-Function-Error` when `error`).
     async fn invoke_api(answer: &'static str, error: bool) -> String {
@@ -186,11 +190,16 @@ mod tests {
         openqq_runtime::kafka::to_event(&[rec(0, 4), rec(0, 5), rec(1, 9)])
     }
 
+    /// The platform on embedded storage in `dir`, with two partitions per topic.
+    async fn platform(dir: &std::path::Path) -> crate::Platform {
+        let args = ["--data-dir", dir.to_str().unwrap(), "--partitions", "2"];
+        crate::Platform::build(crate::Settings::from_args(args).unwrap()).await.unwrap()
+    }
+
     async fn outcome(answer: &'static str, error: bool) -> Result<(), Vec<(u32, u64)>> {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            openqq_adapters::Backends::embedded(dir.path(), 2, openqq_adapters::Durability::Process).unwrap().store;
-        let f = RemoteFunction::new(&invoke_api(answer, error).await, "design-job", store, Duration::from_secs(5));
+        let local = platform(dir.path()).await.handler(EventKind::DesignSubmitted).unwrap();
+        let f = RemoteFunction::new(&invoke_api(answer, error).await, local, Duration::from_secs(5));
         f.handle(batch()).await.map_err(|failed| failed.0.iter().map(|e| (e.partition, e.offset)).collect())
     }
 
@@ -203,5 +212,55 @@ mod tests {
         let unknown = r#"{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0","offset":77}}]}"#;
         assert_eq!(outcome(unknown, false).await, Err(vec![(0, 4), (1, 9)]), "a record not in the batch fails it all");
         assert_eq!(outcome(r#"{"errorType":"Panic"}"#, true).await, Err(vec![(0, 4), (1, 9)]), "a function error");
+    }
+
+    /// What a remote function's trigger gives up on means what it means in process: a batch
+    /// item's revision is failed and its batch hears that the item ended (failed), so the batch
+    /// releases its next item; the batch function's own records name no item to end.
+    #[tokio::test]
+    async fn a_batch_item_the_trigger_gives_up_on_is_failed_and_ended_as_in_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let platform = platform(dir.path()).await;
+        let url = invoke_api(r#"{"batchItemFailures":[]}"#, false).await;
+        let (tenant, design) = (TenantId::parse("acme").unwrap(), DesignId::parse("item-3").unwrap());
+        let item = ItemRef { batch_id: BatchId::generate(), index: 3 };
+        let origin = Origin {
+            tenant_id: tenant.clone(),
+            design_id: design.clone(),
+            revision: 1,
+            correlation_id: CorrelationId::parse("corr-item-3").unwrap(),
+            batch: Some(item.clone()),
+        };
+        let record = Envelope::new(EventKind::DesignSubmitted, &origin, "batch", serde_json::json!({})).to_record();
+        let given_up = LogRecord {
+            topic: platform.topics.lane(EventKind::DesignSubmitted, true),
+            partition: 0,
+            offset: 7,
+            timestamp_ms: 0,
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+        };
+        let local = platform.handler(EventKind::DesignSubmitted).unwrap();
+        let design_job = RemoteFunction::new(&url, local, Duration::from_secs(5));
+        let reason = "the trigger gave up after every retry";
+        design_job.dead_lettered(&openqq_runtime::kafka::in_event_order(&[given_up]), reason).await.unwrap();
+
+        let stored = platform.backends.store.get(&tenant, &design).await.unwrap().expect("the revision is recorded");
+        assert_eq!(stored.status, openqq_core::DesignStatus::Failed, "{stored:?}");
+        let ended_topic = platform.topics.of(EventKind::BatchItemEnded);
+        let partition = openqq_core::partition::partition_for(tenant.as_str(), 2);
+        let ended = platform.backends.source.read(&ended_topic, partition, 0, 10).await.unwrap();
+        assert_eq!(ended.len(), 1, "one batch.item.ended for the item");
+        let env = Envelope::decode(&ended[0].value).unwrap();
+        assert_eq!((env.kind, env.batch.as_ref()), (EventKind::BatchItemEnded, Some(&item)));
+        let payload: BatchItemEnded = serde_json::from_str(env.payload.get()).unwrap();
+        assert_eq!(payload.status, ItemStatus::Failed);
+
+        let local = platform.handler(EventKind::BatchItemEnded).unwrap();
+        let batch = RemoteFunction::new(&url, local, Duration::from_secs(5));
+        batch.dead_lettered(&openqq_runtime::kafka::in_event_order(&ended), reason).await.unwrap();
+        let after = platform.backends.source.read(&ended_topic, partition, 0, 10).await.unwrap();
+        assert_eq!(after.len(), 1, "an item end given up on ends nothing more");
     }
 }

@@ -57,6 +57,9 @@ pub struct MappingConfig {
     /// The consumer group is this prefix and the function's name (platforms sharing a cluster
     /// use the topic prefix here too).
     pub group_prefix: String,
+    /// The consumer group, where it is not `group_prefix` and the function's name: a function
+    /// reading several topics reads each under a group of its own, as Kafka triggers on AWS must.
+    pub group: Option<String>,
 }
 
 impl MappingConfig {
@@ -73,6 +76,7 @@ impl MappingConfig {
             max_backoff: Duration::from_secs(10),
             concurrency: 2,
             group_prefix: String::new(),
+            group: None,
         }
     }
 
@@ -100,7 +104,7 @@ pub struct EventSourceMapping {
     log: Arc<dyn EventLog>,
     handler: Arc<dyn BatchHandler>,
     cfg: MappingConfig,
-    /// The consumer group: `group_prefix` and the function's name.
+    /// The consumer group: `group_prefix` and the function's name, unless the config names one.
     group: String,
     lease: Arc<dyn Lease>,
     parts: Mutex<Vec<Partition>>,
@@ -115,7 +119,7 @@ impl EventSourceMapping {
         cfg: MappingConfig,
     ) -> Result<Arc<Self>, PortError> {
         let n = source.partitions(&cfg.topic);
-        let group = format!("{}{}", cfg.group_prefix, handler.name());
+        let group = cfg.group.clone().unwrap_or_else(|| format!("{}{}", cfg.group_prefix, handler.name()));
         let lease = source.join(&group, &cfg.topic).await?;
         let parts = Mutex::new(vec![Partition::default(); n as usize]);
         Ok(Arc::new(Self { source, log, handler, cfg, group, lease, parts }))
