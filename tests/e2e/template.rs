@@ -6,7 +6,9 @@
 //! block. These tests hold the template to the code instead: each function's binary is a bin of
 //! `openqq-lambda`, every environment variable a function sets is one the settings read, topics
 //! and consumer groups are the ones the platform uses, the table is the store adapter's, and the
-//! triggers stay within what AWS documents for MSK.
+//! triggers stay within what AWS documents for MSK. The batch lane is held to the code the same
+//! way: the batch function reads the batch topics, and each consumer has a twin in the lane, its
+//! original with a trigger on the twin topic and a reserved concurrency of its own.
 
 use openqq_core::{EventKind, Topics};
 use openqq_e2e::repo_root;
@@ -14,15 +16,41 @@ use openqq_platform::{Platform, Settings};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The six functions: logical id in the template, and the `openqq-lambda` bin it runs.
-pub(crate) const FUNCTIONS: [(&str, &str); 6] = [
+/// The functions that deploy each bin of `openqq-lambda`: logical id in the template, and the bin
+/// it runs. The batch lane's twins ([`BATCH_LANE`]) run their originals' bins.
+pub(crate) const FUNCTIONS: [(&str, &str); 7] = [
     ("ApiFunction", "api"),
     ("DesignJobFunction", "design-job"),
     ("SynthesisFunction", "synthesis"),
     ("GenerationFunction", "generation"),
     ("ValidationFunction", "validation"),
     ("ResultsFunction", "results"),
+    ("BatchFunction", "batch"),
 ];
+
+/// The batch lane's twin of each consumer function: its logical id, and its original's.
+const BATCH_LANE: [(&str, &str); 5] = [
+    ("BatchDesignJobFunction", "DesignJobFunction"),
+    ("BatchSynthesisFunction", "SynthesisFunction"),
+    ("BatchGenerationFunction", "GenerationFunction"),
+    ("BatchValidationFunction", "ValidationFunction"),
+    ("BatchResultsFunction", "ResultsFunction"),
+];
+
+/// Every function of the template: the bins' functions, then the batch lane's twins.
+fn all_functions() -> impl Iterator<Item = &'static str> {
+    FUNCTIONS.iter().map(|(id, _)| *id).chain(BATCH_LANE.iter().map(|(twin, _)| *twin))
+}
+
+/// The functions invoked by MSK triggers: all but the API.
+fn consumer_functions() -> impl Iterator<Item = &'static str> {
+    all_functions().filter(|id| *id != "ApiFunction")
+}
+
+/// The functions of the batch lane: the batch function and the twins.
+fn batch_lane_functions() -> impl Iterator<Item = &'static str> {
+    std::iter::once("BatchFunction").chain(BATCH_LANE.iter().map(|(twin, _)| *twin))
+}
 
 /// Variables every function must set: without them a function falls back to embedded storage in
 /// its own /tmp, which is right for one machine and wrong for a fleet.
@@ -149,12 +177,28 @@ fn variables(t: &Value, function: &str) -> Map<String, Value> {
     properties(t, function)["Environment"]["Variables"].as_object().cloned().unwrap_or_default()
 }
 
-/// The MSK trigger of a consumer function (exactly one).
-fn msk_trigger<'a>(t: &'a Value, function: &str) -> &'a Value {
+/// The MSK triggers of a consumer function (at least one), by event name.
+fn msk_triggers<'a>(t: &'a Value, function: &str) -> Vec<(&'a str, &'a Value)> {
     let events = properties(t, function)["Events"].as_object().expect("a consumer function has events");
-    let msk: Vec<_> = events.values().filter(|e| e["Type"] == "MSK").collect();
-    assert_eq!(msk.len(), 1, "{function} has one MSK trigger");
-    &msk[0]["Properties"]
+    let msk: Vec<_> =
+        events.iter().filter(|(_, e)| e["Type"] == "MSK").map(|(name, e)| (name.as_str(), &e["Properties"])).collect();
+    assert!(!msk.is_empty(), "{function} has an MSK trigger");
+    msk
+}
+
+/// A trigger's one topic and its consumer group, with `${TopicPrefix}` resolved.
+fn topic_and_group(trigger: &Value, values: &BTreeMap<&str, &str>) -> (String, String) {
+    let topics: Vec<_> = trigger["Topics"].as_array().unwrap().iter().map(|v| resolve(v, values).unwrap()).collect();
+    assert_eq!(topics.len(), 1, "an MSK trigger reads one topic: {topics:?}");
+    let group = resolve(&trigger["ConsumerGroupId"], values).expect("a fixed consumer group id");
+    (topics[0].clone(), group)
+}
+
+/// The role a function runs as (`Role: !GetAtt SomeRole.Arn`).
+fn role_of<'a>(t: &'a Value, function: &str) -> &'a str {
+    let role = &properties(t, function)["Role"]["Fn::GetAtt"];
+    assert_eq!(role[1], "Arn", "{function}'s role is a role of the template");
+    role[0].as_str().unwrap()
 }
 
 /// The `[[bin]]` names of openqq-lambda, with their source files.
@@ -197,7 +241,7 @@ fn each_function_runs_its_own_openqq_lambda_bin_as_a_bootstrap_on_provided_al202
         .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
         .map(|(id, _)| id.as_str())
         .collect();
-    assert_eq!(declared, FUNCTIONS.iter().map(|(id, _)| *id).collect(), "the template's functions");
+    assert_eq!(declared, all_functions().collect(), "the template's functions");
     for (id, bin) in FUNCTIONS {
         let r = &resources(&t)[id];
         let p = &r["Properties"];
@@ -221,6 +265,68 @@ fn each_function_runs_its_own_openqq_lambda_bin_as_a_bootstrap_on_provided_al202
         assert!((1..=900).contains(&timeout), "{id}: Lambda takes 1 to 900 s, not {timeout}");
     }
     assert_eq!(used.len(), bins.len(), "every bin of openqq-lambda is deployed");
+}
+
+/// What the batch lane's twins must have as their originals have it: how they are built and run,
+/// their settings and role, and how their trigger batches and retries.
+const TWIN_ALIKE: [&str; 8] =
+    ["PackageType", "CodeUri", "Handler", "Runtime", "Architectures", "MemorySize", "Timeout", "Role"];
+const TWIN_TRIGGER_ALIKE: [&str; 8] = [
+    "Stream",
+    "StartingPosition",
+    "BatchSize",
+    "MaximumBatchingWindowInSeconds",
+    "ProvisionedPollerConfig",
+    "FunctionResponseTypes",
+    "MaximumRetryAttempts",
+    "BisectBatchOnFunctionError",
+];
+
+#[test]
+fn each_batch_lane_twin_is_its_original_reading_the_twin_topic_with_a_pool_and_a_log_group_of_its_own() {
+    let t = template();
+    for (twin, original) in BATCH_LANE {
+        let (r, o) = (&resources(&t)[twin], &resources(&t)[original]);
+        let mut metadata = r["Metadata"].clone();
+        if let Some(tag) = metadata.get_mut("DockerTag") {
+            // Each image function is built under its own tag.
+            assert_eq!(tag.as_str().map(|t| t.trim_start_matches("batch-")), o["Metadata"]["DockerTag"].as_str());
+            *tag = o["Metadata"]["DockerTag"].clone();
+        }
+        assert_eq!(metadata, o["Metadata"], "{twin} is built as {original} is");
+        let (p, q) = (&r["Properties"], &o["Properties"]);
+        for key in TWIN_ALIKE {
+            assert_eq!(p[key], q[key], "{twin}'s {key} is {original}'s");
+        }
+        assert_eq!(variables(&t, twin), variables(&t, original), "{twin}'s environment is {original}'s");
+        assert_ne!(p["LoggingConfig"]["LogGroup"], q["LoggingConfig"]["LogGroup"], "{twin} logs to its own group");
+        assert_ne!(p["FunctionName"], q["FunctionName"], "{twin} has a name of its own");
+        let (mine, theirs) = (msk_triggers(&t, twin), msk_triggers(&t, original));
+        assert_eq!(mine.len(), theirs.len(), "{twin}: a trigger per trigger of {original}");
+        for ((_, a), (_, b)) in mine.iter().zip(&theirs) {
+            for key in TWIN_TRIGGER_ALIKE {
+                assert_eq!(a[key], b[key], "{twin}'s trigger's {key} is {original}'s");
+            }
+            assert_ne!(a["Topics"], b["Topics"], "{twin} reads the batch lane's topic");
+        }
+    }
+}
+
+#[test]
+fn each_batch_lane_function_has_a_small_reserved_concurrency_of_its_own_from_a_parameter() {
+    let t = template();
+    let mut parameters = BTreeSet::new();
+    for id in batch_lane_functions() {
+        let reserved = &properties(&t, id)["ReservedConcurrentExecutions"]["Ref"];
+        let name = reserved.as_str().unwrap_or_else(|| panic!("{id}'s reserved concurrency is a parameter"));
+        assert!(name.ends_with("ReservedConcurrency") && name.starts_with("Batch"), "{id}: {name}");
+        assert!(parameters.insert(name), "{id}: {name} is another function's too");
+        let parameter = &t["Parameters"][name];
+        let default = parameter["Default"].as_u64().unwrap_or_else(|| panic!("{name} has a default"));
+        // A batch takes at most this much of the account's concurrency, whatever its size.
+        assert!((1..=10).contains(&default), "{name}: a small default, not {default}");
+        assert!(parameter["MinValue"].as_u64() >= Some(1), "{name}: at least 1, or the lane never runs");
+    }
 }
 
 /// The bin a container-image function's Dockerfile builds and starts (its `BIN` build argument,
@@ -274,7 +380,7 @@ fn the_api_function_answers_within_the_http_apis_30_second_limit_from_a_bounded_
 fn every_variable_a_function_sets_is_one_the_settings_read() {
     let t = template();
     let read: BTreeSet<String> = Settings::env_vars().into_iter().collect();
-    for (id, _) in FUNCTIONS {
+    for id in all_functions() {
         for name in variables(&t, id).keys() {
             let known = read.contains(name)
                 || (id == "ApiFunction" && name == openqq_platform::secret::ENV)
@@ -287,7 +393,7 @@ fn every_variable_a_function_sets_is_one_the_settings_read() {
 #[test]
 fn every_function_shares_the_log_the_store_and_the_objects_and_only_the_api_holds_the_token_secret() {
     let t = template();
-    for (id, _) in FUNCTIONS {
+    for id in all_functions() {
         let vars = variables(&t, id);
         for name in SHARED_BACKENDS.iter().chain(["OPENQQ_S3_BUCKET"].iter()) {
             assert!(vars.contains_key(*name), "{id} does not set {name}");
@@ -307,7 +413,7 @@ fn every_function_shares_the_log_the_store_and_the_objects_and_only_the_api_hold
 fn every_functions_settings_start_the_platform_the_way_the_cold_start_reads_them() {
     let t = template();
     let values = sample_values();
-    for (id, _) in FUNCTIONS {
+    for id in all_functions() {
         let mut args = vec!["--data-dir=/nonexistent".to_owned()];
         for (name, value) in variables(&t, id) {
             if !Settings::env_vars().contains(&name) {
@@ -326,7 +432,8 @@ fn every_functions_settings_start_the_platform_the_way_the_cold_start_reads_them
 // --- Triggers ---------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_trigger_reads_the_topic_its_bin_consumes_under_the_consumer_group_the_platform_names() {
+async fn each_trigger_reads_a_topic_its_bin_consumes_in_its_lane_under_the_consumer_group_the_platform_names() {
+    use openqq_platform::{consumer_group, BATCH_CONSUMED, CONSUMED};
     let t = template();
     let values = sample_values();
     let data = tempfile::tempdir().unwrap();
@@ -334,31 +441,61 @@ async fn each_trigger_reads_the_topic_its_bin_consumes_under_the_consumer_group_
         Settings::from_args([format!("--data-dir={}", data.path().display()), format!("--topic-prefix={PREFIX}")])
             .unwrap();
     let platform = Platform::build(settings).await.expect("the embedded platform builds");
+    // Every trigger of the template: the function reading each topic, and its group.
+    let mut read = BTreeMap::new();
+    for id in consumer_functions() {
+        for (event, trigger) in msk_triggers(&t, id) {
+            assert_eq!(trigger["Stream"], json!({"Ref": "MskClusterArn"}), "{id}.{event} reads the cluster parameter");
+            let (topic, group) = topic_and_group(trigger, &values);
+            let other = read.insert(topic.clone(), (id, group));
+            assert!(other.is_none(), "{topic} has two triggers: {id}.{event} and {other:?}");
+        }
+    }
+    // What `openqq up` runs: each consumer function on its topic and, in the batch lane, its twin
+    // on the twin topic; the batch function on both batch topics.
     let bins = lambda_bins();
-    let mut consumed = BTreeSet::new();
+    let mut expected = Vec::new();
     for (id, bin) in FUNCTIONS.into_iter().filter(|(id, _)| *id != "ApiFunction") {
         let kind = consumed_by(&bins[bin]).unwrap_or_else(|| panic!("{bin}'s main names the kind it consumes"));
-        assert!(openqq_platform::CONSUMED.contains(&kind), "{kind} is consumed");
-        consumed.insert(kind.as_str());
-        let trigger = msk_trigger(&t, id);
-        let topics: Vec<_> =
-            trigger["Topics"].as_array().unwrap().iter().map(|v| resolve(v, &values).unwrap()).collect();
-        assert_eq!(topics, [Topics::new(PREFIX).of(kind)], "{id}'s topic");
-        let group = resolve(&trigger["ConsumerGroupId"], &values).expect("a fixed consumer group id");
-        let handler = platform.handler(kind).unwrap();
-        // As `openqq up`'s trigger names it: the topic prefix and the function's name.
-        assert_eq!(group, format!("{PREFIX}{}", handler.name()), "{id}'s consumer group");
-        assert_eq!(trigger["Stream"], json!({"Ref": "MskClusterArn"}), "{id} reads the cluster parameter");
+        let name = platform.handler(kind).unwrap().name().to_owned();
+        if BATCH_CONSUMED.contains(&kind) {
+            for kind in BATCH_CONSUMED {
+                let other = platform.handler(kind).unwrap();
+                assert_eq!(other.name(), name, "{kind}: the batch function's bin serves every batch topic");
+                expected.push((id, kind, false, name.clone()));
+            }
+            continue;
+        }
+        assert!(CONSUMED.contains(&kind), "{kind} is consumed");
+        expected.push((id, kind, false, name.clone()));
+        let twin = BATCH_LANE.iter().find(|(_, original)| *original == id).map(|(twin, _)| *twin);
+        expected.push((twin.unwrap_or_else(|| panic!("{id} has a twin in the batch lane")), kind, true, name));
     }
-    let all: BTreeSet<&str> = openqq_platform::CONSUMED.iter().map(|k| k.as_str()).collect();
-    assert_eq!(consumed, all, "every consumed topic has its function");
+    let runs: BTreeSet<(&str, bool)> = expected.iter().map(|(_, kind, lane, _)| (kind.as_str(), *lane)).collect();
+    let all: BTreeSet<(&str, bool)> = CONSUMED
+        .iter()
+        .flat_map(|k| [(k.as_str(), false), (k.as_str(), true)])
+        .chain(BATCH_CONSUMED.iter().map(|k| (k.as_str(), false)))
+        .collect();
+    assert_eq!(runs, all, "every topic `openqq up` consumes has its function");
+    let mut groups = BTreeSet::new();
+    for (id, kind, lane, name) in &expected {
+        let topic = Topics::new(PREFIX).lane(*kind, *lane);
+        let (reader, group) = read.remove(&topic).unwrap_or_else(|| panic!("no trigger reads {topic}"));
+        assert_eq!(reader, *id, "{topic}'s function");
+        // As `openqq up`'s trigger names it: the topic prefix, then the group of the function
+        // (in the batch lane, under `batch.`).
+        assert_eq!(group, format!("{PREFIX}{}", consumer_group(name, *kind, *lane)), "{id}'s group on {topic}");
+        // Lambda refuses a Kafka trigger whose group another trigger of the cluster uses.
+        assert!(groups.insert(group.clone()), "{group} is the group of two triggers");
+    }
+    assert!(read.is_empty(), "triggers on topics nothing consumes: {read:?}");
 }
 
 #[test]
 fn every_trigger_starts_at_the_oldest_record_within_awss_documented_limits_for_msk() {
     let t = template();
-    for (id, _) in FUNCTIONS.into_iter().filter(|(id, _)| *id != "ApiFunction") {
-        let p = msk_trigger(&t, id);
+    for (id, p) in consumer_functions().flat_map(|id| msk_triggers(&t, id).into_iter().map(move |(_, p)| (id, p))) {
         assert_eq!(p["StartingPosition"], "TRIM_HORIZON", "{id}: a new mapping reads what the topic holds");
         let batch = p["BatchSize"].as_u64().unwrap_or_else(|| panic!("{id}: BatchSize"));
         assert!((1..=10_000).contains(&batch), "{id}: MSK batches are 1 to 10,000 records, not {batch}");
@@ -521,6 +658,85 @@ fn no_role_grants_a_wildcard_action_or_a_wildcard_resource_on_data() {
     assert!(statements >= 20, "the roles' statements were read ({statements})");
 }
 
+/// The names, after `${TopicPrefix}`, of the Kafka `kind` (`topic` or `group`) resources of
+/// `role`'s statements that allow `action`.
+fn kafka_resources(t: &Value, role: &str, action: &str, kind: &str) -> BTreeSet<String> {
+    let one_or_many = |v: &Value| match v {
+        Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    };
+    let marker = format!(":{kind}/${{Cluster}}/${{TopicPrefix}}");
+    let mut out = BTreeSet::new();
+    for policy in properties(t, role)["Policies"].as_array().unwrap() {
+        for statement in policy["PolicyDocument"]["Statement"].as_array().unwrap() {
+            if !one_or_many(&statement["Action"]).contains(&json!(action)) {
+                continue;
+            }
+            for resource in one_or_many(&statement["Resource"]) {
+                let sub = &resource["Fn::Sub"];
+                let text = sub[0].as_str().or(sub.as_str()).unwrap_or_default();
+                if let Some((_, name)) = text.split_once(&marker) {
+                    out.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The consumer functions that put records back at the end of the topic they read (past a
+/// tenant's share of a batch, or its time slice: `openqq_runtime::share`).
+const DEFERRING: [&str; 3] = ["SynthesisFunction", "GenerationFunction", "ValidationFunction"];
+
+#[test]
+fn each_role_reads_exactly_its_functions_topics_and_writes_each_topic_in_both_lanes() {
+    let t = template();
+    let values = BTreeMap::from([("TopicPrefix", "")]);
+    let mut by_role: BTreeMap<&str, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for id in consumer_functions() {
+        let (topics, groups) = by_role.entry(role_of(&t, id)).or_default();
+        for (_, trigger) in msk_triggers(&t, id) {
+            let (topic, group) = topic_and_group(trigger, &values);
+            topics.insert(topic);
+            groups.insert(group);
+        }
+    }
+    let laned: BTreeSet<&str> = EventKind::LANED.iter().map(|k| k.as_str()).collect();
+    let ended = EventKind::BatchItemEnded.as_str();
+    for (role, (topics, groups)) in &by_role {
+        let read = kafka_resources(&t, role, "kafka-cluster:ReadData", "topic");
+        assert_eq!(&read, topics, "{role} reads its functions' topics and no other");
+        let altered = kafka_resources(&t, role, "kafka-cluster:AlterGroup", "group");
+        assert_eq!(&altered, groups, "{role} commits in its functions' groups and no other");
+        let writes = kafka_resources(&t, role, "kafka-cluster:WriteData", "topic");
+        assert!(writes.contains("dead-letter"), "{role} writes dead letters");
+        let both_lanes = topics.iter().any(|t| t.strip_prefix("batch.").is_some_and(|k| laned.contains(k)));
+        if !both_lanes {
+            continue;
+        }
+        // A batch item's records stay in the batch lane, and one given up on ends its item.
+        assert!(writes.contains(ended), "{role}: a batch item given up on ends in {ended}");
+        for kind in &laned {
+            let twin = format!("batch.{kind}");
+            assert_eq!(writes.contains(*kind), writes.contains(&twin), "{role} writes {kind} in both lanes or neither");
+        }
+    }
+    for id in DEFERRING {
+        let writes = kafka_resources(&t, role_of(&t, id), "kafka-cluster:WriteData", "topic");
+        for (_, trigger) in msk_triggers(&t, id) {
+            let (topic, _) = topic_and_group(trigger, &values);
+            assert!(writes.contains(&topic), "{id} puts records back on {topic}");
+        }
+    }
+    let api = kafka_resources(&t, role_of(&t, "ApiFunction"), "kafka-cluster:WriteData", "topic");
+    for kind in [EventKind::DesignSubmitted, EventKind::BatchSubmitted, EventKind::BatchItemEnded] {
+        assert!(api.contains(kind.as_str()), "the API publishes {kind}");
+    }
+    let batch = kafka_resources(&t, role_of(&t, "BatchFunction"), "kafka-cluster:WriteData", "topic");
+    let lane = Topics::new("").lane(EventKind::DesignSubmitted, true);
+    assert!(batch.contains(&lane), "the batch function releases items onto {lane}");
+}
+
 // --- The local kit ----------------------------------------------------------------------------
 
 #[test]
@@ -667,15 +883,42 @@ fn alarms_watch_the_5xx_ratio_p99_latency_dead_letters_webhook_failures_and_each
     assert_eq!(properties(&t, "HighP99LatencyAlarm")["ExtendedStatistic"], "p99");
     assert!(alarm_reads("DeadLettersAlarm", "openqq_dead_letters_total"));
     assert!(alarm_reads("WebhookFailuresAlarm", "openqq_webhook_deliveries_total"));
-    for (id, _) in FUNCTIONS.iter().skip(1) {
-        let lag = resources(&t).values().any(|r| {
-            let p = &r["Properties"];
-            r["Type"] == "AWS::CloudWatch::Alarm"
-                && p["MetricName"] == "OffsetLag"
-                && p["Dimensions"][0]["Value"] == json!({"Ref": id})
-        });
-        assert!(lag, "an alarm watches {id}'s trigger offset lag");
+    let body = properties(&t, "Dashboard")["DashboardBody"]["Fn::Sub"].as_str().unwrap();
+    for id in consumer_functions() {
+        assert!(!lambda_alarms_on(&t, "OffsetLag", id).is_empty(), "an alarm watches {id}'s trigger offset lag");
+        let row = format!(r#"["AWS/Lambda", "OffsetLag", "FunctionName", "${{{id}}}""#);
+        assert!(body.contains(&row), "the dashboard shows {id}'s trigger offset lag");
     }
+    for id in all_functions() {
+        assert!(!lambda_alarms_on(&t, "Errors", id).is_empty(), "an alarm watches {id}'s failed invocations");
+    }
+}
+
+/// The alarms that read Lambda's `metric` of `function`: as their one metric, or in the
+/// expression of their metric math.
+fn lambda_alarms_on(t: &Value, metric: &str, function: &str) -> Vec<String> {
+    let reads = |m: &Value| {
+        m["Namespace"] == "AWS/Lambda"
+            && m["MetricName"] == metric
+            && m["Dimensions"] == json!([{"Name": "FunctionName", "Value": {"Ref": function}}])
+    };
+    let mut found = Vec::new();
+    for (id, r) in resources(t).iter().filter(|(_, r)| r["Type"] == "AWS::CloudWatch::Alarm") {
+        let p = &r["Properties"];
+        let math = p["Metrics"].as_array().cloned().unwrap_or_default();
+        let expression = math.iter().filter_map(|m| m["Expression"].as_str()).collect::<Vec<_>>().join(" ");
+        // A metric in the math counts only if the expression uses its id.
+        let in_math = math.iter().any(|m| {
+            let used = m["Id"].as_str().is_some_and(|i| {
+                expression.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|word| word == i)
+            });
+            used && reads(&m["MetricStat"]["Metric"])
+        });
+        if reads(p) || in_math {
+            found.push(id.clone());
+        }
+    }
+    found
 }
 
 #[test]
