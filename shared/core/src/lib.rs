@@ -18,6 +18,9 @@
 //!   and a Kafka cluster agree).
 //! - [`revision`]: the revision rules (duplicate, stale, status moves, which report is kept) as
 //!   one pure function from what a store holds to the writes it must make atomically.
+//! - [`schedule`]: tenants' schedules as the store keeps them, their fire ledger (the
+//!   exactly-once guarantee of a fire) and the scheduler's reads; the timetable itself is
+//!   `openqq_schedule`'s.
 //! - [`feed`]: a tenant's events in the order applied, numbered without gaps, to resume from.
 //! - [`webhook`]: webhooks a tenant registers, and their durable deliveries.
 //! - [`ports`]: the traits adapters implement ([`EventLog`], [`LogSource`], [`DesignStore`],
@@ -40,6 +43,7 @@ pub mod partition;
 pub mod ports;
 pub mod record;
 pub mod revision;
+pub mod schedule;
 pub mod webhook;
 
 pub use accepted::AcceptedRevision;
@@ -54,4 +58,5 @@ pub use ports::{
     IdempotencyClaim, IdempotencyKeys, KeptResponse, Lease, LogRecord, LogSource, ObjectRef, ObjectStore, Page,
     PortError, PresignedUploads, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
 };
+pub use schedule::{ScheduleId, Schedules};
 pub use webhook::{DeliveryQueue, Webhook, WebhookId, WebhookRegistry, WebhookSecret, WebhookStore};

@@ -2,8 +2,8 @@
 //! revision, timelines in applied order, pagination, tenant isolation, the replay of dead
 //! letters (a revision failed by a dead letter revived once by its replay, and no other), the
 //! tenant's event feed ([`feed`]), its webhooks and deliveries ([`webhooks`]), a consumer
-//! batch's writes applied together ([`batch`]), generation token budgets ([`budgets`]), and
-//! batches of design jobs ([`batches`]).
+//! batch's writes applied together ([`batch`]), generation token budgets ([`budgets`]),
+//! batches of design jobs ([`batches`]), and schedules with their fire ledger ([`schedules`]).
 
 use super::unique;
 use chrono::Utc;
@@ -20,6 +20,7 @@ pub mod budgets;
 pub mod combined;
 pub mod feed;
 pub mod replay;
+pub mod schedules;
 pub mod webhooks;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
@@ -98,6 +99,12 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     batches::stopping_a_batch_cancels_what_is_queued_and_lets_what_is_on_its_way_end(store).await;
     batches::items_and_batches_page_in_order_and_another_tenants_are_unknown(store).await;
     batches::racing_ends_take_every_ordinal_once(store).await;
+    schedules::a_schedule_reads_back_and_changes_only_at_the_version_read(store).await;
+    schedules::a_tenant_holds_at_most_the_schedule_limit_and_lists_them_oldest_first(store).await;
+    schedules::a_fire_is_recorded_once_and_a_second_record_gets_the_first_back(store).await;
+    schedules::a_fire_settles_only_from_the_outcome_it_is_in(store).await;
+    schedules::fires_are_listed_newest_first_a_page_at_a_time_and_go_with_their_schedule(store).await;
+    schedules::due_schedules_are_found_across_tenants_and_the_runner_saves_only_at_the_version_read(store).await;
 }
 
 /// Writers racing on one design (a replayed record handled six times at once, and two stages of

@@ -18,6 +18,8 @@
 //! - `webhooks`: webhooks, and their deliveries' claims, attempts and listing.
 //! - `batches`: batches of design jobs (`openqq_core::batch`): a row per batch with its counts,
 //!   a row per item, each item's move in one transaction with the counts it changes.
+//! - `schedules`: tenants' schedules (`openqq_core::schedule`), their fire ledger (a conditional
+//!   put per schedule and nominal time) and the runner's due read through the due index.
 //! - `error`: every SDK error classified (throttled, unavailable, invalid, permanent), never
 //!   flattened into one kind of failure.
 
@@ -30,6 +32,7 @@ mod feed;
 mod idempotency;
 mod reads;
 mod requests;
+mod schedules;
 pub mod table;
 mod transact;
 mod webhooks;
@@ -46,6 +49,9 @@ use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{ApplyOp, BatchApplied, Failure, PortResult, Usage};
+use openqq_core::schedule::{
+    DueSchedule, FireOutcome, FireRecord, Recorded, RunnerState, ScheduleId, Schedules, Settle, StoredSchedule,
+};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::PortError;
 use openqq_core::{
@@ -326,6 +332,78 @@ impl openqq_core::TokenBudgets for DynamoDesignStore {
 
     async fn tokens_spent(&self, tenant: &TenantId, day: &str) -> PortResult<u64> {
         budgets::spent(&self.client, &self.table, tenant, day).await
+    }
+}
+
+#[async_trait]
+impl Schedules for DynamoDesignStore {
+    async fn create_schedule(&self, tenant: &TenantId, schedule: &StoredSchedule) -> PortResult<bool> {
+        schedules::create(&self.client, &self.table, tenant, schedule).await
+    }
+
+    async fn schedule(&self, tenant: &TenantId, id: &ScheduleId) -> PortResult<Option<StoredSchedule>> {
+        schedules::get(&self.client, &self.table, tenant, id).await
+    }
+
+    async fn list_schedules(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> PortResult<Page<StoredSchedule>> {
+        schedules::list(&self.client, &self.table, tenant, cursor, limit).await
+    }
+
+    async fn update_schedule(
+        &self,
+        tenant: &TenantId,
+        schedule: &StoredSchedule,
+    ) -> PortResult<Option<StoredSchedule>> {
+        schedules::update(&self.client, &self.table, tenant, schedule).await
+    }
+
+    async fn delete_schedule(&self, tenant: &TenantId, id: &ScheduleId) -> PortResult<bool> {
+        schedules::delete(&self.client, &self.table, tenant, id).await
+    }
+
+    async fn record_fire(&self, tenant: &TenantId, id: &ScheduleId, fire: &FireRecord) -> PortResult<Recorded> {
+        schedules::record(&self.client, &self.table, tenant, id, fire).await
+    }
+
+    async fn settle_fire(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+        nominal: DateTime<Utc>,
+        from: FireOutcome,
+        to: &Settle,
+    ) -> PortResult<Option<(bool, FireRecord)>> {
+        schedules::settle(&self.client, &self.table, tenant, id, nominal, from, to).await
+    }
+
+    async fn fires(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> PortResult<Option<Page<FireRecord>>> {
+        schedules::fires(&self.client, &self.table, tenant, id, before, limit).await
+    }
+
+    async fn due_schedules(&self, now: DateTime<Utc>, limit: usize) -> PortResult<Vec<DueSchedule>> {
+        schedules::due(&self.client, &self.table, now, limit).await
+    }
+
+    async fn save_runner_state(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+        version: u64,
+        state: &RunnerState,
+        next_due: Option<DateTime<Utc>>,
+    ) -> PortResult<bool> {
+        schedules::save_state(&self.client, &self.table, tenant, id, version, state, next_due).await
     }
 }
 

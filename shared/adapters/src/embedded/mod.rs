@@ -11,6 +11,7 @@ mod lock;
 mod log;
 mod objects;
 mod retention;
+mod schedules;
 mod store;
 pub(crate) mod webhooks;
 

@@ -26,8 +26,11 @@ use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{accepted, batches, budgets, feed, idempotency, webhooks};
+use super::{accepted, batches, budgets, feed, idempotency, schedules, webhooks};
 use openqq_core::batch::{BatchItem, BatchState, BatchView, Ended, ItemStatus, NewBatch, NewItem, Released};
+use openqq_core::schedule::{
+    DueSchedule, FireOutcome, FireRecord, Recorded, RunnerState, ScheduleId, Schedules, Settle, StoredSchedule,
+};
 use openqq_core::{
     AcceptedRevision, BatchId, Batches, Charge, IdempotencyClaim, IdempotencyKey, KeptResponse, TokenBudgets,
 };
@@ -79,13 +82,14 @@ impl EmbeddedDesignStore {
         // webhooks and deliveries.
         writer
             .execute_batch(&format!(
-                "{}{}{}{}{}{}",
+                "{}{}{}{}{}{}{}",
                 accepted::SCHEMA,
                 idempotency::SCHEMA,
                 feed::SCHEMA,
                 webhooks::SCHEMA,
                 budgets::SCHEMA,
-                batches::SCHEMA
+                batches::SCHEMA,
+                schedules::SCHEMA
             ))
             .map_err(|e| sqlite_error("initialise schema", e))?;
         migrate(&writer)?;
@@ -691,6 +695,97 @@ impl Batches for EmbeddedDesignStore {
         count("stop_batch");
         let (tenant, id, reason) = (tenant.to_string(), id.to_string(), reason.to_owned());
         self.writer.call(move |conn| batches::stop(conn, &tenant, &id, state, &reason)).await
+    }
+}
+
+#[async_trait]
+impl Schedules for EmbeddedDesignStore {
+    async fn create_schedule(&self, tenant: &TenantId, schedule: &StoredSchedule) -> PortResult<bool> {
+        count("create_schedule");
+        let (tenant, schedule) = (tenant.to_string(), schedule.clone());
+        self.writer.call(move |conn| schedules::create(conn, &tenant, &schedule)).await
+    }
+
+    async fn schedule(&self, tenant: &TenantId, id: &ScheduleId) -> PortResult<Option<StoredSchedule>> {
+        count("schedule");
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.reader.call(move |conn| schedules::get(conn, &tenant, &id)).await
+    }
+
+    async fn list_schedules(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> PortResult<Page<StoredSchedule>> {
+        count("list_schedules");
+        let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
+        self.reader.call(move |conn| schedules::list(conn, &tenant, cursor.as_deref(), limit)).await
+    }
+
+    async fn update_schedule(
+        &self,
+        tenant: &TenantId,
+        schedule: &StoredSchedule,
+    ) -> PortResult<Option<StoredSchedule>> {
+        count("update_schedule");
+        let (tenant, schedule) = (tenant.to_string(), schedule.clone());
+        self.writer.call(move |conn| schedules::update(conn, &tenant, &schedule)).await
+    }
+
+    async fn delete_schedule(&self, tenant: &TenantId, id: &ScheduleId) -> PortResult<bool> {
+        count("delete_schedule");
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer.call(move |conn| schedules::delete(conn, &tenant, &id)).await
+    }
+
+    async fn record_fire(&self, tenant: &TenantId, id: &ScheduleId, fire: &FireRecord) -> PortResult<Recorded> {
+        count("record_fire");
+        let (tenant, id, fire) = (tenant.to_string(), id.to_string(), fire.clone());
+        self.writer.call(move |conn| schedules::record(conn, &tenant, &id, &fire)).await
+    }
+
+    async fn settle_fire(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+        nominal: DateTime<Utc>,
+        from: FireOutcome,
+        to: &Settle,
+    ) -> PortResult<Option<(bool, FireRecord)>> {
+        count("settle_fire");
+        let (tenant, id, to) = (tenant.to_string(), id.to_string(), to.clone());
+        self.writer.call(move |conn| schedules::settle(conn, &tenant, &id, nominal, from, &to)).await
+    }
+
+    async fn fires(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+        before: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> PortResult<Option<Page<FireRecord>>> {
+        count("fires");
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.reader.call(move |conn| schedules::fires(conn, &tenant, &id, before, limit)).await
+    }
+
+    async fn due_schedules(&self, now: DateTime<Utc>, limit: usize) -> PortResult<Vec<DueSchedule>> {
+        count("due_schedules");
+        self.reader.call(move |conn| schedules::due(conn, now, limit)).await
+    }
+
+    async fn save_runner_state(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+        version: u64,
+        state: &RunnerState,
+        next_due: Option<DateTime<Utc>>,
+    ) -> PortResult<bool> {
+        count("save_runner_state");
+        let (tenant, id, state) = (tenant.to_string(), id.to_string(), state.clone());
+        self.writer.call(move |conn| schedules::save_state(conn, &tenant, &id, version, &state, next_due)).await
     }
 }
 

@@ -13,6 +13,7 @@
 //! | [`crate::webhook::WebhookRegistry`] | the API's webhook routes, the delivery worker |
 //! | [`crate::webhook::DeliveryQueue`] | the delivery worker, the API's delivery history |
 //! | [`crate::batch::Batches`] | the batch function, the API's batch routes |
+//! | [`crate::schedule::Schedules`] | the API's schedule routes, the scheduler |
 //!
 //! The delivery worker takes both webhook roles as [`crate::webhook::WebhookStore`].
 //!
@@ -251,6 +252,7 @@ pub trait DesignStore:
     + WebhookStore
     + crate::budget::TokenBudgets
     + crate::batch::Batches
+    + crate::schedule::Schedules
 {
 }
 
@@ -263,6 +265,7 @@ impl<T> DesignStore for T where
         + WebhookStore
         + crate::budget::TokenBudgets
         + crate::batch::Batches
+        + crate::schedule::Schedules
 {
 }
 
