@@ -9,7 +9,12 @@
 //! - `openqq trace` follows one correlation id through the four services in `openqq up`'s log file.
 //! - `openqq design show` prints one design as the API tells its tenant: source files, generation
 //!   attempts, each check's verdict, a failing testbench's first failure and waveform.
+//! - `openqq batch submit|status|items|cancel` submits a JSON-lines file of designs as one batch
+//!   (following it to its end with `--wait`), and reads, pages through and cancels batches.
 
+mod batch;
+mod batch_api;
+mod batch_format;
 mod dead_letters;
 mod dead_letters_format;
 mod design;
@@ -55,6 +60,8 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Show a design as the API tells its tenant: source files, generation attempts, checks.
     Design(design::DesignArgs),
+    /// Submit many designs as one batch from a JSON-lines file; follow, list and cancel batches.
+    Batch(batch::BatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +80,7 @@ fn main() -> ExitCode {
         Command::DeadLetters(args) => report(dead_letters::run(*args)),
         Command::Trace(args) => report(trace::run(args)),
         Command::Design(args) => report(design::run(args)),
+        Command::Batch(args) => report(batch::run(args)),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod api_semantics;
 mod artifacts;
+mod batch_cli;
 mod batches;
 mod contract;
 mod dead_letters;
