@@ -51,7 +51,7 @@ pub async fn run(
     let dir = tempfile::tempdir().unwrap();
     // No per-tenant bound may pace the run: it measures the pipeline, not the front door.
     let mut args = vec!["--rate-limit", "1000000/1s", "--workers", "64", "--queue", "4096"];
-    args.extend(["--tenant-concurrency", "4096", "--byte-limit", "3GiB/1s"]);
+    args.extend(["--tenant-concurrency", "4096", "--byte-limit", "3GiB/1s", "--max-connections-per-address", "1024"]);
     args.extend_from_slice(extra);
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let clients: Vec<Client> =
