@@ -3,6 +3,7 @@
 mod api_semantics;
 mod artifacts;
 mod batch_cli;
+mod batch_fairness;
 mod batches;
 mod contract;
 mod dead_letters;

@@ -9,6 +9,7 @@
 pub mod ack_dropper;
 pub mod app;
 pub mod aws;
+pub mod batches;
 pub mod cargo_lambda;
 pub mod hdl;
 pub mod noisy;

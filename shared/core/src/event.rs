@@ -159,11 +159,14 @@ impl fmt::Display for EventKind {
 #[derive(Debug, Clone, Default)]
 pub struct Topics {
     pub prefix: String,
+    /// Batch items travel on the interactive topics instead of the batch lane's
+    /// ([`Topics::lane`]): only for measuring what the lane is worth (`--batch-lane off`).
+    pub shared_lane: bool,
 }
 
 impl Topics {
     pub fn new(prefix: impl Into<String>) -> Self {
-        Self { prefix: prefix.into() }
+        Self { prefix: prefix.into(), shared_lane: false }
     }
     pub fn of(&self, kind: EventKind) -> String {
         format!("{}{}", self.prefix, kind.as_str())
@@ -172,7 +175,7 @@ impl Topics {
     /// own: batch items travel on topics of their own, with consumers of their own, so
     /// interactive designs never queue behind them.
     pub fn lane(&self, kind: EventKind, batch: bool) -> String {
-        match batch && EventKind::LANED.contains(&kind) {
+        match batch && !self.shared_lane && EventKind::LANED.contains(&kind) {
             true => format!("{}batch.{}", self.prefix, kind.as_str()),
             false => self.of(kind),
         }

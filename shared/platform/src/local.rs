@@ -253,7 +253,8 @@ pub async fn start(args: UpArgs) -> Result<Running> {
         tracing::warn!("--api-only: the consumer functions do not run; submissions wait in the log.");
         Vec::new()
     } else {
-        let lanes = crate::CONSUMED.iter().flat_map(|&k| [(k, false), (k, true)]);
+        let twins = args.platform.batch_lane == crate::settings::Bulkheads::On;
+        let lanes = crate::CONSUMED.iter().flat_map(|&k| [(k, false), (k, true)]).filter(|&(_, b)| twins || !b);
         lanes.chain(crate::BATCH_CONSUMED.iter().map(|&k| (k, false))).collect()
     };
     let deliveries = platform.start_deliveries()?;

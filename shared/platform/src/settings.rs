@@ -38,6 +38,12 @@ pub struct Settings {
     /// the same partition waits behind at most this many of a tenant's items.
     #[arg(long, env = "OPENQQ_BATCH_IN_FLIGHT", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub batch_in_flight: u32,
+    /// `on`: batch items travel on the batch lane's own topics with consumers of their own, so
+    /// interactive designs never queue behind them. `off` sends them through the interactive
+    /// topics: only for measuring what the lane is worth (the batch benchmark), never for
+    /// production.
+    #[arg(long, env = "OPENQQ_BATCH_LANE", value_enum, default_value = "on")]
+    pub batch_lane: Bulkheads,
     /// `on`: designs to be written by a model run in a lane of their own (`generation.requested`,
     /// the generation function), so one tenant's burst of slow model calls never holds up source
     /// jobs. `off` sends them through the synthesis lane beside source jobs: only for measuring
@@ -174,7 +180,7 @@ impl Settings {
     }
 }
 
-/// The values of `--bulkheads`.
+/// The values of `--bulkheads` and `--batch-lane`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bulkheads {
     On,
@@ -297,7 +303,9 @@ impl Settings {
 
     /// The topics, under the prefix.
     pub fn topics(&self) -> openqq_core::Topics {
-        openqq_core::Topics::new(self.topic_prefix.clone())
+        let mut topics = openqq_core::Topics::new(self.topic_prefix.clone());
+        topics.shared_lane = self.batch_lane == Bulkheads::Off;
+        topics
     }
 
     /// Every environment variable the settings read, in order: what a deployment template may
