@@ -25,6 +25,24 @@ impl App {
     /// Starts the platform with `openqq up`'s `extra_args` on `127.0.0.1:0` with `data_dir`, and
     /// the test defaults of [`crate::Server`] (a 50 ms batch window).
     pub fn start(data_dir: &Path, extra_args: &[&str]) -> Result<Self> {
+        Self::start_with(data_dir, extra_args, None)
+    }
+
+    /// [`App::start`] with schedules reading `clock` (and the scheduler woken through it), so a
+    /// test moves time across fires instead of waiting for them.
+    pub fn start_with_clock(
+        data_dir: &Path,
+        extra_args: &[&str],
+        clock: openqq_api::schedules::ScheduleClock,
+    ) -> Result<Self> {
+        Self::start_with(data_dir, extra_args, Some(clock))
+    }
+
+    fn start_with(
+        data_dir: &Path,
+        extra_args: &[&str],
+        clock: Option<openqq_api::schedules::ScheduleClock>,
+    ) -> Result<Self> {
         let mut args: Vec<String> = ["--listen", "127.0.0.1:0", "--batch-window", "50ms", "--data-dir"]
             .into_iter()
             .map(str::to_owned)
@@ -35,7 +53,8 @@ impl App {
             args.extend(["--metrics-listen".to_owned(), "127.0.0.1:0".to_owned()]);
         }
         args.extend(extra_args.iter().map(|s| s.to_string()));
-        let up = openqq_platform::UpArgs::from_args(args)?;
+        let mut up = openqq_platform::UpArgs::from_args(args)?;
+        up.schedule_clock = clock;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {

@@ -3,7 +3,7 @@
 //! `openqq_core::batch`); the reads page through batches and their items; cancel stops what has
 //! not started. Batch items do not take the tenant's request rate: one request is one admission.
 
-mod items;
+pub(crate) mod items;
 
 use crate::designs::{query, ListQuery};
 use crate::problem::Problem;
@@ -144,7 +144,7 @@ pub async fn submit(
 }
 
 /// Keeps the checked items as an object, publishes `batch.submitted`, and creates the batch for
-/// reads (the batch function creates it too, if this did not).
+/// reads: [`submit_checked`], answered 202.
 async fn accept(
     state: &AppState,
     tenant: TenantId,
@@ -153,35 +153,10 @@ async fn accept(
     max_failed: Option<MaxFailed>,
     checked: Vec<openqq_core::batch::StoredItem>,
 ) -> Result<KeptResponse, Problem> {
-    let mut jsonl = Vec::new();
-    for item in &checked {
-        serde_json::to_writer(&mut jsonl, item).expect("a checked item serialises");
-        jsonl.push(b'\n');
-    }
-    let items_ref =
-        state.objects.put(&tenant, jsonl).await.map_err(|e| Problem::from_port(e, "keeping the batch's items"))?;
-    state.quota.forget(&tenant);
     let batch_id = BatchId::generate();
-    let total = checked.len() as u32;
-    let rejected = checked.iter().filter(|i| i.rejected.is_some()).count();
-    let payload =
-        BatchSubmitted { batch_id: batch_id.clone(), name: name.clone(), items_ref, items: total, max_failed };
-    let cause = origin(&tenant, &batch_id, &corr, None);
-    let env = Envelope::new(EventKind::BatchSubmitted, &cause, "api", payload);
-    state
-        .log
-        .publish(&state.topics.of(EventKind::BatchSubmitted), vec![env.to_record()])
-        .await
-        .map_err(|e| Problem::from_port(e, "publishing the batch"))?;
-    tracing::info!(tenant_id = %tenant, batch_id = %batch_id, items = total, rejected, "A batch was accepted.");
-    let new = NewBatch { id: batch_id.clone(), name, max_failed, created_at: env.occurred_at };
-    let items: Vec<_> = checked.into_iter().enumerate().map(|(i, item)| item.into_new(i as u32)).collect();
-    if let Err(e) = state.batches.create_batch(&tenant, &new, &items).await {
-        tracing::warn!(error = %e, tenant_id = %tenant, batch_id = %batch_id,
-            "The batch could not be recorded for reads; it shows once the batch function creates it.");
-    }
+    let accepted = submit_checked(state, &tenant, &corr, &batch_id, name, max_failed, checked).await?;
     let body = serde_json::json!({
-        "batch_id": batch_id, "items": total, "rejected": rejected, "correlation_id": corr,
+        "batch_id": batch_id, "items": accepted.items, "rejected": accepted.rejected, "correlation_id": corr,
     });
     Ok(KeptResponse {
         status: StatusCode::ACCEPTED.as_u16(),
@@ -191,6 +166,56 @@ async fn accept(
         ],
         body: serde_json::to_vec(&body).expect("the accepted body serialises"),
     })
+}
+
+/// What [`submit_checked`] accepted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Accepted {
+    pub items: u32,
+    pub rejected: usize,
+}
+
+/// The one path by which a batch enters the platform, once its items are checked: keeps the items
+/// as an object, publishes `batch.submitted`, and creates the batch for reads (the batch function
+/// creates it too, if this did not). `POST /v1/batches` and a schedule's fire
+/// ([`crate::schedules`]) both call it; the caller names the batch, so a fire submitted again
+/// after a crash names the same batch, which is created once.
+pub(crate) async fn submit_checked(
+    state: &AppState,
+    tenant: &TenantId,
+    corr: &CorrelationId,
+    batch_id: &BatchId,
+    name: String,
+    max_failed: Option<MaxFailed>,
+    checked: Vec<openqq_core::batch::StoredItem>,
+) -> Result<Accepted, Problem> {
+    let mut jsonl = Vec::new();
+    for item in &checked {
+        serde_json::to_writer(&mut jsonl, item).expect("a checked item serialises");
+        jsonl.push(b'\n');
+    }
+    let items_ref =
+        state.objects.put(tenant, jsonl).await.map_err(|e| Problem::from_port(e, "keeping the batch's items"))?;
+    state.quota.forget(tenant);
+    let total = checked.len() as u32;
+    let rejected = checked.iter().filter(|i| i.rejected.is_some()).count();
+    let payload =
+        BatchSubmitted { batch_id: batch_id.clone(), name: name.clone(), items_ref, items: total, max_failed };
+    let cause = origin(tenant, batch_id, corr, None);
+    let env = Envelope::new(EventKind::BatchSubmitted, &cause, "api", payload);
+    state
+        .log
+        .publish(&state.topics.of(EventKind::BatchSubmitted), vec![env.to_record()])
+        .await
+        .map_err(|e| Problem::from_port(e, "publishing the batch"))?;
+    tracing::info!(tenant_id = %tenant, batch_id = %batch_id, items = total, rejected, "A batch was accepted.");
+    let new = NewBatch { id: batch_id.clone(), name, max_failed, created_at: env.occurred_at };
+    let items: Vec<_> = checked.into_iter().enumerate().map(|(i, item)| item.into_new(i as u32)).collect();
+    if let Err(e) = state.batches.create_batch(tenant, &new, &items).await {
+        tracing::warn!(error = %e, tenant_id = %tenant, batch_id = %batch_id,
+            "The batch could not be recorded for reads; it shows once the batch function creates it.");
+    }
+    Ok(Accepted { items: total, rejected })
 }
 
 /// Whom a batch's own events are about: the batch (its id as the design id), revision 1.

@@ -15,9 +15,9 @@
 //! 5. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
 //!    immediate 503 when the queue is full; handlers get the body already buffered.
 //! 6. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
-//! 7. The handler in [`designs`], [`batches`], [`uploads`], [`webhooks`] or [`stream`]. `GET
-//!    /v1/events/stream` ([`stream::live`]) skips steps 4 to 6: it has no body and does no work
-//!    but wait, and caps its own streams per tenant.
+//! 7. The handler in [`designs`], [`batches`], [`schedules`], [`uploads`], [`webhooks`] or
+//!    [`stream`]. `GET /v1/events/stream` ([`stream::live`]) skips steps 4 to 6: it has no body
+//!    and does no work but wait, and caps its own streams per tenant.
 //!
 //! `PUT /v1/uploads/{digest}` ([`uploads::receive`]) passes through steps 1 and 2 only: its
 //! signed token stands for the bearer token, and it applies the tenant's request quota, its
@@ -59,6 +59,7 @@ pub mod problem;
 pub mod quota;
 pub mod report_body;
 pub mod report_full;
+pub mod schedules;
 pub mod serve;
 pub mod stream;
 pub mod targets;
@@ -129,6 +130,10 @@ pub struct AppState {
     pub(crate) budgets: Arc<dyn openqq_core::TokenBudgets>,
     /// Batches: created for reads once accepted, read, cancelled.
     pub(crate) batches: Arc<dyn openqq_core::Batches>,
+    /// Schedules and their fire ledger ([`schedules`]).
+    pub(crate) schedules: Arc<dyn openqq_core::Schedules>,
+    /// The time the schedule routes and the scheduler read, and the scheduler's wake-up.
+    pub(crate) clock: schedules::ScheduleClock,
 }
 
 /// What the API knows of generation: whether a model is configured, and each tenant's daily
@@ -183,7 +188,9 @@ impl AppState {
             dev_tokens: false,
             generation: GenerationPolicy::default(),
             budgets: store.clone(),
-            batches: store,
+            batches: store.clone(),
+            schedules: store,
+            clock: schedules::ScheduleClock::default(),
         })
     }
 }
@@ -267,6 +274,13 @@ impl AppStateBuilder {
         self
     }
 
+    /// Where schedules read the time and how the scheduler is woken (default: the system's
+    /// clock; tests hand in a `TestClock`).
+    pub fn schedule_clock(mut self, clock: schedules::ScheduleClock) -> Self {
+        self.0.clock = clock;
+        self
+    }
+
     pub fn build(self) -> AppState {
         self.0
     }
@@ -309,6 +323,11 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/batches/{id}", get(batches::get_one))
         .route("/v1/batches/{id}/items", get(batches::items))
         .route("/v1/batches/{id}/cancel", post(batches::cancel))
+        .route("/v1/schedules", post(schedules::create).get(schedules::list))
+        .route("/v1/schedules/{id}", get(schedules::get_one).patch(schedules::update).delete(schedules::delete))
+        .route("/v1/schedules/{id}/fires", get(schedules::fires))
+        .route("/v1/schedules/{id}/trigger", post(schedules::trigger))
+        .route("/v1/schedules/{id}/backfill", post(schedules::backfill))
         .route("/v1/usage", get(usage::usage))
         .route("/v1/objects/{digest}", get(usage::object));
     let v1 = match pool.simulated_downstream {

@@ -91,6 +91,10 @@ pub struct UpArgs {
     /// Dev only: calls the simulated dependency serves at once (default: any number).
     #[arg(long, env = "OPENQQ_SIMULATED_DOWNSTREAM_CAPACITY", hide = true, requires = "simulated_downstream_latency")]
     pub simulated_downstream_capacity: Option<usize>,
+    /// Where the schedules read the time, and the scheduler's wake-up: the system's clock unless
+    /// an in-process test hands in a controllable one (not a flag).
+    #[arg(skip)]
+    pub schedule_clock: Option<openqq_api::schedules::ScheduleClock>,
 }
 
 /// Where `/metrics` is served: an address of its own, or nowhere.
@@ -201,6 +205,9 @@ impl UpArgs {
     }
 }
 
+/// How often the scheduler looks for due schedules: fires run within about this of their time.
+const SCHEDULER_EVERY: Duration = Duration::from_secs(1);
+
 /// How long one invocation of a remote function may take (Lambda's own limit is 15 minutes; a
 /// consumer batch here is bounded by the validation budget long before).
 const INVOKE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -223,7 +230,7 @@ pub struct Running {
 }
 
 /// Builds the platform from `args` and starts serving: the API on `--listen`, one emulated
-/// event source mapping per consumer function, and the webhook deliveries.
+/// event source mapping per consumer function, the scheduler, and the webhook deliveries.
 pub async fn start(args: UpArgs) -> Result<Running> {
     args.check()?;
     // The recorder first: anything counted before it exists (a record dead-lettered as soon as
@@ -275,7 +282,16 @@ pub async fn start(args: UpArgs) -> Result<Running> {
         let esm = EventSourceMapping::new(b.source.clone(), b.log.clone(), handler, mapping).await?;
         mappings.push(tokio::spawn(esm.run(stop_rx.clone())));
     }
-    let state = platform.api_state(keys).dev_tokens(args.dev_tokens).build();
+    let clock = args.schedule_clock.clone().unwrap_or_default();
+    let state = platform.api_state(keys).dev_tokens(args.dev_tokens).schedule_clock(clock.clone()).build();
+    // The scheduler fires due schedules every second, and at once when a schedule changes (with
+    // --api-only too: it submits batches as the API does, which then wait in the log).
+    let scheduler = openqq_api::schedules::runner::Scheduler::new(state.clone());
+    let mut stopped = stop_rx.clone();
+    let scheduler_stop = async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    mappings.push(tokio::spawn(scheduler.run(SCHEDULER_EVERY, clock.wake.clone(), scheduler_stop)));
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;

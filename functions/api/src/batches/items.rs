@@ -19,7 +19,7 @@ use std::collections::HashSet;
 const MAX_LISTED_ERRORS: usize = 100;
 
 /// The lines of an NDJSON body, blank lines skipped.
-pub(super) fn ndjson_lines(bytes: &[u8]) -> Result<Vec<String>, Problem> {
+pub(crate) fn ndjson_lines(bytes: &[u8]) -> Result<Vec<String>, Problem> {
     let text = std::str::from_utf8(bytes).map_err(|_| Problem::bad_request("the NDJSON body is not UTF-8"))?;
     Ok(text.lines().filter(|l| !l.trim().is_empty()).take(MAX_BATCH_ITEMS + 1).map(str::to_owned).collect())
 }
@@ -61,7 +61,7 @@ struct ItemError {
 
 /// Checks every item; a batch with a refused item is refused whole (422 naming each, up to
 /// [`MAX_LISTED_ERRORS`]), unless `on_invalid` is `skip`: then those items are kept `rejected`.
-pub(super) async fn check_all(
+pub(crate) async fn check_all(
     state: &AppState,
     tenant: &TenantId,
     lines: &[String],
