@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 /// `n` compact blink designs as JSON lines, the custom id `{prefix}-{i}` each; item 1's pin
 /// constraints name a pin the package lacks, so it ends `ready` with verdict `fail`.
-fn lines(prefix: &str, n: usize) -> Vec<String> {
+pub(crate) fn lines(prefix: &str, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
             let mut item = compact_blink_design(&format!("{prefix}-{i}"));
@@ -23,7 +23,7 @@ fn lines(prefix: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-fn write(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     path

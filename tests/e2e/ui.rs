@@ -5,8 +5,10 @@
 //! receiver on 127.0.0.1 and see its test delivery. axe-core checks the page at each stage (no
 //! serious or critical violation); one run is at a phone-sized viewport. Designs given as HDL
 //! (tests/ui/checks.mjs): a failing testbench's checks, source files and waveform drawn around
-//! its first failure, and a design written by a model with a row per attempt. Screenshots go to
-//! `<target dir>/ui-screenshots` (or `OPENQQ_UI_SCREENSHOTS`).
+//! its first failure, and a design written by a model with a row per attempt. Batches
+//! (tests/ui/batches.mjs): one followed live to its end, its items read a page at a time and
+//! filtered, another cancelled from its row. Screenshots go to `<target dir>/ui-screenshots` (or
+//! `OPENQQ_UI_SCREENSHOTS`).
 //!
 //! Needs `chromium` (Debian's package) and `npm ci` in tests/ui: the test script installs both;
 //! elsewhere the browser tests skip when either is missing ([`openqq_e2e::needed`]).
@@ -250,6 +252,64 @@ async fn a_person_reads_a_failing_testbench_s_checks_source_and_waveform_and_a_g
     let attempts = summary["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 2, "{summary}");
     assert_eq!((&attempts[0]["failed"], &attempts[1]["failed"]), (&Value::from("synthesis"), &Value::from("")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_follows_a_batch_live_to_its_end_reads_its_items_a_page_at_a_time_and_cancels_another() {
+    if browser().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // One item of a batch at a time, so a batch runs long enough to be seen moving and cancelled.
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens", "--batch-in-flight", "1"]).unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let mut followed = crate::batch_cli::lines("ui", 100);
+    followed.push(serde_json::json!({"custom_id": "ui-no-target", "name": "x"}).to_string());
+    let followed = crate::batch_cli::write(files.path(), "followed.jsonl", &followed);
+    let cancelled =
+        crate::batch_cli::write(files.path(), "cancelled.jsonl", &crate::batch_cli::lines("ui-cancel", 400));
+    let tenant = "ui-batches";
+    let (mut cmd, out) = driver(&server, "desktop", tenant);
+    cmd.env("OPENQQ_UI_SCENARIO", "batches")
+        .env("OPENQQ_UI_BATCH_FILE", &followed)
+        .env("OPENQQ_UI_CANCEL_FILE", &cancelled);
+    let summary = run_driver(cmd, "desktop", out).await;
+    eprintln!("{summary}");
+
+    // The page showed what the API says.
+    let api = Client::new(&server.url, &server.token(tenant));
+    let (_, listed) = api.get("/v1/batches").await.unwrap();
+    let batch = |name: &str| {
+        listed["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {listed}"))
+    };
+    let done = batch("ui-batch");
+    assert_eq!(done["status"], "completed");
+    assert_eq!(summary["batch"]["counts"], done["counts"], "{summary}");
+    assert_eq!(
+        done["counts"],
+        serde_json::json!({"queued": 0, "validating": 0, "ready": 100, "failed": 0, "rejected": 1, "cancelled": 0})
+    );
+    assert_eq!(summary["batch"]["verdicts"], "99 pass, 1 fail");
+    assert_eq!(summary["batch"]["words"], "101 of 101 done: 100 ready, 1 rejected");
+    assert!(summary["seen"].as_array().unwrap().iter().any(|s| s["done"].as_u64() < s["total"].as_u64()));
+    let pages: Vec<Vec<u64>> = serde_json::from_value(summary["pages"].clone()).unwrap();
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [20, 20, 20, 20, 20, 1], "{pages:?}");
+    assert_eq!(pages.concat(), (0..101).collect::<Vec<u64>>(), "every item once, in order");
+    let rejected = &summary["rejected"];
+    assert_eq!(rejected.as_array().unwrap().len(), 1, "{rejected}");
+    assert_eq!((&rejected[0]["index"], &rejected[0]["custom_id"]), (&Value::from(100), &Value::from("ui-no-target")));
+    assert_eq!(rejected[0]["reason"], "missing field `target`");
+
+    let stopped = batch("ui-cancel");
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+    assert_eq!(summary["cancelled"]["counts"], stopped["counts"], "{summary}");
+    assert!(stopped["counts"]["cancelled"].as_u64().unwrap() > 0, "{stopped}");
 }
 
 async fn fetch(url: &str) -> reqwest::Response {

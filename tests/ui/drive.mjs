@@ -10,8 +10,9 @@
 //     OPENQQ_UI_FINDING    a finding code the report must show
 //     OPENQQ_UI_TENANT     the tenant to mint a token for
 //     OPENQQ_UI_VIEWPORT   "desktop" (the whole flow) or "phone" (390x844: design and report)
-//     OPENQQ_UI_SCENARIO   "submit" (the default: the flow below) or "checks": designs the test
-//                          submitted as HDL for the tenant are read instead (checks.mjs says what)
+//     OPENQQ_UI_SCENARIO   "submit" (the default: the flow below), "checks": designs the test
+//                          submitted as HDL for the tenant are read instead (checks.mjs says what),
+//                          or "batches": batches followed, read and cancelled (batches.mjs says what)
 //     OPENQQ_UI_HOOK_URL   a receiver on 127.0.0.1 for a webhook (desktop only; empty: skip)
 //     OPENQQ_UI_FINDINGS_TOTAL  when set, the report is capped and the page must load all of them
 //     OPENQQ_UI_BITSTREAM  when set, a second design is submitted with this bitstream, the netlist
@@ -26,6 +27,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hdlChecks } from "./checks.mjs";
+import { batchesScenario } from "./batches.mjs";
 
 const env = (name, fallback) => {
   const v = process.env[name] ?? fallback;
@@ -232,6 +234,8 @@ try {
   await signIn();
   if (scenario === "checks") {
     await hdlChecks({ page, env, step, check, shot, axe, summary });
+  } else if (scenario === "batches") {
+    await batchesScenario({ page, env, step, check, shot, axe, summary, navigations: () => navigations });
   } else {
     await submitAndFollow();
     if (hookUrl) await webhooks();

@@ -1,8 +1,10 @@
-// The page: the token (pasted, or minted where the server allows it), then designs and webhooks.
+// The page: the token (pasted, or minted where the server allows it), then designs, batches and
+// webhooks.
 
 import { api, token, tenantOf } from "./api.js";
 import { $, announce } from "./dom.js";
 import * as designs from "./designs.js";
+import * as batches from "./batches.js";
 import * as webhooks from "./webhooks.js";
 import * as live from "./live.js";
 
@@ -27,6 +29,7 @@ async function signIn(t) {
   live.start();
   await Promise.all([
     designs.loadTargets().catch((e) => announce(`The device list could not be read: ${e.message}`, true)),
+    batches.loadList().catch((e) => announce(`The batches could not be read: ${e.message}`, true)),
     webhooks.loadList().catch((e) => announce(`The webhooks could not be read: ${e.message}`, true)),
   ]);
 }
@@ -35,6 +38,7 @@ function signOut(message = "The token was forgotten.") {
   live.stop();
   token.clear();
   designs.reset();
+  batches.reset();
   webhooks.reset();
   $("signed-in").hidden = true;
   $("signed-as").hidden = true;
@@ -63,6 +67,7 @@ async function mint(event) {
 
 function main() {
   designs.init();
+  batches.init();
   webhooks.init();
   $("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
