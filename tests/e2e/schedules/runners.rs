@@ -85,3 +85,66 @@ async fn two_runners_on_one_store_record_and_submit_each_fire_once() {
     assert_eq!(seen, batches, "the batches published are the fires' batches");
     assert!(published.values().all(|n| *n == 1), "each batch published once: {published:?}");
 }
+
+/// A runner that died between recording a fire and submitting it left the fire `pending` with
+/// its batch id: the next runner waits a few seconds (the first may still be submitting), then
+/// submits it with that same batch id and settles it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fire_left_pending_by_a_crash_is_submitted_again_with_its_batch_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 3, 2, 9, 59, 30).unwrap();
+    let clock = Clocked::at(start);
+    let up = openqq_platform::UpArgs::from_args(["--data-dir", &dir.path().display().to_string()]).unwrap();
+    let platform = openqq_platform::Platform::build(up.platform).await.unwrap();
+    let b = &platform.backends;
+    let state = platform.api_state(platform.local_keys().unwrap()).schedule_clock(clock.schedule_clock()).build();
+    let tenant = TenantId::parse("acme").unwrap();
+    let line = compact_blink_design("crash").to_string();
+    let items_ref = b.objects.put(&tenant, format!("{line}\n").into_bytes()).await.unwrap();
+    let schedule = StoredSchedule {
+        id: ScheduleId::generate(),
+        name: "daily".into(),
+        config: ScheduleConfig::new(Expression::parse("0 10 * * *").unwrap()),
+        template: Template::Items { items_ref, items: 1 },
+        created_at: start,
+        updated_at: start,
+        resumed_at: None,
+        state: RunnerState::default(),
+        next_due: Some(start + TimeDelta::seconds(30)),
+        version: 0,
+    };
+    b.store.create_schedule(&tenant, &schedule).await.unwrap();
+    // What the dead runner left: the fire recorded, nothing submitted, the schedule unsaved.
+    let nominal = start + TimeDelta::seconds(30);
+    let batch = openqq_core::BatchId::generate();
+    let pending = openqq_core::schedule::FireRecord {
+        nominal_time: nominal,
+        fired_at: nominal + TimeDelta::milliseconds(200),
+        outcome: FireOutcome::Pending,
+        batch_id: Some(batch.clone()),
+        reason: None,
+    };
+    assert!(b.store.record_fire(&tenant, &schedule.id, &pending).await.unwrap().created);
+
+    let runner = Scheduler::new(state);
+    clock.clock.set(nominal + TimeDelta::seconds(2));
+    runner.tick().await.unwrap();
+    let fires = b.store.fires(&tenant, &schedule.id, None, 10).await.unwrap().unwrap().items;
+    assert_eq!(
+        fires,
+        std::slice::from_ref(&pending),
+        "too young to be taken over: its runner may still be submitting it"
+    );
+    assert!(b.store.batch(&tenant, &batch).await.unwrap().is_none());
+
+    clock.clock.set(nominal + TimeDelta::seconds(7));
+    runner.tick().await.unwrap();
+    let fires = b.store.fires(&tenant, &schedule.id, None, 10).await.unwrap().unwrap().items;
+    assert_eq!(fires.len(), 1, "{fires:#?}");
+    assert_eq!((fires[0].outcome, &fires[0].batch_id), (FireOutcome::Submitted, &Some(batch.clone())));
+    let submitted = b.store.batch(&tenant, &batch).await.unwrap().expect("the batch of the fire's own id");
+    assert_eq!(submitted.counts.queued, 1);
+    let saved = b.store.schedule(&tenant, &schedule.id).await.unwrap().unwrap();
+    assert_eq!((saved.state.last_handled, saved.state.last_batch), (Some(nominal), Some(batch)));
+    assert_eq!(saved.next_due, Some(nominal + TimeDelta::days(1)));
+}
