@@ -7,7 +7,7 @@ import { h, $, announce, time, badge, fill } from "./dom.js";
 export const KINDS = [
   "design.submitted", "generation.started", "generation.finished", "synthesis.started", "synthesis.finished",
   "simulation.finished", "equivalence.finished", "validation.started", "validation.finished", "results.ready",
-  "design.failed",
+  "design.failed", "batch.completed",
 ];
 
 let watching = null; // the webhook whose deliveries are shown

@@ -451,7 +451,7 @@ pub trait Batches: Send + Sync {
         verdict: Option<Verdict>,
     ) -> PortResult<Option<Ended>>;
     /// Stops a running batch: its queued items become cancelled and it takes `state` (cancelled,
-    /// or failed) with `reason`; a batch that is not running is left as it is. The batch after;
+    /// or failed) with `reason`; a batch that is not running, or ended, is left as it is. The batch after;
     /// `None` for a batch the tenant does not have.
     async fn stop_batch(
         &self,

@@ -287,7 +287,7 @@ pub(super) fn stop(
     let stopped = tx
         .execute(
             "UPDATE batches SET state=?3, reason=?4, cancelled = cancelled + queued, queued = 0 \
-             WHERE tenant=?1 AND batch_id=?2 AND state='running'",
+             WHERE tenant=?1 AND batch_id=?2 AND state='running' AND finished_at IS NULL",
             params![tenant, id, state.as_str(), reason],
         )
         .map_err(|e| sqlite_error("stop batch", e))?;

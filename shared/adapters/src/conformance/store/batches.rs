@@ -100,6 +100,12 @@ pub async fn released_items_are_returned_until_they_end_and_each_end_takes_the_n
     assert_eq!(last.batch.counts, Counts { ready: 3, failed: 1, ..Counts::default() });
     assert_eq!(last.batch.verdicts, Verdicts { pass: 2, fail: 1 });
     assert!(last.batch.finished_at.is_some());
+    let stopped = store.stop_batch(&t, &batch.id, BatchState::Cancelled, "too late").await.unwrap().unwrap();
+    assert_eq!(
+        (stopped.status, stopped.reason),
+        (BatchStatus::Completed, None),
+        "a batch that ended stays as it ended"
+    );
     assert!(store.end_item(&t, &batch.id, 9, ItemStatus::Ready, None).await.unwrap().is_none(), "no item 9");
 }
 

@@ -276,6 +276,8 @@ pub(super) async fn stop(
         .set("state", s(state.as_str()))
         .set("reason", s(reason))
         .when("state", s(BatchState::Running.as_str()))
+        // A batch that ended is left as it ended.
+        .when_absent("finished_at")
         .request(client, table, batch_key(tenant, id))
         .return_values(ReturnValue::AllNew)
         .send()
