@@ -221,13 +221,12 @@ async fn a_tenant_sending_as_many_bytes_as_it_can_is_held_to_its_byte_limit_and_
 /// Issue 29: one upload of the slowest netlist shape, then many tiny submissions naming it. Each
 /// once re-read and re-validated the whole object past the validation budget, so the attacker's
 /// records held its partition for minutes. Now each use weighs the upload against the byte
-/// quota, each record's budget covers reading it, and a tenant's records begin on a validation
-/// partition for one budget per batch (the rest go back to the end of the topic). Scaled down:
-/// a 6 MiB upload, a 1 s budget and a byte limit that admits several uses per window, so it is
-/// the time slice that keeps the victims' bound.
+/// quota and each record's budget covers reading it. Scaled down: a 6 MiB upload, a 1 s budget
+/// and a byte limit that admits two uses per window, so it is the charge per use that keeps the
+/// victims' bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tiny_submissions_naming_one_slow_upload_over_and_over_slow_no_victim() {
-    let arena = Arena::start(VICTIMS, &["--validation-budget", "1s", "--byte-limit", "64MiB/10s"]);
+    let arena = Arena::start(VICTIMS, &["--validation-budget", "1s", "--byte-limit", "16MiB/10s"]);
     let mut design = long_named_bus_design("amplified", 6 << 20);
     let netlist = serde_json::to_vec(&design["netlist"]).unwrap();
     let object = openqq_e2e::noisy::upload(&arena.attacker, netlist).await.expect("the upload is stored");
@@ -254,16 +253,14 @@ async fn tiny_submissions_naming_one_slow_upload_over_and_over_slow_no_victim() 
         ids
     })
     .await;
-    assert!(ids.len() > 2, "several uses of the upload were accepted: {}", ids.len());
+    assert!(ids.len() >= 2, "several uses of the upload were accepted: {}", ids.len());
     assert!(refused.load(Ordering::SeqCst), "each use weighs the upload against the byte limit");
     all_final(&arena.attacker, &ids, Duration::from_secs(180))
         .await
         .expect("the attacker's designs reach a final state");
     let (_, report) = arena.attacker.get(&format!("/v1/designs/{}/report", ids[0])).await.unwrap();
     assert_eq!(report["verdict"], "fail", "the budget ends each validation of the upload: {report}");
-    let metrics = reqwest::get(arena.server.metrics()).await.unwrap().text().await.unwrap();
-    let deferred = openqq_e2e::counter_sum(&metrics, "openqq_records_deferred_total", &["function=\"validation\""]);
-    eprintln!("{} uses accepted, {deferred} validation records deferred past the attacker's slice", ids.len());
+    eprintln!("{} uses of the upload accepted", ids.len());
 }
 
 /// Finding 2: a record near the 1 MiB limit that can never succeed (what an outage, a bad deploy

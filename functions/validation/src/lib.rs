@@ -36,9 +36,6 @@ use std::time::{Duration, Instant};
 
 pub const NAME: &str = "validation";
 
-/// The most time a tenant's lane spends beginning records in one batch ([`RecordHandler::slice`]).
-pub const SLICE: Duration = Duration::from_millis(500);
-
 pub struct Validation {
     /// How long one design's validation may take ([`DEFAULT_BUDGET`] unless set): a netlist
     /// that is slow to check ends in a `VALIDATION_BUDGET_EXCEEDED` finding and a `fail`
@@ -217,16 +214,6 @@ impl RecordHandler for Validation {
 
     fn name(&self) -> &'static str {
         NAME
-    }
-
-    /// A tenant's lane begins records for [`SLICE`] (or the budget, if shorter) per batch, then
-    /// puts the rest back at the end of the topic (`openqq_runtime::share`): with every record
-    /// bounded by the budget (reading included), one tenant holds its partition for at most the
-    /// slice and one budget a batch, whatever it sent, while a batch of ordinary designs
-    /// (milliseconds each) is handled whole. The slice is short because every other tenant's next
-    /// records on the partition wait for the batch to end.
-    fn slice(&self) -> Option<Duration> {
-        Some(self.budget.min(SLICE))
     }
 
     fn plan(&self, request: Envelope<ValidationRequested>) -> Result<Step<Stage>, RecordError> {
