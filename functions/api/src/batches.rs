@@ -282,15 +282,7 @@ pub async fn list(
     Extension(tenant): Extension<TenantId>,
     q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
-    let q = query(q)?;
-    let limit = q.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(Problem::invalid_field("limit", "must be between 1 and 100"));
-    }
-    let cursor = match q.cursor.as_deref().map(BatchId::parse).transpose() {
-        Ok(c) => c,
-        Err(_) => return Err(Problem::invalid_field("cursor", "is not a cursor this API returned")),
-    };
+    let (limit, cursor) = query(q)?.page(BatchId::parse)?;
     let page = state
         .batches
         .list_batches(&tenant, cursor.as_ref().map(BatchId::as_str), limit)

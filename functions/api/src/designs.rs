@@ -377,6 +377,24 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
+impl ListQuery {
+    /// The page size (20 unless given, 1 to 100) and the cursor, read by `parse`: what every
+    /// listing of the tenant's designs, batches or schedules checks alike.
+    pub(crate) fn page<T, E>(self, parse: impl Fn(&str) -> Result<T, E>) -> Result<(usize, Option<T>), Problem> {
+        let limit = self.limit.unwrap_or(20);
+        if !(1..=100).contains(&limit) {
+            return Err(Problem::invalid_field("limit", "must be between 1 and 100"));
+        }
+        let cursor = self
+            .cursor
+            .as_deref()
+            .map(parse)
+            .transpose()
+            .map_err(|_| Problem::invalid_field("cursor", "is not a cursor this API returned"))?;
+        Ok((limit, cursor))
+    }
+}
+
 pub(crate) fn query<T>(q: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> Result<T, Problem> {
     q.map(|Query(v)| v).map_err(|e| {
         Problem::new(StatusCode::BAD_REQUEST, "invalid-query", "The query string is invalid", e.body_text())
@@ -388,15 +406,7 @@ pub async fn list(
     Extension(tenant): Extension<TenantId>,
     q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
-    let q = query(q)?;
-    let limit = q.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(Problem::invalid_field("limit", "must be between 1 and 100"));
-    }
-    let cursor = match q.cursor.as_deref().map(DesignId::parse_uuid).transpose() {
-        Ok(c) => c,
-        Err(_) => return Err(Problem::invalid_field("cursor", "is not a cursor this API returned")),
-    };
+    let (limit, cursor) = query(q)?.page(DesignId::parse_uuid)?;
     let page = state
         .reads
         .list(&tenant, cursor.as_ref().map(DesignId::as_str), limit)
