@@ -5,9 +5,8 @@
 
 use openqq_adapters::{Durability, EmbeddedEventLog};
 use openqq_core::{LogSource, Topics};
-use openqq_e2e::{blink_design, Client, Server};
+use openqq_e2e::{blink_design, sha256_hex, Client, Server};
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::time::Duration;
 
 /// Every record of every topic stays under this (the design's bound in `openqq_core::design`).
@@ -15,10 +14,6 @@ const RECORD_BOUND: usize = 64 * 1024;
 /// Logic cells of a design filling a quarter of an HX8K (7,680 logic cells).
 const QUARTER_HX8K_CELLS: usize = 1_938;
 const PARTITIONS: &str = "4";
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// The real `blink` design (yosys for hx8k/ct256, its cell library included) grown by `cells`
 /// logic cells to about `bytes` bytes of netlist: each logic cell a LUT feeding a flip-flop on

@@ -9,9 +9,12 @@
 //!    `--batch-lane off` (batch items on the interactive topics); its p50 and p99 each time.
 //!
 //!   cargo build --release -p openqq-cli --bin openqq
-//!   cargo run --release -p openqq-e2e --example batch -- [ITEMS]
+//!   cargo run --release -p openqq-e2e --example batch -- [ITEMS] [OUT_DIR]
+//!   python3 scripts/plot-batch-lane.py OUT_DIR     # lane.png (matplotlib)
 //!
-//! Default: 10,000 items. The `openqq` beside the example is the one measured.
+//! Default: 10,000 items. The `openqq` beside the example is the one measured. With OUT_DIR, the
+//! interactive tenant's every design (when it was submitted, how long it took) goes to
+//! `OUT_DIR/lane.json`, which the script plots.
 
 use openqq_e2e::batches::{finished, submit_by_upload};
 use openqq_e2e::throughput::compact;
@@ -69,18 +72,25 @@ async fn throughput(items: &[Value], in_flight: &str) -> Duration {
 }
 
 /// Interactive designs one after another until `until` says stop (at least `min` of them); each
-/// one's time from submission to ready.
-async fn interactive(c: &Client, min: usize, until: impl Fn() -> bool) -> Vec<Duration> {
+/// one's start (since the first's) and its time from submission to ready, in order.
+async fn interactive(c: &Client, min: usize, until: impl Fn() -> bool) -> Vec<(Duration, Duration)> {
     let design = compact(blink_design("live"));
-    let mut took = Vec::new();
-    while took.len() < min || !until() {
+    let mut samples = Vec::new();
+    let first = Instant::now();
+    while samples.len() < min || !until() {
         let started = Instant::now();
         let (status, accepted) = c.post("/v1/designs", &design).await.unwrap();
         assert_eq!(status, 202, "{accepted}");
         let id = accepted["design_id"].as_str().unwrap();
         c.wait_for(id, Duration::from_secs(120), |d| d["status"] == "ready").await.unwrap();
-        took.push(started.elapsed());
+        samples.push((started - first, started.elapsed()));
     }
+    samples
+}
+
+/// The latencies of `samples`, sorted.
+fn sorted(samples: &[(Duration, Duration)]) -> Vec<Duration> {
+    let mut took: Vec<Duration> = samples.iter().map(|s| s.1).collect();
     took.sort();
     took
 }
@@ -89,8 +99,8 @@ fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
-/// The interactive tenant's latencies with `args`, alone (`items` empty) or during the batch.
-async fn lane(items: &[Value], args: &[&str]) -> Vec<Duration> {
+/// The interactive tenant's samples with `args`, alone (`items` empty) or during the batch.
+async fn lane(items: &[Value], args: &[&str]) -> Vec<(Duration, Duration)> {
     let (_dir, server) = start(args);
     let live = Client::new(&server.url, &server.token("live"));
     if items.is_empty() {
@@ -118,6 +128,7 @@ fn ms(d: Duration) -> String {
 #[tokio::main]
 async fn main() {
     let n: usize = std::env::args().nth(1).map(|a| a.parse().expect("ITEMS is a number")).unwrap_or(10_000);
+    let out = std::env::args().nth(2).map(std::path::PathBuf::from);
     let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(0);
     println!("{n} items ({} events), {cores} cores, {}", n * EVENTS_PER_ITEM, openqq_bin().display());
     let items = items(n);
@@ -136,9 +147,27 @@ async fn main() {
     }
 
     println!("\n| interactive tenant | designs | p50 ms | p99 ms | p99 / alone |\n|---|---|---|---|---|");
-    let alone = lane(&[], &[]).await;
-    let on = lane(&items, &[]).await;
-    let off = lane(&items, &["--batch-lane", "off"]).await;
+    let samples = [
+        ("alone", lane(&[], &[]).await),
+        ("lane on", lane(&items, &[]).await),
+        ("lane off", lane(&items, &["--batch-lane", "off"]).await),
+    ];
+    if let Some(out) = &out {
+        let runs: serde_json::Map<String, Value> = samples
+            .iter()
+            .map(|(name, s)| {
+                let points: Vec<Value> = s
+                    .iter()
+                    .map(|(at, took)| serde_json::json!([at.as_secs_f64(), took.as_secs_f64() * 1000.0]))
+                    .collect();
+                (name.to_string(), Value::Array(points))
+            })
+            .collect();
+        std::fs::create_dir_all(out).unwrap();
+        let doc = serde_json::json!({"items": n, "runs": runs});
+        std::fs::write(out.join("lane.json"), serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    }
+    let [alone, on, off] = [0, 1, 2].map(|i| sorted(&samples[i].1));
     let base = quantile(&alone, 0.99).as_secs_f64();
     for (name, took) in [("alone", &alone), ("batch, lane on", &on), ("batch, lane off", &off)] {
         let p99 = quantile(took, 0.99);

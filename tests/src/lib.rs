@@ -314,6 +314,12 @@ pub fn compact_blink_design(name: &str) -> Value {
     throughput::compact(blink_design(name))
 }
 
+/// The SHA-256 of `bytes` in lowercase hex, as uploads are named.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// An HTTP client for one tenant.
 #[derive(Clone)]
 pub struct Client {

@@ -1,7 +1,9 @@
 //! The batch routes: `POST /v1/batches` checks every item up front, keeps the items as one object
 //! of the tenant and publishes one `batch.submitted` record (the batch function fans it out, see
 //! `openqq_core::batch`); the reads page through batches and their items; cancel stops what has
-//! not started. Batch items do not take the tenant's request rate: one request is one admission.
+//! not started; retry submits a finished batch's failed items once more, as a new batch. Batch
+//! items do not take the tenant's request rate (one request is one admission): they are weighed
+//! against a quota of their own, items per window ([`crate::limit::check_batch_items`]).
 
 pub(crate) mod items;
 
@@ -137,14 +139,15 @@ pub async fn submit(
     };
     drop(body);
     crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
+        crate::limit::check_batch_items(&state, &tenant, lines.len() as u32).await?;
         let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await?;
-        accept(&state, tenant.clone(), corr, name, options.max_failed, checked).await
+        accept(&state, tenant.clone(), corr, name, options.max_failed, checked, None).await
     })
     .await
 }
 
 /// Keeps the checked items as an object, publishes `batch.submitted`, and creates the batch for
-/// reads: [`submit_checked`], answered 202.
+/// reads: [`submit_checked`], answered 202 (naming the batch it retries, for a retry).
 async fn accept(
     state: &AppState,
     tenant: TenantId,
@@ -152,12 +155,16 @@ async fn accept(
     name: String,
     max_failed: Option<MaxFailed>,
     checked: Vec<openqq_core::batch::StoredItem>,
+    retry_of: Option<&BatchId>,
 ) -> Result<KeptResponse, Problem> {
     let batch_id = BatchId::generate();
     let accepted = submit_checked(state, &tenant, &corr, &batch_id, name, max_failed, checked).await?;
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "batch_id": batch_id, "items": accepted.items, "rejected": accepted.rejected, "correlation_id": corr,
     });
+    if let Some(original) = retry_of {
+        body["retry_of"] = serde_json::json!(original);
+    }
     Ok(KeptResponse {
         status: StatusCode::ACCEPTED.as_u16(),
         headers: vec![
@@ -351,4 +358,72 @@ pub async fn cancel(
         .await
         .map_err(|e| Problem::from_port(e, "telling the batch function"))?;
     Ok(Json(view).into_response())
+}
+
+/// Most failed items one retry reads, page by page.
+const RETRY_PAGE: usize = 1000;
+
+/// Submits the failed items of a finished batch once more, as a new batch named after it: each
+/// failed item becomes `{"revalidate": its design}` with its `custom_id`, so the design's latest
+/// specification is submitted again as its next revision. A batch is retried once: asking again
+/// answers the retry that was made (for as long as idempotency keys are kept), whatever
+/// `Idempotency-Key` the request sends.
+pub async fn retry(
+    State(state): State<AppState>,
+    Extension(tenant): Extension<TenantId>,
+    Extension(corr): Extension<CorrelationId>,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let id = batch_id(&id)?;
+    let view = state.batches.batch(&tenant, &id).await.map_err(|e| Problem::from_port(e, "reading the batch"))?;
+    let view = view.ok_or_else(batch_not_found)?;
+    if view.finished_at.is_none() {
+        return Err(Problem::new(
+            StatusCode::CONFLICT,
+            "batch-running",
+            "The batch is still running",
+            format!("batch {id} has items on their way; retry its failed items once it has finished"),
+        ));
+    }
+    if view.counts.failed == 0 {
+        return Err(Problem::new(
+            StatusCode::CONFLICT,
+            "nothing-to-retry",
+            "The batch has no failed items",
+            format!("batch {id} finished without a failed item, so there is nothing to retry"),
+        ));
+    }
+    let key = openqq_core::IdempotencyKey::parse(&format!("batch-retry:{id}")).expect("a batch id makes a valid key");
+    let fingerprint = crate::designs::idempotency::fingerprint("/v1/batches/retry", id.as_str().as_bytes());
+    crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, Some(key), fingerprint, || async {
+        let mut lines = Vec::new();
+        let mut after = None;
+        loop {
+            let page = state
+                .batches
+                .batch_items(&tenant, &id, Some(ItemStatus::Failed), after, RETRY_PAGE)
+                .await
+                .map_err(|e| Problem::from_port(e, "reading the failed items"))?
+                .ok_or_else(batch_not_found)?;
+            for item in &page.items {
+                let mut line = serde_json::json!({ "revalidate": item.design_id });
+                if let Some(custom_id) = &item.custom_id {
+                    line["custom_id"] = serde_json::json!(custom_id);
+                }
+                lines.push(line.to_string());
+            }
+            match (page.next, page.items.last()) {
+                (Some(_), Some(last)) => after = Some(last.index),
+                _ => break,
+            }
+        }
+        crate::limit::check_batch_items(&state, &tenant, lines.len() as u32).await?;
+        let checked = items::check_all(&state, &tenant, &lines, OnInvalid::Skip).await?;
+        let mut name = format!("{} (retry)", view.name);
+        if name.len() > MAX_NAME_BYTES {
+            name = format!("retry of {id}");
+        }
+        accept(&state, tenant.clone(), corr, name, view.max_failed, checked, Some(&id)).await
+    })
+    .await
 }

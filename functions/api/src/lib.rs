@@ -132,6 +132,8 @@ pub struct AppState {
     pub(crate) batches: Arc<dyn openqq_core::Batches>,
     /// Schedules and their fire ledger ([`schedules`]).
     pub(crate) schedules: Arc<dyn openqq_core::Schedules>,
+    /// Each design's latest specification, which a revalidation submits again.
+    pub(crate) specs: Arc<dyn openqq_core::KeptSpecs>,
     /// The time the schedule routes and the scheduler read, and the scheduler's wake-up.
     pub(crate) clock: schedules::ScheduleClock,
 }
@@ -189,7 +191,8 @@ impl AppState {
             generation: GenerationPolicy::default(),
             budgets: store.clone(),
             batches: store.clone(),
-            schedules: store,
+            schedules: store.clone(),
+            specs: store,
             clock: schedules::ScheduleClock::default(),
         })
     }
@@ -323,6 +326,7 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
         .route("/v1/batches/{id}", get(batches::get_one))
         .route("/v1/batches/{id}/items", get(batches::items))
         .route("/v1/batches/{id}/cancel", post(batches::cancel))
+        .route("/v1/batches/{id}/retry", post(batches::retry))
         .route("/v1/schedules", post(schedules::create).get(schedules::list))
         .route("/v1/schedules/{id}", get(schedules::get_one).patch(schedules::update).delete(schedules::delete))
         .route("/v1/schedules/{id}/fires", get(schedules::fires))

@@ -6,7 +6,7 @@ use crate::problem::Problem;
 use crate::quota::SizeError;
 use crate::AppState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use openqq_core::{Decision, Quota, TenantId};
+use openqq_core::{Decision, Meter, Quota, TenantId};
 use std::collections::HashMap;
 use std::num::ParseIntError;
 use std::str::FromStr;
@@ -159,15 +159,7 @@ pub async fn check(state: &AppState, tenant: &TenantId) -> Result<Decision, Prob
 /// `Retry-After` (until enough of the window's bytes expire for this body to fit) and the
 /// `RateLimit-*` headers of the byte quota when it does not fit.
 pub async fn check_bytes(state: &AppState, tenant: &TenantId, quota: Quota, cost: u32) -> Result<Decision, Problem> {
-    let decision = state
-        .limiter
-        .check_weighted(tenant, quota, cost)
-        .await
-        .map_err(|e| Problem::from_port(e, "the byte limiter"))?;
-    let verdict = if decision.allowed { "allowed" } else { "rejected" };
-    let tenant_label = openqq_telemetry::tenant_label(tenant.as_str());
-    metrics::counter!("openqq_byte_limiter_decisions_total", "tenant" => tenant_label, "decision" => verdict)
-        .increment(1);
+    let decision = weigh(state, tenant, Meter::Bytes, quota, cost).await?;
     if decision.allowed {
         return Ok(decision);
     }
@@ -183,10 +175,61 @@ pub async fn check_bytes(state: &AppState, tenant: &TenantId, quota: Quota, cost
             quota.limit, quota.window, decision.remaining
         )
     };
-    let mut p = Problem::new(StatusCode::TOO_MANY_REQUESTS, "byte-limited", "Too many bytes", detail)
-        .retry_after(ceil_secs(decision.reset));
-    p.headers = headers(&decision);
-    Err(p)
+    Err(refused(&decision, "byte-limited", "Too many bytes", detail))
+}
+
+/// Weighs a batch of `items` against the tenant's batch-item quota
+/// ([`crate::tenant_guard::TenantLimits::batch_items`]): 429 `batch-items-limited` with
+/// `Retry-After` and the quota's `RateLimit-*` headers when the items do not fit.
+pub async fn check_batch_items(state: &AppState, tenant: &TenantId, items: u32) -> Result<Decision, Problem> {
+    let quota = state.tenants.limits.batch_items;
+    let decision = weigh(state, tenant, Meter::BatchItems, quota, items).await?;
+    if decision.allowed {
+        return Ok(decision);
+    }
+    let detail = if items > quota.limit {
+        format!(
+            "a batch of {items} items is larger than tenant {tenant}'s whole batch-item quota of {} per {:?}; split it",
+            quota.limit, quota.window
+        )
+    } else {
+        format!(
+            "tenant {tenant} may submit {} batch items per {:?} and has {} left; this batch has {items}; \
+             retry after the Retry-After delay",
+            quota.limit, quota.window, decision.remaining
+        )
+    };
+    Err(refused(&decision, "batch-items-limited", "Too many batch items", detail))
+}
+
+/// One weighted decision of `meter`, counted in `openqq_weighted_limiter_decisions_total`.
+async fn weigh(
+    state: &AppState,
+    tenant: &TenantId,
+    meter: Meter,
+    quota: Quota,
+    cost: u32,
+) -> Result<Decision, Problem> {
+    let decision = state
+        .limiter
+        .check_weighted(tenant, meter, quota, cost)
+        .await
+        .map_err(|e| Problem::from_port(e, "the limiter"))?;
+    let verdict = if decision.allowed { "allowed" } else { "rejected" };
+    let tenant_label = openqq_telemetry::tenant_label(tenant.as_str());
+    let name = match meter {
+        Meter::Bytes => "openqq_byte_limiter_decisions_total",
+        Meter::BatchItems => "openqq_batch_item_limiter_decisions_total",
+    };
+    metrics::counter!(name, "tenant" => tenant_label, "decision" => verdict).increment(1);
+    Ok(decision)
+}
+
+/// The 429 of a weighted quota that refused: `Retry-After` and its `RateLimit-*` headers.
+fn refused(decision: &Decision, slug: &'static str, title: &'static str, detail: String) -> Problem {
+    let mut p = Problem::new(StatusCode::TOO_MANY_REQUESTS, slug, title, detail).retry_after(ceil_secs(decision.reset));
+    p.headers = headers(decision);
+    p
 }
 
 fn headers(d: &Decision) -> Vec<(&'static str, String)> {

@@ -42,6 +42,9 @@ pub struct TenantLimits {
     pub body_timeout: Duration,
     /// Request-body bytes one tenant may send per window.
     pub bytes: Quota,
+    /// Batch items one tenant may submit per window (`POST /v1/batches`, retries and schedule
+    /// fires alike), apart from its request rate.
+    pub batch_items: Quota,
 }
 
 /// Default requests in progress per tenant.
@@ -57,6 +60,8 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// through before a later record on the same partition, and at the slowest netlist shape known
 /// (about 9 MB/s) 8 MiB is under a second of validation.
 pub const DEFAULT_BYTES: Quota = Quota { limit: 8 << 20, window: Duration::from_secs(10) };
+/// Default batch items per tenant: 20,000 a minute, two of the largest batches.
+pub const DEFAULT_BATCH_ITEMS: Quota = Quota { limit: 20_000, window: Duration::from_secs(60) };
 
 impl Default for TenantLimits {
     fn default() -> Self {
@@ -65,6 +70,7 @@ impl Default for TenantLimits {
             streams: DEFAULT_STREAMS,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             bytes: DEFAULT_BYTES,
+            batch_items: DEFAULT_BATCH_ITEMS,
         }
     }
 }
@@ -102,6 +108,7 @@ pub enum TenantLimitsError {
     NoStreams,
     #[error("--body-timeout (OPENQQ_BODY_TIMEOUT) must be longer than 0 s")]
     NoBodyTimeout,
+
     /// The byte quota is smaller than one body of the largest size allowed.
     #[error(
         "--byte-limit (OPENQQ_BYTE_LIMIT) allows {limit} bytes per {window:?}, less than one body of \

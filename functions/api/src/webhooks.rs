@@ -274,6 +274,7 @@ pub async fn test(
         occurred_at: Utc::now(),
         verdict: None,
         elapsed_ms: None,
+        batch: None,
     };
     state
         .deliveries

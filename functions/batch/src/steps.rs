@@ -3,8 +3,8 @@
 
 use crate::{BatchFunction, StepError, NAME};
 use openqq_core::batch::{
-    released_by, BatchId, BatchItemEnded, BatchState, BatchSubmitted, BatchView, ItemRef, ItemStatus, NewBatch,
-    NewItem, StoredItem, MAX_BATCH_ITEMS,
+    released_by, BatchId, BatchItemEnded, BatchState, BatchSubmitted, BatchSummary, BatchView, ItemRef, ItemStatus,
+    NewBatch, NewItem, StoredItem, MAX_BATCH_ITEMS,
 };
 use openqq_core::event::Origin;
 use openqq_core::{EventKind, NewFeedEntry, Record, TenantId, TimelineEntry};
@@ -175,7 +175,14 @@ impl BatchFunction {
             occurred_at: chrono::Utc::now(),
         };
         let design = view.batch_id.as_design();
-        let new = NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None };
+        let summary = BatchSummary {
+            status: view.status,
+            counts: view.counts,
+            verdicts: view.verdicts,
+            reason: view.reason.clone(),
+        };
+        let new =
+            NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None, batch: Some(&summary) };
         self.feed.append_feed(&cause.tenant_id, &new).await?;
         Ok(())
     }

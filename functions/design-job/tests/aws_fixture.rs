@@ -63,7 +63,7 @@ async fn a_multi_partition_aws_event_is_applied_and_an_undecodable_record_is_dea
     let dir = tempfile::tempdir().unwrap();
     let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let topics = Topics::default();
-    let consumer = Consumer::new(DesignJob::default(), b.log.clone(), b.store.clone(), topics.clone());
+    let consumer = Consumer::new(DesignJob::new(b.store.clone()), b.log.clone(), b.store.clone(), topics.clone());
     consumer.handle(parse_event(event()).unwrap()).await.expect("the batch succeeds");
 
     let acme =
@@ -139,7 +139,7 @@ async fn a_retriable_store_error_fails_every_partition_at_its_first_record_and_d
     let b = Backends::embedded(dir.path(), 4, Durability::Process).unwrap();
     let topics = Topics::default();
     let store: Arc<dyn DesignWrites> = Arc::new(DownStore);
-    let consumer = Consumer::new(DesignJob::default(), b.log.clone(), store, topics.clone());
+    let consumer = Consumer::new(DesignJob::new(b.store.clone()), b.log.clone(), store, topics.clone());
     let event = parse_event(event()).unwrap();
     let mut first: Vec<(u32, u64)> = Vec::new();
     for r in openqq_runtime::kafka::records(&event) {

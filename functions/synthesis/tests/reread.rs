@@ -85,7 +85,7 @@ async fn a_reread_after_validation_took_the_revision_up_calls_no_model_and_charg
         tokens: openqq_synthesis::repair::TokenLimits { daily: 1_000_000, per_job: 100_000 },
         share: Some(openqq_synthesis::GENERATION_SHARE),
     }));
-    let design_job = rig.consumer(openqq_design_job::DesignJob::default());
+    let design_job = rig.consumer(openqq_design_job::DesignJob::new(rig.b.store.clone()));
     let validation =
         rig.consumer(openqq_validation::Validation { budget: Duration::from_secs(5), objects: rig.b.objects.clone() });
     let acme = TenantId::parse("acme").unwrap();

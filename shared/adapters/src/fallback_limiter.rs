@@ -17,7 +17,7 @@
 use crate::InProcessRateLimiter;
 use async_trait::async_trait;
 use openqq_core::ports::{PortError, PortResult};
-use openqq_core::{Decision, Quota, RateLimiter, TenantId};
+use openqq_core::{Decision, Meter, Quota, RateLimiter, TenantId};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -136,7 +136,7 @@ impl FallbackRateLimiter {
                 let share = Quota { limit: share(quota.limit, instances), ..quota };
                 match cost {
                     Cost::Request => self.local.check(tenant, share).await,
-                    Cost::Weighted(cost) => self.local.check_weighted(tenant, share, cost).await,
+                    Cost::Weighted(meter, cost) => self.local.check_weighted(tenant, meter, share, cost).await,
                 }
             }
             RedisDownPolicy::FailClosed => Err(PortError::Unavailable(
@@ -156,7 +156,7 @@ impl FallbackRateLimiter {
         }
         let answer = match cost {
             Cost::Request => self.primary.check(tenant, quota).await,
-            Cost::Weighted(cost) => self.primary.check_weighted(tenant, quota, cost).await,
+            Cost::Weighted(meter, cost) => self.primary.check_weighted(tenant, meter, quota, cost).await,
         };
         match answer {
             Ok(decision) => {
@@ -172,11 +172,11 @@ impl FallbackRateLimiter {
     }
 }
 
-/// What a decision counts: one request, or units against a weighted quota.
+/// What a decision counts: one request, or units of a meter against a weighted quota.
 #[derive(Debug, Clone, Copy)]
 enum Cost {
     Request,
-    Weighted(u32),
+    Weighted(Meter, u32),
 }
 
 /// One instance's share of a fleet-wide limit: `limit ÷ instances`, but never 0 for a non-zero
@@ -195,8 +195,8 @@ impl RateLimiter for FallbackRateLimiter {
         self.decide(tenant, quota, Cost::Request).await
     }
 
-    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision> {
-        self.decide(tenant, quota, Cost::Weighted(cost)).await
+    async fn check_weighted(&self, tenant: &TenantId, meter: Meter, quota: Quota, cost: u32) -> PortResult<Decision> {
+        self.decide(tenant, quota, Cost::Weighted(meter, cost)).await
     }
 }
 
@@ -214,7 +214,7 @@ mod tests {
 
     #[async_trait]
     impl RateLimiter for Switchable {
-        async fn check_weighted(&self, tenant: &TenantId, quota: Quota, _: u32) -> PortResult<Decision> {
+        async fn check_weighted(&self, tenant: &TenantId, _: Meter, quota: Quota, _: u32) -> PortResult<Decision> {
             self.check(tenant, quota).await
         }
 
@@ -276,8 +276,8 @@ mod tests {
         let limiter =
             FallbackRateLimiter::new(p.clone(), RedisDownPolicy::FailOpen { instances: NonZeroU32::new(4).unwrap() });
         let quota = Quota { limit: 1000, window: Duration::from_secs(60) };
-        assert!(limiter.check_weighted(&tenant(), quota, 200).await.unwrap().allowed);
-        let d = limiter.check_weighted(&tenant(), quota, 100).await.unwrap();
+        assert!(limiter.check_weighted(&tenant(), Meter::Bytes, quota, 200).await.unwrap().allowed);
+        let d = limiter.check_weighted(&tenant(), Meter::Bytes, quota, 100).await.unwrap();
         assert!(!d.allowed && d.limit == 250, "1000 ÷ 4 instances, 200 already used: {d:?}");
         assert!(limiter.check(&tenant(), Quota { limit: 1, ..quota }).await.unwrap().allowed, "requests apart");
         assert_eq!(limiter.fallbacks(), 3);

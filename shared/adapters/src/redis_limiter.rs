@@ -20,7 +20,7 @@
 
 use async_trait::async_trait;
 use openqq_core::ports::{PortError, PortResult};
-use openqq_core::{Decision, Quota, RateLimiter, TenantId};
+use openqq_core::{Decision, Meter, Quota, RateLimiter, TenantId};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -105,9 +105,15 @@ impl RedisRateLimiter {
         format!("rl:{{{tenant}}}")
     }
 
-    /// The keys of a tenant's weighted log and of the running total of its costs; same hash tag.
-    pub fn weighted_keys(tenant: &TenantId) -> [String; 2] {
-        [format!("rlw:{{{tenant}}}"), format!("rlw:{{{tenant}}}:sum")]
+    /// The keys of a tenant's weighted log of `meter` and of the running total of its costs;
+    /// same hash tag. The byte meter keeps the names it had before there were other meters.
+    pub fn weighted_keys(tenant: &TenantId, meter: Meter) -> [String; 2] {
+        let log = match meter {
+            Meter::Bytes => format!("rlw:{{{tenant}}}"),
+            other => format!("rlw:{{{tenant}}}:{}", other.as_str()),
+        };
+        let sum = format!("{log}:sum");
+        [log, sum]
     }
 
     /// How many times a script was sent in full after a `NOSCRIPT` answer.
@@ -191,8 +197,8 @@ impl RateLimiter for RedisRateLimiter {
         self.decide(self.script, &self.sha, &keys, &[u64::from(quota.limit), window_us(quota)], quota).await
     }
 
-    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision> {
-        let keys = Self::weighted_keys(tenant);
+    async fn check_weighted(&self, tenant: &TenantId, meter: Meter, quota: Quota, cost: u32) -> PortResult<Decision> {
+        let keys = Self::weighted_keys(tenant, meter);
         let args = [u64::from(quota.limit), window_us(quota), u64::from(cost)];
         self.decide(WEIGHTED_SCRIPT, &self.weighted_sha, &keys, &args, quota).await
     }
@@ -210,7 +216,11 @@ mod tests {
     fn keys_are_hash_tagged_by_tenant() {
         let tenant = TenantId::parse("acme-1").unwrap();
         assert_eq!(RedisRateLimiter::key(&tenant), "rl:{acme-1}");
-        assert_eq!(RedisRateLimiter::weighted_keys(&tenant), ["rlw:{acme-1}", "rlw:{acme-1}:sum"]);
+        assert_eq!(RedisRateLimiter::weighted_keys(&tenant, Meter::Bytes), ["rlw:{acme-1}", "rlw:{acme-1}:sum"]);
+        assert_eq!(
+            RedisRateLimiter::weighted_keys(&tenant, Meter::BatchItems),
+            ["rlw:{acme-1}:batch_items", "rlw:{acme-1}:batch_items:sum"]
+        );
     }
 
     #[test]

@@ -205,7 +205,10 @@ async fn a_table_made_before_the_due_index_gets_it_and_serves_claims() {
     let hook = submissions_webhook("older");
     store.create_webhook(&t, &hook).await.unwrap();
     let (d, e) = (DesignId::generate(), entry(EventKind::DesignSubmitted, 1));
-    store.append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None, elapsed_ms: None }).await.unwrap();
+    store
+        .append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None, elapsed_ms: None, batch: None })
+        .await
+        .unwrap();
     let claimed = store.claim_due_deliveries(chrono::Utc::now(), std::time::Duration::from_secs(60), 5, 10).await;
     let claimed = claimed.unwrap();
     assert_eq!(claimed.iter().map(|c| (c.webhook_id, c.entry.seq)).collect::<Vec<_>>(), [(hook.id, 1)]);
@@ -227,7 +230,7 @@ async fn a_claim_that_reaches_its_query_budget_leaves_the_other_tenants_to_the_n
         store.create_webhook(&t, &hook).await.unwrap();
         let (d, e) = (DesignId::generate(), entry(EventKind::DesignSubmitted, 1));
         store
-            .append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None, elapsed_ms: None })
+            .append_feed(&t, &NewFeedEntry { design_id: &d, entry: &e, verdict: None, elapsed_ms: None, batch: None })
             .await
             .unwrap();
     }

@@ -88,7 +88,13 @@ impl RateLimiter for FixedWindow {
     }
 
     /// Weighs nothing: every cost is one admission of a fixed window.
-    async fn check_weighted(&self, t: &TenantId, q: Quota, _: u32) -> openqq_core::ports::PortResult<Decision> {
+    async fn check_weighted(
+        &self,
+        t: &TenantId,
+        _: openqq_core::Meter,
+        q: Quota,
+        _: u32,
+    ) -> openqq_core::ports::PortResult<Decision> {
         self.check(t, q).await
     }
 }
@@ -112,8 +118,14 @@ impl RateLimiter for CountsNotCosts {
         self.0.check(t, q).await
     }
 
-    async fn check_weighted(&self, t: &TenantId, q: Quota, _: u32) -> openqq_core::ports::PortResult<Decision> {
-        self.0.check_weighted(t, q, 1).await
+    async fn check_weighted(
+        &self,
+        t: &TenantId,
+        meter: openqq_core::Meter,
+        q: Quota,
+        _: u32,
+    ) -> openqq_core::ports::PortResult<Decision> {
+        self.0.check_weighted(t, meter, q, 1).await
     }
 }
 
@@ -154,7 +166,13 @@ fn two_stores_on_one_file_number_one_feed_without_gaps_or_repeats() {
                                 occurred_at: chrono::Utc::now(),
                             },
                         );
-                        let new = NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None };
+                        let new = NewFeedEntry {
+                            design_id: &design,
+                            entry: &entry,
+                            verdict: None,
+                            elapsed_ms: None,
+                            batch: None,
+                        };
                         runtime.block_on(store.append_feed(&tenant, &new)).unwrap()
                     })
                     .collect::<Vec<u64>>()

@@ -15,7 +15,7 @@ use openqq_adapters::conformance::{
 use openqq_adapters::fallback_limiter::{FallbackRateLimiter, RedisDownPolicy, FALLBACKS_METRIC};
 use openqq_adapters::redis_limiter::{RedisRateLimiter, SCRIPT};
 use openqq_core::ports::PortError;
-use openqq_core::{Decision, Quota, RateLimiter, TenantId};
+use openqq_core::{Decision, Meter, Quota, RateLimiter, TenantId};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::num::NonZeroU32;
@@ -295,9 +295,9 @@ async fn an_idle_tenants_byte_log_and_total_vanish_one_window_after_its_last_adm
     let limiter = limiter(&url).await;
     let t = tenant("idle-bytes");
     let quota = Quota { limit: 1000, window: Duration::from_millis(200) };
-    assert!(limiter.check_weighted(&t, quota, 600).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&t, Meter::Bytes, quota, 600).await.unwrap().allowed);
     let mut conn = raw(&url).await;
-    let [log, sum] = RedisRateLimiter::weighted_keys(&t);
+    let [log, sum] = RedisRateLimiter::weighted_keys(&t, Meter::Bytes);
     for key in [&log, &sum] {
         let ttl: i64 = redis::cmd("PTTL").arg(key).query_async(&mut conn).await.unwrap();
         assert!((1..=200).contains(&ttl), "{key} expires one window after the admission, PTTL was {ttl}");
@@ -315,14 +315,14 @@ async fn a_lost_byte_total_is_rebuilt_from_the_log() {
     let limiter = limiter(&url).await;
     let t = tenant("evicted");
     let quota = Quota { limit: 1000, window: Duration::from_secs(60) };
-    assert!(limiter.check_weighted(&t, quota, 300).await.unwrap().allowed);
-    assert!(limiter.check_weighted(&t, quota, 400).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&t, Meter::Bytes, quota, 300).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&t, Meter::Bytes, quota, 400).await.unwrap().allowed);
     // An eviction (maxmemory) or a careless DEL takes the total but leaves the log.
-    let [_, sum] = RedisRateLimiter::weighted_keys(&t);
+    let [_, sum] = RedisRateLimiter::weighted_keys(&t, Meter::Bytes);
     let _: () = redis::cmd("DEL").arg(&sum).query_async(&mut raw(&url).await).await.unwrap();
-    let d = limiter.check_weighted(&t, quota, 400).await.unwrap();
+    let d = limiter.check_weighted(&t, Meter::Bytes, quota, 400).await.unwrap();
     assert!(!d.allowed && d.remaining == 300, "700 are still counted: {d:?}");
-    assert!(limiter.check_weighted(&t, quota, 300).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&t, Meter::Bytes, quota, 300).await.unwrap().allowed);
 }
 
 // ---------------------------------------------------------------------------------------------

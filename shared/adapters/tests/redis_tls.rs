@@ -95,7 +95,7 @@ async fn the_limiter_decides_over_tls_with_a_certificate_it_trusts() {
         }
     }
     assert_eq!(allowed, 3, "the script ran on the TLS server, exactly as over plain TCP");
-    assert!(limiter.check_weighted(&tenant, quota, 2).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&tenant, openqq_core::Meter::Bytes, quota, 2).await.unwrap().allowed);
 }
 
 #[tokio::test]

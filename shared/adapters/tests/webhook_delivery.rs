@@ -84,7 +84,10 @@ impl Fixture {
         };
         let design = DesignId::generate();
         self.store
-            .append_feed(tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None })
+            .append_feed(
+                tenant,
+                &NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None, batch: None },
+            )
             .await
             .unwrap()
     }

@@ -197,6 +197,18 @@ impl Counts {
     }
 }
 
+/// What `batch.completed` says of its batch in the feed, the event stream and webhooks: how it
+/// ended, and its items' counts and verdicts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchSummary {
+    pub status: BatchStatus,
+    pub counts: Counts,
+    pub verdicts: Verdicts,
+    /// Why it failed or was cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// The verdicts of a batch's ready items.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdicts {

@@ -9,6 +9,7 @@
 //! write and the append appends then). The feed holds one entry per design, kind and revision:
 //! appending the same triple again returns the entry already there.
 
+use crate::batch::BatchSummary;
 use crate::error::{Failure, PortError, PortResult};
 use crate::event::{EventKind, TimelineEntry};
 use crate::ids::{CorrelationId, DesignId, TenantId};
@@ -41,6 +42,9 @@ pub struct FeedEntry {
     /// every attempt, calls and checks).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub elapsed_ms: Option<u64>,
+    /// On `batch.completed`: how the batch ended, its items' counts and verdicts.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub batch: Option<BatchSummary>,
 }
 
 impl FeedEntry {
@@ -60,6 +64,8 @@ pub struct NewFeedEntry<'a> {
     pub entry: &'a TimelineEntry,
     pub verdict: Option<Verdict>,
     pub elapsed_ms: Option<u64>,
+    /// On `batch.completed`: the batch's summary.
+    pub batch: Option<&'a BatchSummary>,
 }
 
 impl NewFeedEntry<'_> {
@@ -76,6 +82,7 @@ impl NewFeedEntry<'_> {
             occurred_at: e.occurred_at,
             verdict: self.verdict,
             elapsed_ms: self.elapsed_ms,
+            batch: self.batch.cloned(),
         }
     }
 }

@@ -55,8 +55,8 @@ pub use feed::{FeedEntry, FeedReader, NewFeedEntry};
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId, TENANT_ID_GRAMMAR};
 pub use ports::{
     AcceptedRevisions, Applied, Cause, Decision, DesignReads, DesignStore, DesignWrites, EventLog, Failure,
-    IdempotencyClaim, IdempotencyKeys, KeptResponse, Lease, LogRecord, LogSource, ObjectRef, ObjectStore, Page,
-    PortError, PresignedUploads, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
+    IdempotencyClaim, IdempotencyKeys, KeptResponse, KeptSpec, KeptSpecs, Lease, LogRecord, LogSource, Meter,
+    ObjectRef, ObjectStore, Page, PortError, PresignedUploads, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
 };
 pub use schedule::{ScheduleId, Schedules};
 pub use webhook::{DeliveryQueue, Webhook, WebhookId, WebhookRegistry, WebhookSecret, WebhookStore};

@@ -104,21 +104,42 @@ pub struct Decision {
     pub now_micros: u64,
 }
 
+/// What a weighted check counts ([`RateLimiter::check_weighted`]): each meter keeps a log of its
+/// own per tenant, so one quota never spends another's units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Meter {
+    /// Request-body bytes, and the bytes a design names by reference.
+    Bytes,
+    /// Batch items submitted (`--tenant-batch-items`).
+    BatchItems,
+}
+
+impl Meter {
+    /// The meter's name, as limiter keys and metrics carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Meter::Bytes => "bytes",
+            Meter::BatchItems => "batch_items",
+        }
+    }
+}
+
 #[async_trait]
 pub trait RateLimiter: Send + Sync {
     /// Checks and, if allowed, records one request of `tenant`. Rejections are not recorded.
     async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision>;
 
-    /// Checks and, if allowed, records `cost` units (request-body bytes, say) of `tenant`, with
-    /// `quota.limit` counted in those units: admitted only if the units admitted in the window
-    /// plus `cost` stay within the limit, so a cost over the limit is never admitted and a cost
-    /// of 0 always is. The weighted log is kept apart from [`check`](Self::check)'s, so requests
-    /// and units are limited independently. Rejections are not recorded.
+    /// Checks and, if allowed, records `cost` units of `meter` (request-body bytes, say) of
+    /// `tenant`, with `quota.limit` counted in those units: admitted only if the units admitted in
+    /// the window plus `cost` stay within the limit, so a cost over the limit is never admitted
+    /// and a cost of 0 always is. Each meter's log is kept apart from the others' and from
+    /// [`check`](Self::check)'s, so requests and each kind of unit are limited independently.
+    /// Rejections are not recorded.
     ///
     /// In the decision, `remaining` is the units still free in the window; `reset` is, for an
     /// admission, the time until the oldest entry expires and, for a rejection, the time until
     /// enough units expire for `cost` to fit (the whole window when it never can).
-    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision>;
+    async fn check_weighted(&self, tenant: &TenantId, meter: Meter, quota: Quota, cost: u32) -> PortResult<Decision>;
 }
 
 // ---------------------------------------------------------------------------------------------

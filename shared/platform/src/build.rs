@@ -165,6 +165,7 @@ impl Platform {
         let b = &self.backends;
         Ok(match kind {
             EventKind::DesignSubmitted => self.consumer(openqq_design_job::DesignJob {
+                specs: b.store.clone(),
                 generation_lane: self.settings.bulkheads == crate::settings::Bulkheads::On,
             }),
             EventKind::ValidationRequested => self.consumer(openqq_validation::Validation {

@@ -84,6 +84,10 @@ pub struct Settings {
     /// Request-body bytes per tenant per window, SIZE/WINDOW (B, KiB, MiB, GiB); 429 above.
     #[arg(long, env = "OPENQQ_BYTE_LIMIT", default_value = "8MiB/10s")]
     pub byte_limit: ByteQuotaSpec,
+    /// Batch items one tenant may submit per window, N/WINDOW (at least one batch of the largest
+    /// size, 10,000); 429 above.
+    #[arg(long, env = "OPENQQ_TENANT_BATCH_ITEMS", default_value = "20000/1m")]
+    pub tenant_batch_items: QuotaSpec,
     /// Bytes the upload `PUT` buffers at once across all uploads (B, KiB, MiB, GiB); one tenant's
     /// uploads in progress may declare a quarter of it (429 past that). At least 256MiB.
     #[arg(long, env = "OPENQQ_UPLOAD_MEMORY", default_value = "512MiB", value_parser = openqq_api::quota::parse_size)]
@@ -283,6 +287,7 @@ impl Settings {
             streams: self.tenant_streams,
             body_timeout: self.body_timeout,
             bytes: self.byte_limit.0,
+            batch_items: self.tenant_batch_items.0,
         }
     }
 

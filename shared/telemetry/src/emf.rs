@@ -68,7 +68,9 @@ pub fn rollups(name: &str) -> &'static [&'static [&'static str]] {
         "openqq_http_request_duration_seconds" => &[&["route"], &[]],
         "openqq_events_total" => &[&["function", "outcome"]],
         "openqq_dead_letters_total" => &[&["function"], &[]],
-        "openqq_limiter_decisions_total" | "openqq_byte_limiter_decisions_total" => &[&["decision"]],
+        "openqq_limiter_decisions_total"
+        | "openqq_byte_limiter_decisions_total"
+        | "openqq_batch_item_limiter_decisions_total" => &[&["decision"]],
         _ => &[],
     }
 }

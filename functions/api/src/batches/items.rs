@@ -1,6 +1,7 @@
 //! A batch's items, checked up front: each is a new design (the body of `POST /v1/designs`), a new
 //! revision of one of the tenant's designs (`design_id` and `revision` beside that body), or
-//! `{revalidate: design_id}`; each may carry a `custom_id`, unique in the batch. What is checked
+//! `{revalidate: design_id}` (the design's latest specification, kept by the design-job
+//! function, as its next revision); each may carry a `custom_id`, unique in the batch. What is checked
 //! is what `POST /v1/designs` checks, so a batch item is refused exactly when a single submission
 //! would be, with its index and reason.
 
@@ -13,7 +14,8 @@ use openqq_core::batch::{StoredItem, MAX_BATCH_ITEMS, MAX_CUSTOM_ID_BYTES};
 use openqq_core::event::DesignSubmitted;
 use openqq_core::{DesignId, ObjectRef, PortError, TenantId};
 use serde_json::value::RawValue;
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 /// How many refused items a problem document lists.
 const MAX_LISTED_ERRORS: usize = 100;
@@ -68,10 +70,32 @@ pub(crate) async fn check_all(
     on_invalid: OnInvalid,
 ) -> Result<Vec<StoredItem>, Problem> {
     let mut seen = HashSet::new();
+    let mut revisions = HashMap::new();
     let mut errors = Vec::new();
     let mut checked = Vec::with_capacity(lines.len());
     for (index, line) in lines.iter().enumerate() {
-        let (custom_id, outcome) = check(state, tenant, line, &mut seen).await;
+        let (custom_id, mut outcome) = check(state, tenant, line, &mut seen).await;
+        // One revision of a design is one item: a second (two revalidations of one design, say)
+        // would be a duplicate of the first.
+        let submits = match &outcome {
+            Ok(StoredItem { design_id: Some(design), revision: Some(revision), .. }) => {
+                Some((design.clone(), *revision))
+            }
+            _ => None,
+        };
+        if let Some((design, revision)) = submits {
+            match revisions.entry((design.clone(), revision)) {
+                Entry::Occupied(earlier) => {
+                    outcome = Err(format!(
+                        "design {design} revision {revision} is submitted by an earlier item (index {})",
+                        earlier.get()
+                    ))
+                }
+                Entry::Vacant(v) => {
+                    v.insert(index);
+                }
+            }
+        }
         match outcome {
             Ok(item) => checked.push(StoredItem { custom_id, ..item }),
             Err(reason) => {
@@ -92,7 +116,7 @@ pub(crate) async fn check_all(
     }
     let first = &errors[0];
     let detail = format!(
-        "{} of {} items are invalid, the first at index {}: {}; nothing was submitted (send \"on_invalid\": \"skip\" to submit the rest)",
+        "{} of {} items are invalid, the first at index {}: {}; nothing was submitted; on_invalid=skip (a field of a JSON body, a query parameter with JSON lines) submits the valid items and reports these rejected",
         errors.len(),
         lines.len(),
         first.index,
@@ -133,10 +157,8 @@ async fn item(
     tenant: &TenantId,
     mut object: serde_json::Map<String, serde_json::Value>,
 ) -> Result<StoredItem, String> {
-    if object.contains_key("revalidate") {
-        return Err("revalidate: re-validating a stored design is not available yet; submit its \
-                    specification again as a new revision (design_id and revision)"
-            .into());
+    if let Some(target) = object.remove("revalidate") {
+        return revalidation(state, tenant, target, object).await;
     }
     let design = match object.remove("design_id") {
         None => None,
@@ -165,6 +187,64 @@ async fn item(
         None => DesignId::generate(),
     };
     let spec = req.into_spec(state).map_err(|p| p.detail)?;
+    stored(state, tenant, design, revision, spec).await
+}
+
+/// `{"revalidate": design_id}`: the design's latest specification as submitted (kept by the
+/// design-job function) submitted again as its next revision, so it is validated again with
+/// the validator and device data of today. Checked as a submission of that specification would
+/// be (generation configured, its uploads still there and weighed against the byte quota).
+async fn revalidation(
+    state: &AppState,
+    tenant: &TenantId,
+    target: serde_json::Value,
+    rest: serde_json::Map<String, serde_json::Value>,
+) -> Result<StoredItem, String> {
+    if let Some(field) = rest.keys().next() {
+        return Err(format!("{field}: an item that revalidates a design takes no other fields (only custom_id)"));
+    }
+    let serde_json::Value::String(id) = target else {
+        return Err("revalidate: must be the id of one of the tenant's designs".into());
+    };
+    let design = DesignId::parse_uuid(&id).map_err(|_| format!("revalidate: {id:?} is not a design id"))?;
+    let read = |e: PortError| format!("revalidate: the design could not be read: {e}");
+    // Another tenant's design is as unknown as one that never existed.
+    let view = state
+        .reads
+        .get(tenant, &design)
+        .await
+        .map_err(read)?
+        .ok_or_else(|| format!("revalidate: no design {design} for this tenant"))?;
+    let kept = state.specs.kept_spec(tenant, &design).await.map_err(read)?.ok_or_else(|| {
+        format!(
+            "revalidate: design {design} has no specification kept yet (its revision {} is still on its way); \
+             retry once it is, or submit the specification again as a revision",
+            view.revision
+        )
+    })?;
+    let submitted: DesignSubmitted = serde_json::from_str(&kept.submission)
+        .map_err(|e| format!("revalidate: the kept specification of design {design} does not read: {e}"))?;
+    let mut spec = submitted.spec;
+    // The design keeps its name.
+    spec.name = None;
+    if spec.generate.is_some() && !state.generation.configured {
+        return Err(crate::problem::Problem::generation_not_configured().detail);
+    }
+    let revision = view.revision.max(kept.revision) + 1;
+    if revision > crate::designs::MAX_REVISION {
+        return Err(format!("revalidate: design {design} is at its last revision ({})", view.revision));
+    }
+    stored(state, tenant, design, revision, spec).await
+}
+
+/// An item that submits `spec` as `revision` of `design`, its payloads by reference.
+async fn stored(
+    state: &AppState,
+    tenant: &TenantId,
+    design: DesignId,
+    revision: u64,
+    spec: openqq_core::DesignSpec,
+) -> Result<StoredItem, String> {
     let spec = crate::designs::by_reference(state, tenant, spec).await.map_err(|p| p.detail)?;
     let submission =
         serde_json::to_string(&DesignSubmitted { spec, checks: None }).expect("a specification serialises");

@@ -9,9 +9,9 @@
 //! `POST /v1/batches` checks them, with `on_invalid: skip`: a fixed template's items are checked
 //! again (each fire's new designs get new ids, and an item that became invalid is rejected, not
 //! the whole fire); a re-validation template becomes one `{"revalidate": id}` item per matching
-//! design, which the batch check refuses today with its reason ("re-validating a stored design
-//! is not available yet"), so such a fire submits a batch of rejected items and says why in each.
-//! A template matching no design records the fire as `empty`, with no batch.
+//! design (its latest specification submitted again as its next revision); a design without a
+//! kept specification yet (its first revision still on its way) is a rejected item that says
+//! so. A template matching no design records the fire as `empty`, with no batch.
 
 use crate::batches::{items, submit_checked, OnInvalid};
 use crate::problem::Problem;
@@ -120,6 +120,7 @@ async fn batch(
     if lines.is_empty() {
         return Ok(None);
     }
+    crate::limit::check_batch_items(state, tenant, lines.len() as u32).await?;
     let checked = items::check_all(state, tenant, &lines, OnInvalid::Skip).await?;
     let corr = CorrelationId::generate();
     let name = format!("{} {}", schedule.name, nominal.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true));

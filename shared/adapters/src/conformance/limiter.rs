@@ -11,7 +11,7 @@
 //! all (the fail-closed policy while it is down).
 
 use super::unique;
-use openqq_core::{Decision, PortError, Quota, RateLimiter, TenantId};
+use openqq_core::{Decision, Meter, PortError, Quota, RateLimiter, TenantId};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -138,7 +138,7 @@ pub async fn every_check_is_refused_as_unavailable(limiter: Arc<dyn RateLimiter>
         for cost in [None, Some(0), Some(1), Some(20)] {
             let refused = match cost {
                 None => limiter.check(&tenant, quota).await,
-                Some(cost) => limiter.check_weighted(&tenant, quota, cost).await,
+                Some(cost) => limiter.check_weighted(&tenant, Meter::Bytes, quota, cost).await,
             };
             let err = refused.expect_err("no decision while unavailable");
             assert!(
@@ -265,7 +265,10 @@ pub async fn hammer_weighted(
             let mut i = 0u32;
             while start.elapsed() < run_for {
                 let cost = 1 + (i.wrapping_mul(37) + c as u32 * 11) % max_cost;
-                out.push((limiter.check_weighted(&tenant, quota, cost).await.expect("limiter answers"), cost));
+                out.push((
+                    limiter.check_weighted(&tenant, Meter::Bytes, quota, cost).await.expect("limiter answers"),
+                    cost,
+                ));
                 i += 1;
                 tokio::time::sleep(Duration::from_micros(200)).await;
             }
@@ -331,28 +334,28 @@ pub async fn weighted_admissions_never_exceed_the_limit_in_any_window(
 pub async fn a_weighted_rejection_is_not_recorded_and_resets_when_enough_has_expired(limiter: Arc<dyn RateLimiter>) {
     let tenant = TenantId::parse(unique("resets")).unwrap();
     let quota = Quota { limit: 100, window: Duration::from_millis(300) };
-    let first = limiter.check_weighted(&tenant, quota, 60).await.unwrap();
+    let first = limiter.check_weighted(&tenant, Meter::Bytes, quota, 60).await.unwrap();
     assert!(first.allowed && first.remaining == 40, "{first:?}");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let second = limiter.check_weighted(&tenant, quota, 30).await.unwrap();
+    let second = limiter.check_weighted(&tenant, Meter::Bytes, quota, 30).await.unwrap();
     assert!(second.allowed && second.remaining == 10, "{second:?}");
     assert_eq!(
         second.reset.as_micros() as u64,
         first.now_micros + 300_000 - second.now_micros,
         "an admission's reset points at the oldest entry's expiry"
     );
-    let rejected = limiter.check_weighted(&tenant, quota, 50).await.unwrap();
+    let rejected = limiter.check_weighted(&tenant, Meter::Bytes, quota, 50).await.unwrap();
     assert!(!rejected.allowed && rejected.remaining == 10 && rejected.limit == 100, "{rejected:?}");
     assert_eq!(
         rejected.reset.as_micros() as u64,
         first.now_micros + 300_000 - rejected.now_micros,
         "a rejection's reset points at the expiry that frees enough for its cost"
     );
-    let fits = limiter.check_weighted(&tenant, quota, 10).await.unwrap();
+    let fits = limiter.check_weighted(&tenant, Meter::Bytes, quota, 10).await.unwrap();
     assert!(fits.allowed && fits.remaining == 0, "the rejection was not recorded: {fits:?}");
     let wait = Duration::from_micros(first.now_micros + 305_000 - fits.now_micros);
     tokio::time::sleep(wait).await;
-    let after = limiter.check_weighted(&tenant, quota, 50).await.unwrap();
+    let after = limiter.check_weighted(&tenant, Meter::Bytes, quota, 50).await.unwrap();
     if after.now_micros < second.now_micros + 300_000 {
         assert!(after.allowed && after.remaining == 10, "the first entry's 60 units came free: {after:?}");
     }
@@ -361,12 +364,12 @@ pub async fn a_weighted_rejection_is_not_recorded_and_resets_when_enough_has_exp
 pub async fn a_cost_over_the_limit_is_never_admitted_and_a_zero_cost_always_is(limiter: Arc<dyn RateLimiter>) {
     let tenant = TenantId::parse(unique("costly")).unwrap();
     let quota = Quota { limit: 100, window: Duration::from_secs(10) };
-    let over = limiter.check_weighted(&tenant, quota, 101).await.unwrap();
+    let over = limiter.check_weighted(&tenant, Meter::Bytes, quota, 101).await.unwrap();
     assert!(!over.allowed && over.remaining == 100 && over.reset == quota.window, "{over:?}");
-    let all = limiter.check_weighted(&tenant, quota, 100).await.unwrap();
+    let all = limiter.check_weighted(&tenant, Meter::Bytes, quota, 100).await.unwrap();
     assert!(all.allowed && all.remaining == 0, "exactly the limit fits: {all:?}");
-    assert!(limiter.check_weighted(&tenant, quota, 0).await.unwrap().allowed, "a zero cost always fits");
-    assert!(!limiter.check_weighted(&tenant, quota, 1).await.unwrap().allowed);
+    assert!(limiter.check_weighted(&tenant, Meter::Bytes, quota, 0).await.unwrap().allowed, "a zero cost always fits");
+    assert!(!limiter.check_weighted(&tenant, Meter::Bytes, quota, 1).await.unwrap().allowed);
 }
 
 pub async fn weighted_and_counted_logs_are_separate(limiter: Arc<dyn RateLimiter>) {
@@ -374,8 +377,17 @@ pub async fn weighted_and_counted_logs_are_separate(limiter: Arc<dyn RateLimiter
     let one = Quota { limit: 1, window: Duration::from_secs(10) };
     let ten = Quota { limit: 10, window: Duration::from_secs(10) };
     assert!(limiter.check(&a, one).await.unwrap().allowed);
-    assert!(limiter.check_weighted(&a, ten, 10).await.unwrap().allowed, "a request is not a unit");
+    assert!(limiter.check_weighted(&a, Meter::Bytes, ten, 10).await.unwrap().allowed, "a request is not a unit");
     assert!(!limiter.check(&a, one).await.unwrap().allowed, "units are not requests");
-    assert!(!limiter.check_weighted(&a, ten, 1).await.unwrap().allowed);
-    assert!(limiter.check_weighted(&b, ten, 10).await.unwrap().allowed, "one tenant's units do not limit another");
+    assert!(!limiter.check_weighted(&a, Meter::Bytes, ten, 1).await.unwrap().allowed);
+    assert!(
+        limiter.check_weighted(&b, Meter::Bytes, ten, 10).await.unwrap().allowed,
+        "one tenant's units do not limit another"
+    );
+    assert!(
+        limiter.check_weighted(&a, Meter::BatchItems, ten, 10).await.unwrap().allowed,
+        "one meter's units do not limit another's"
+    );
+    assert!(!limiter.check_weighted(&a, Meter::BatchItems, ten, 1).await.unwrap().allowed);
+    assert!(!limiter.check_weighted(&a, Meter::Bytes, ten, 1).await.unwrap().allowed);
 }

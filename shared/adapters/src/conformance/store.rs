@@ -3,7 +3,8 @@
 //! letters (a revision failed by a dead letter revived once by its replay, and no other), the
 //! tenant's event feed ([`feed`]), its webhooks and deliveries ([`webhooks`]), a consumer
 //! batch's writes applied together ([`batch`]), generation token budgets ([`budgets`]),
-//! batches of design jobs ([`batches`]), and schedules with their fire ledger ([`schedules`]).
+//! batches of design jobs ([`batches`]), schedules with their fire ledger ([`schedules`]), and the
+//! specifications kept for revalidations ([`specs`]).
 
 use super::unique;
 use chrono::Utc;
@@ -21,6 +22,7 @@ pub mod combined;
 pub mod feed;
 pub mod replay;
 pub mod schedules;
+pub mod specs;
 pub mod webhooks;
 
 fn entry(kind: EventKind, revision: u64) -> TimelineEntry {
@@ -105,6 +107,7 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     schedules::a_fire_settles_only_from_the_outcome_it_is_in(store).await;
     schedules::fires_are_listed_newest_first_a_page_at_a_time_and_go_with_their_schedule(store).await;
     schedules::due_schedules_are_found_across_tenants_and_the_runner_saves_only_at_the_version_read(store).await;
+    specs::the_latest_revisions_spec_is_kept_and_an_older_one_changes_nothing(store).await;
 }
 
 /// Writers racing on one design (a replayed record handled six times at once, and two stages of

@@ -67,6 +67,9 @@ pub(crate) fn entry_item(tenant: &TenantId, entry: &FeedEntry) -> Item {
     if let Some(ms) = entry.elapsed_ms {
         item.insert("elapsed_ms".to_owned(), n(ms));
     }
+    if let Some(batch) = &entry.batch {
+        item.insert("batch".to_owned(), s(serde_json::to_string(batch).expect("a batch summary serialises")));
+    }
     item
 }
 
@@ -95,6 +98,10 @@ fn feed_entry(item: &Item) -> PortResult<FeedEntry> {
             None => None,
         },
         elapsed_ms: item.opt_num("elapsed_ms")?,
+        batch: match item.opt_str("batch") {
+            Some(json) => Some(serde_json::from_str(json).map_err(|_| corrupt("batch"))?),
+            None => None,
+        },
     })
 }
 

@@ -33,6 +33,7 @@ mod idempotency;
 mod reads;
 mod requests;
 mod schedules;
+mod specs;
 pub mod table;
 mod transact;
 mod webhooks;
@@ -332,6 +333,18 @@ impl openqq_core::TokenBudgets for DynamoDesignStore {
 
     async fn tokens_spent(&self, tenant: &TenantId, day: &str) -> PortResult<u64> {
         budgets::spent(&self.client, &self.table, tenant, day).await
+    }
+}
+
+#[async_trait]
+impl openqq_core::KeptSpecs for DynamoDesignStore {
+    async fn keep_spec(&self, tenant: &TenantId, design: &DesignId, spec: &openqq_core::KeptSpec) -> PortResult<()> {
+        openqq_core::ports::check_kept_spec(spec)?;
+        specs::keep(&self.client, &self.table, tenant, design, spec).await
+    }
+
+    async fn kept_spec(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<openqq_core::KeptSpec>> {
+        specs::kept(&self.client, &self.table, tenant, design).await
     }
 }
 

@@ -8,6 +8,7 @@
 //! |--------------|---------------------|----------------------------|
 //! | design       | `T#{tenant}`        | `D#{design}`               |
 //! | accepted     | `T#{tenant}`        | `A#{design}`               |
+//! | kept spec    | `T#{tenant}`        | `SPEC#{design}`            |
 //! | idempotency  | `T#{tenant}`        | `I#{key}`                  |
 //! | webhook      | `T#{tenant}`        | `W#{webhook}`              |
 //! | webhook count| `T#{tenant}`        | `WH`                       |

@@ -270,7 +270,10 @@ fn append_one(
     async move {
         let e = entry(EventKind::DesignSubmitted, 1);
         store
-            .append_feed(&t, &openqq_core::NewFeedEntry { design_id: &d, entry: &e, verdict: None, elapsed_ms: None })
+            .append_feed(
+                &t,
+                &openqq_core::NewFeedEntry { design_id: &d, entry: &e, verdict: None, elapsed_ms: None, batch: None },
+            )
             .await
     }
 }

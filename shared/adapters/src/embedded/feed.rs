@@ -19,12 +19,13 @@ pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS feed (
     tenant TEXT NOT NULL, seq INTEGER NOT NULL, design_id TEXT NOT NULL, kind TEXT NOT NULL,
     revision INTEGER NOT NULL, event_id TEXT NOT NULL, correlation_id TEXT NOT NULL,
-    occurred_at TEXT NOT NULL, verdict TEXT, elapsed_ms INTEGER,
+    occurred_at TEXT NOT NULL, verdict TEXT, elapsed_ms INTEGER, batch TEXT,
     PRIMARY KEY (tenant, seq)) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS feed_once ON feed (tenant, design_id, kind, revision);
 ";
 
-const FEED_COLUMNS: &str = "seq, design_id, kind, revision, event_id, correlation_id, occurred_at, verdict, elapsed_ms";
+const FEED_COLUMNS: &str =
+    "seq, design_id, kind, revision, event_id, correlation_id, occurred_at, verdict, elapsed_ms, batch";
 
 fn feed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FeedEntry> {
     let kind: String = r.get(2)?;
@@ -42,6 +43,10 @@ fn feed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FeedEntry> {
             None => None,
         },
         elapsed_ms: r.get::<_, Option<i64>>(8)?.map(|ms| ms.max(0) as u64),
+        batch: match r.get::<_, Option<String>>(9)? {
+            Some(json) => Some(serde_json::from_str(&json).map_err(|_| corrupt("batch"))?),
+            None => None,
+        },
     })
 }
 
@@ -72,7 +77,7 @@ pub(super) fn append_tx(tx: &Connection, tenant: &str, new: &NewFeedEntry<'_>) -
         .map_err(|e| sqlite_error("read feed", e))?;
     let entry = new.numbered(last as u64 + 1);
     tx.prepare_cached(&format!(
-        "INSERT INTO feed(tenant, {FEED_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        "INSERT INTO feed(tenant, {FEED_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
     ))
     .and_then(|mut s| {
         s.execute(params![
@@ -85,7 +90,8 @@ pub(super) fn append_tx(tx: &Connection, tenant: &str, new: &NewFeedEntry<'_>) -
             entry.correlation_id.as_str(),
             entry.occurred_at.to_rfc3339(),
             entry.verdict.map(Verdict::as_str),
-            entry.elapsed_ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
+            entry.elapsed_ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX)),
+            entry.batch.as_ref().map(|b| serde_json::to_string(b).expect("a batch summary serialises"))
         ])
     })
     .map_err(|e| sqlite_error("append feed", e))?;

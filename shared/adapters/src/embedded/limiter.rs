@@ -7,7 +7,7 @@
 
 use async_trait::async_trait;
 use openqq_core::ports::PortResult;
-use openqq_core::{Decision, Quota, RateLimiter, TenantId};
+use openqq_core::{Decision, Meter, Quota, RateLimiter, TenantId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -25,8 +25,8 @@ pub struct InProcessRateLimiter {
 struct State {
     /// Admission times (µs since `epoch`) per tenant, oldest first.
     logs: HashMap<TenantId, VecDeque<u64>>,
-    /// Weighted admissions per tenant, apart from `logs` (another quota, another unit).
-    weighted: HashMap<TenantId, WeightedLog>,
+    /// Weighted admissions per tenant and meter, apart from `logs` (another quota, another unit).
+    weighted: HashMap<(TenantId, Meter), WeightedLog>,
     decisions: u64,
     /// Longest window seen, so a sweep never drops a log that a longer quota still needs.
     longest_window_us: u64,
@@ -90,15 +90,22 @@ impl InProcessRateLimiter {
         }
     }
 
-    /// The weighted decision for `cost` units of `tenant` at the time `clock` reads (see
-    /// [`RateLimiter::check_weighted`]); the clock is read under the lock, as in `decide`.
-    fn decide_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32, clock: impl FnOnce() -> u64) -> Decision {
+    /// The weighted decision for `cost` units of `meter` of `tenant` at the time `clock` reads
+    /// (see [`RateLimiter::check_weighted`]); the clock is read under the lock, as in `decide`.
+    fn decide_weighted(
+        &self,
+        tenant: &TenantId,
+        meter: Meter,
+        quota: Quota,
+        cost: u32,
+        clock: impl FnOnce() -> u64,
+    ) -> Decision {
         let window_us = quota.window.as_micros().max(1) as u64;
         let limit = u64::from(quota.limit);
         let mut state = self.state.lock().unwrap();
         let now_us = clock();
         state.tick(now_us, window_us);
-        let log = state.weighted.entry(tenant.clone()).or_default();
+        let log = state.weighted.entry((tenant.clone(), meter)).or_default();
         while let Some(&(t, w)) = log.entries.front() {
             if t + window_us > now_us {
                 break;
@@ -146,8 +153,8 @@ impl RateLimiter for InProcessRateLimiter {
         Ok(self.decide(tenant, quota, || self.epoch.elapsed().as_micros() as u64))
     }
 
-    async fn check_weighted(&self, tenant: &TenantId, quota: Quota, cost: u32) -> PortResult<Decision> {
-        Ok(self.decide_weighted(tenant, quota, cost, || self.epoch.elapsed().as_micros() as u64))
+    async fn check_weighted(&self, tenant: &TenantId, meter: Meter, quota: Quota, cost: u32) -> PortResult<Decision> {
+        Ok(self.decide_weighted(tenant, meter, quota, cost, || self.epoch.elapsed().as_micros() as u64))
     }
 }
 
@@ -184,16 +191,20 @@ mod tests {
         let l = InProcessRateLimiter::new();
         let t = TenantId::parse("t").unwrap();
         let q = Quota { limit: 100, window: Duration::from_micros(100) };
-        assert!(l.decide_weighted(&t, q, 60, || 1000).allowed);
-        let d = l.decide_weighted(&t, q, 30, || 1050);
+        assert!(l.decide_weighted(&t, Meter::Bytes, q, 60, || 1000).allowed);
+        let d = l.decide_weighted(&t, Meter::Bytes, q, 30, || 1050);
         assert!(d.allowed && d.remaining == 10, "{d:?}");
-        let rejected = l.decide_weighted(&t, q, 50, || 1060);
+        let rejected = l.decide_weighted(&t, Meter::Bytes, q, 50, || 1060);
         assert!(!rejected.allowed);
         assert_eq!(rejected.reset, Duration::from_micros(40), "the first entry's expiry frees enough");
-        assert_eq!(l.decide_weighted(&t, q, 71, || 1099).reset, Duration::from_micros(51), "both must expire");
-        assert!(l.decide_weighted(&t, q, 50, || 1100).allowed, "60 freed at 1000 + 100, 30 + 50 fit");
-        assert!(!l.decide_weighted(&t, q, 21, || 1100).allowed);
-        assert!(l.decide_weighted(&t, q, 20, || 1100).allowed, "exactly the limit is admitted");
+        assert_eq!(
+            l.decide_weighted(&t, Meter::Bytes, q, 71, || 1099).reset,
+            Duration::from_micros(51),
+            "both must expire"
+        );
+        assert!(l.decide_weighted(&t, Meter::Bytes, q, 50, || 1100).allowed, "60 freed at 1000 + 100, 30 + 50 fit");
+        assert!(!l.decide_weighted(&t, Meter::Bytes, q, 21, || 1100).allowed);
+        assert!(l.decide_weighted(&t, Meter::Bytes, q, 20, || 1100).allowed, "exactly the limit is admitted");
     }
 
     #[test]
@@ -201,10 +212,13 @@ mod tests {
         let l = InProcessRateLimiter::new();
         let t = TenantId::parse("t").unwrap();
         let q = Quota { limit: 10, window: Duration::from_micros(100) };
-        let d = l.decide_weighted(&t, q, 11, || 0);
+        let d = l.decide_weighted(&t, Meter::Bytes, q, 11, || 0);
         assert!(!d.allowed && d.reset == q.window && d.remaining == 10, "{d:?}");
-        assert!(l.decide_weighted(&t, q, 10, || 1).allowed);
-        assert!(l.decide_weighted(&t, q, 0, || 2).allowed);
-        assert!(l.state.lock().unwrap().weighted[&t].entries.len() == 1, "a zero cost leaves no entry");
+        assert!(l.decide_weighted(&t, Meter::Bytes, q, 10, || 1).allowed);
+        assert!(l.decide_weighted(&t, Meter::Bytes, q, 0, || 2).allowed);
+        assert!(
+            l.state.lock().unwrap().weighted[&(t.clone(), Meter::Bytes)].entries.len() == 1,
+            "a zero cost leaves no entry"
+        );
     }
 }

@@ -12,6 +12,7 @@ mod log;
 mod objects;
 mod retention;
 mod schedules;
+mod specs;
 mod store;
 pub(crate) mod webhooks;
 

@@ -26,13 +26,14 @@ use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{accepted, batches, budgets, feed, idempotency, schedules, webhooks};
+use super::{accepted, batches, budgets, feed, idempotency, schedules, specs, webhooks};
 use openqq_core::batch::{BatchItem, BatchState, BatchView, Ended, ItemStatus, NewBatch, NewItem, Released};
 use openqq_core::schedule::{
     DueSchedule, FireOutcome, FireRecord, Recorded, RunnerState, ScheduleId, Schedules, Settle, StoredSchedule,
 };
 use openqq_core::{
-    AcceptedRevision, BatchId, Batches, Charge, IdempotencyClaim, IdempotencyKey, KeptResponse, TokenBudgets,
+    AcceptedRevision, BatchId, Batches, Charge, IdempotencyClaim, IdempotencyKey, KeptResponse, KeptSpec, KeptSpecs,
+    TokenBudgets,
 };
 use std::ops::Range;
 
@@ -82,14 +83,15 @@ impl EmbeddedDesignStore {
         // webhooks and deliveries.
         writer
             .execute_batch(&format!(
-                "{}{}{}{}{}{}{}",
+                "{}{}{}{}{}{}{}{}",
                 accepted::SCHEMA,
                 idempotency::SCHEMA,
                 feed::SCHEMA,
                 webhooks::SCHEMA,
                 budgets::SCHEMA,
                 batches::SCHEMA,
-                schedules::SCHEMA
+                schedules::SCHEMA,
+                specs::SCHEMA
             ))
             .map_err(|e| sqlite_error("initialise schema", e))?;
         migrate(&writer)?;
@@ -212,21 +214,21 @@ fn design_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DesignView> {
 
 /// Adds the columns later versions added to a data dir an earlier version created.
 fn migrate(conn: &rusqlite::Connection) -> PortResult<()> {
-    let has_reason: bool = conn
-        .query_row("SELECT EXISTS(SELECT 1 FROM pragma_table_info('designs') WHERE name='failure_reason')", [], |r| {
+    add_column(conn, "designs", "failure_reason", "TEXT")?;
+    add_column(conn, "feed", "elapsed_ms", "INTEGER")?;
+    add_column(conn, "feed", "batch", "TEXT")
+}
+
+/// Adds `column` to `table` unless the table has it.
+fn add_column(conn: &rusqlite::Connection, table: &str, column: &str, decl: &str) -> PortResult<()> {
+    let has: bool = conn
+        .query_row("SELECT EXISTS(SELECT 1 FROM pragma_table_info(?1) WHERE name=?2)", params![table, column], |r| {
             r.get(0)
         })
         .map_err(|e| sqlite_error("read schema", e))?;
-    if !has_reason {
-        conn.execute_batch("ALTER TABLE designs ADD COLUMN failure_reason TEXT")
-            .map_err(|e| sqlite_error("add designs.failure_reason", e))?;
-    }
-    let has_elapsed: bool = conn
-        .query_row("SELECT EXISTS(SELECT 1 FROM pragma_table_info('feed') WHERE name='elapsed_ms')", [], |r| r.get(0))
-        .map_err(|e| sqlite_error("read schema", e))?;
-    if !has_elapsed {
-        conn.execute_batch("ALTER TABLE feed ADD COLUMN elapsed_ms INTEGER")
-            .map_err(|e| sqlite_error("add feed.elapsed_ms", e))?;
+    if !has {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))
+            .map_err(|e| sqlite_error("add a column", e))?;
     }
     Ok(())
 }
@@ -430,11 +432,13 @@ impl DesignWrites for EmbeddedDesignStore {
     async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
         count("append_feed");
         let tenant = tenant.to_string();
-        let (design, entry, verdict, elapsed_ms) =
-            (new.design_id.clone(), new.entry.clone(), new.verdict, new.elapsed_ms);
+        let (design, entry, verdict, elapsed_ms, batch) =
+            (new.design_id.clone(), new.entry.clone(), new.verdict, new.elapsed_ms, new.batch.cloned());
         self.writer
             .call(move |conn| {
-                feed::append(conn, &tenant, &NewFeedEntry { design_id: &design, entry: &entry, verdict, elapsed_ms })
+                let new =
+                    NewFeedEntry { design_id: &design, entry: &entry, verdict, elapsed_ms, batch: batch.as_ref() };
+                feed::append(conn, &tenant, &new)
             })
             .await
     }
@@ -807,6 +811,22 @@ impl TokenBudgets for EmbeddedDesignStore {
         count("tokens_spent");
         let (tenant, day) = (tenant.to_string(), day.to_owned());
         self.reader.call(move |conn| budgets::spent(conn, &tenant, &day)).await
+    }
+}
+
+#[async_trait]
+impl KeptSpecs for EmbeddedDesignStore {
+    async fn keep_spec(&self, tenant: &TenantId, design: &DesignId, spec: &KeptSpec) -> PortResult<()> {
+        count("keep_spec");
+        openqq_core::ports::check_kept_spec(spec)?;
+        let (tenant, design, spec) = (tenant.to_string(), design.to_string(), spec.clone());
+        self.writer.call(move |conn| specs::keep(conn, &tenant, &design, &spec)).await
+    }
+
+    async fn kept_spec(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<KeptSpec>> {
+        count("kept_spec");
+        let (tenant, design) = (tenant.to_string(), design.to_string());
+        self.reader.call(move |conn| specs::kept(conn, &tenant, &design)).await
     }
 }
 

@@ -135,6 +135,7 @@ mod tests {
             occurred_at: Utc::now(),
             verdict: None,
             elapsed_ms: None,
+            batch: None,
         };
         store.queue_delivery(tenant, &hook.id, &entry).await.unwrap();
         hook.id

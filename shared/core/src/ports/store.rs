@@ -14,6 +14,7 @@
 //! | [`crate::webhook::DeliveryQueue`] | the delivery worker, the API's delivery history |
 //! | [`crate::batch::Batches`] | the batch function, the API's batch routes |
 //! | [`crate::schedule::Schedules`] | the API's schedule routes, the scheduler |
+//! | [`KeptSpecs`] | the design-job function (keeps), the API's revalidations (reads) |
 //!
 //! The delivery worker takes both webhook roles as [`crate::webhook::WebhookStore`].
 //!
@@ -99,7 +100,7 @@ pub fn feed_entry<'a>(design: &'a DesignId, entry: &'a TimelineEntry, change: &C
         Change::Checked { verdict, elapsed_ms } => (*verdict, *elapsed_ms),
         _ => (None, None),
     };
-    NewFeedEntry { design_id: design, entry, verdict, elapsed_ms }
+    NewFeedEntry { design_id: design, entry, verdict, elapsed_ms, batch: None }
 }
 
 /// The API's record of the revisions it accepted: written once a submission's `design.submitted`
@@ -204,6 +205,41 @@ pub trait DesignReads: Send + Sync {
     async fn usage(&self, tenant: &TenantId) -> PortResult<Usage>;
 }
 
+/// A design's latest specification as submitted (the `design.submitted` payload, its large
+/// payloads by reference), kept so that the design can be validated again without its client
+/// sending it again: a batch item or a schedule's `{"revalidate": …}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptSpec {
+    /// The revision it was submitted as.
+    pub revision: u64,
+    /// The `design.submitted` payload's JSON, at most [`crate::design::MAX_DESIGN_RECORD_BYTES`].
+    pub submission: String,
+}
+
+/// The latest specification of each design ([`KeptSpec`]).
+#[async_trait]
+pub trait KeptSpecs: Send + Sync {
+    /// Keeps `spec` as `design`'s specification unless one of the same or a later revision is
+    /// kept already (a re-read record, or one that arrives after a newer revision, changes
+    /// nothing). A submission over [`crate::design::MAX_DESIGN_RECORD_BYTES`] is
+    /// [`PortError::Invalid`].
+    async fn keep_spec(&self, tenant: &TenantId, design: &DesignId, spec: &KeptSpec) -> PortResult<()>;
+    /// The specification kept for `design` of `tenant`, if any.
+    async fn kept_spec(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<KeptSpec>>;
+}
+
+/// Refuses a specification too large to keep.
+pub fn check_kept_spec(spec: &KeptSpec) -> PortResult<()> {
+    let max = crate::design::MAX_DESIGN_RECORD_BYTES;
+    if spec.submission.len() > max {
+        return Err(PortError::invalid(
+            "kept specification",
+            format!("it is {} bytes, over the {max} a design record may take", spec.submission.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// `Idempotency-Key`s: a request claims its key, then completes it with its response or releases
 /// it.
 #[async_trait]
@@ -253,6 +289,7 @@ pub trait DesignStore:
     + crate::budget::TokenBudgets
     + crate::batch::Batches
     + crate::schedule::Schedules
+    + KeptSpecs
 {
 }
 
@@ -266,6 +303,7 @@ impl<T> DesignStore for T where
         + crate::budget::TokenBudgets
         + crate::batch::Batches
         + crate::schedule::Schedules
+        + KeptSpecs
 {
 }
 

@@ -113,6 +113,7 @@ mod tests {
             occurred_at: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
             verdict: Some(Verdict::Pass),
             elapsed_ms: None,
+            batch: None,
         };
         let body: serde_json::Value = serde_json::from_slice(&payload(&tenant, &entry)).unwrap();
         assert_eq!(body["type"], "results.ready");

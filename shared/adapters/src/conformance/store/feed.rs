@@ -32,7 +32,10 @@ pub(super) async fn append<S: DesignStore + ?Sized>(
 ) -> u64 {
     let entry = timeline_entry(kind, revision);
     store
-        .append_feed(t, &NewFeedEntry { design_id: design, entry: &entry, verdict: None, elapsed_ms: None })
+        .append_feed(
+            t,
+            &NewFeedEntry { design_id: design, entry: &entry, verdict: None, elapsed_ms: None, batch: None },
+        )
         .await
         .unwrap()
 }
@@ -76,7 +79,7 @@ pub async fn the_feed_numbers_a_tenants_entries_one_by_one_across_designs<S: Des
             let entry = timeline_entry(kind, 1);
             let verdict = (kind != EventKind::DesignSubmitted).then_some(Verdict::Pass);
             let elapsed_ms = (kind == EventKind::SimulationFinished).then_some(1234);
-            let new = NewFeedEntry { design_id: design, entry: &entry, verdict, elapsed_ms };
+            let new = NewFeedEntry { design_id: design, entry: &entry, verdict, elapsed_ms, batch: None };
             let seq = store.append_feed(&t, &new).await.unwrap();
             appended.push((seq, design.clone(), entry, verdict, elapsed_ms));
             assert_eq!(seq as usize, appended.len(), "entry {} of round {i} takes the next number", appended.len());
@@ -99,7 +102,7 @@ pub async fn appending_the_same_design_kind_and_revision_again_returns_its_numbe
     let t = tenant("feed-again");
     let d = DesignId::generate();
     let first = timeline_entry(EventKind::DesignSubmitted, 1);
-    let new = |e| NewFeedEntry { design_id: &d, entry: e, verdict: None, elapsed_ms: None };
+    let new = |e| NewFeedEntry { design_id: &d, entry: e, verdict: None, elapsed_ms: None, batch: None };
     assert_eq!(store.append_feed(&t, &new(&first)).await.unwrap(), 1);
     assert_eq!(append(store, &t, &d, EventKind::ValidationStarted, 1).await, 2);
     let reread = timeline_entry(EventKind::DesignSubmitted, 1);
@@ -121,7 +124,7 @@ pub async fn concurrent_appends_take_every_number_once<S: DesignStore + ?Sized>(
         .iter()
         .zip(&entries)
         .chain(designs.iter().zip(&entries))
-        .map(|(design_id, entry)| NewFeedEntry { design_id, entry, verdict: None, elapsed_ms: None })
+        .map(|(design_id, entry)| NewFeedEntry { design_id, entry, verdict: None, elapsed_ms: None, batch: None })
         .collect();
     let appends = news.iter().map(|new| store.append_feed(&t, new)).collect();
     let seqs: Vec<u64> = join_all(appends).await.into_iter().map(|r| r.expect("a racing append succeeds")).collect();

@@ -169,6 +169,7 @@ pub async fn a_test_delivery_is_queued_once_and_only_to_the_tenants_own_webhook<
         occurred_at: Utc::now(),
         verdict: Some(openqq_core::Verdict::Pass),
         elapsed_ms: None,
+        batch: None,
     };
     store.queue_delivery(&t, &h.id, &entry).await.unwrap();
     store.queue_delivery(&t, &h.id, &entry).await.unwrap();
