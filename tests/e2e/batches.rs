@@ -347,9 +347,10 @@ async fn stored_designs_are_revalidated_from_their_kept_specification_and_failed
     assert_eq!(status, 404, "another tenant's batch is unknown");
 }
 
-/// Batch items are weighed against a quota of their own per tenant: past it a batch is 429
-/// `batch-items-limited` with `Retry-After` and nothing is submitted; an idempotent replay takes
-/// nothing; another tenant is not affected; a batch larger than the whole quota says so.
+/// Batch items are weighed against quotas of their own per tenant: items per window (past it 429
+/// `batch-items-limited` with `Retry-After`, nothing submitted; an idempotent replay takes
+/// nothing; a batch larger than the whole quota says so) and items open at once (429
+/// `batch-items-open` until some end); another tenant is not affected by either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_batch_items_are_limited_per_window_apart_from_other_tenants() {
     let dir = tempfile::tempdir().unwrap();
@@ -394,6 +395,27 @@ async fn a_tenants_batch_items_are_limited_per_window_apart_from_other_tenants()
     let globex = Client::new(&app.url, &app.token("globex"));
     let (status, _) = globex.post("/v1/batches", &batch("g", 5)).await.unwrap();
     assert_eq!(status, 202, "another tenant has a quota of its own");
+    drop(app);
+
+    // Open items: without consumers every item stays queued, so what is submitted stays open.
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::start(dir.path(), &["--api-only", "--tenant-batch-open", "4"]).unwrap();
+    let acme = Client::new(&app.url, &app.token("acme"));
+    let (status, _) = acme.post("/v1/batches", &batch("f", 3)).await.unwrap();
+    assert_eq!(status, 202);
+    let (status, problem) = acme.post("/v1/batches", &batch("h", 2)).await.unwrap();
+    assert_eq!((status, problem["type"].as_str()), (429, Some("urn:openqq:problem:batch-items-open")), "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("has 3; this batch has 2"), "{problem}");
+    let (status, _) = acme.post("/v1/batches", &batch("i", 1)).await.unwrap();
+    assert_eq!(status, 202, "up to the limit");
+    let (_, listed) = acme.get("/v1/batches").await.unwrap();
+    let id = listed["batches"][0]["batch_id"].as_str().unwrap().to_owned();
+    let (status, _) = acme.post(&format!("/v1/batches/{id}/cancel"), &json!({})).await.unwrap();
+    assert_eq!(status, 200);
+    let (status, _) = acme.post("/v1/batches", &batch("j", 1)).await.unwrap();
+    assert_eq!(status, 202, "a cancelled batch's items are no longer open");
+    let globex = Client::new(&app.url, &app.token("globex"));
+    assert_eq!(globex.post("/v1/batches", &batch("k", 4)).await.unwrap().0, 202);
 }
 
 /// The batch and schedule paths with the store on DynamoDB and the log on Kafka (tansu) at once:

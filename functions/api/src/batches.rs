@@ -139,6 +139,7 @@ pub async fn submit(
     };
     drop(body);
     crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
+        crate::limit::check_open_batch_items(&state, &tenant, lines.len() as u32).await?;
         crate::limit::check_batch_items(&state, &tenant, lines.len() as u32).await?;
         let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await?;
         accept(&state, tenant.clone(), corr, name, options.max_failed, checked, None).await
@@ -417,6 +418,7 @@ pub async fn retry(
                 _ => break,
             }
         }
+        crate::limit::check_open_batch_items(&state, &tenant, lines.len() as u32).await?;
         crate::limit::check_batch_items(&state, &tenant, lines.len() as u32).await?;
         let checked = items::check_all(&state, &tenant, &lines, OnInvalid::Skip).await?;
         let mut name = format!("{} (retry)", view.name);

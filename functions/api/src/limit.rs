@@ -202,6 +202,29 @@ pub async fn check_batch_items(state: &AppState, tenant: &TenantId, items: u32) 
     Err(refused(&decision, "batch-items-limited", "Too many batch items", detail))
 }
 
+/// Refuses a batch of `items` that would take what the tenant has open in the batch lane past
+/// [`crate::tenant_guard::TenantLimits::batch_open`]: 429 `batch-items-open` with a
+/// `Retry-After` of [`OPEN_RETRY_SECS`] (open items end as the lane works through them). Checked
+/// before the batch is submitted, so batches submitted at the same moment may pass it together
+/// by at most their own items.
+pub async fn check_open_batch_items(state: &AppState, tenant: &TenantId, items: u32) -> Result<(), Problem> {
+    let limit = state.tenants.limits.batch_open;
+    let open =
+        state.batches.open_items(tenant).await.map_err(|e| Problem::from_port(e, "counting open batch items"))?;
+    if open + u64::from(items) <= limit {
+        return Ok(());
+    }
+    let detail = format!(
+        "tenant {tenant} may have {limit} batch items open at once and has {open}; this batch has {items}; \
+         retry once some have ended"
+    );
+    Err(Problem::new(StatusCode::TOO_MANY_REQUESTS, "batch-items-open", "Too many batch items open", detail)
+        .retry_after(OPEN_RETRY_SECS))
+}
+
+/// What a refusal for open batch items asks the client to wait, in seconds.
+pub const OPEN_RETRY_SECS: u64 = 10;
+
 /// One weighted decision of `meter`, counted in `openqq_weighted_limiter_decisions_total`.
 async fn weigh(
     state: &AppState,

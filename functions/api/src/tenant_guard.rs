@@ -45,6 +45,9 @@ pub struct TenantLimits {
     /// Batch items one tenant may submit per window (`POST /v1/batches`, retries and schedule
     /// fires alike), apart from its request rate.
     pub batch_items: Quota,
+    /// Batch items one tenant may have open at once (queued or validating in its unfinished
+    /// batches); a batch that would take it past this is refused.
+    pub batch_open: u64,
 }
 
 /// Default requests in progress per tenant.
@@ -62,6 +65,8 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_BYTES: Quota = Quota { limit: 8 << 20, window: Duration::from_secs(10) };
 /// Default batch items per tenant: 20,000 a minute, two of the largest batches.
 pub const DEFAULT_BATCH_ITEMS: Quota = Quota { limit: 20_000, window: Duration::from_secs(60) };
+/// Default batch items one tenant may have open at once: five of the largest batches.
+pub const DEFAULT_BATCH_OPEN: u64 = 50_000;
 
 impl Default for TenantLimits {
     fn default() -> Self {
@@ -71,6 +76,7 @@ impl Default for TenantLimits {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             bytes: DEFAULT_BYTES,
             batch_items: DEFAULT_BATCH_ITEMS,
+            batch_open: DEFAULT_BATCH_OPEN,
         }
     }
 }

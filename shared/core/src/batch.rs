@@ -472,6 +472,9 @@ pub trait Batches: Send + Sync {
         state: BatchState,
         reason: &str,
     ) -> PortResult<Option<BatchView>>;
+    /// The items of the tenant's batches that have not finished which are still open (queued or
+    /// validating): what the tenant has waiting in the batch lane, for its quota.
+    async fn open_items(&self, tenant: &TenantId) -> PortResult<u64>;
 }
 
 #[cfg(test)]

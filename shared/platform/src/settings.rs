@@ -88,6 +88,9 @@ pub struct Settings {
     /// size, 10,000); 429 above.
     #[arg(long, env = "OPENQQ_TENANT_BATCH_ITEMS", default_value = "20000/1m")]
     pub tenant_batch_items: QuotaSpec,
+    /// Batch items one tenant may have open at once (queued or validating); 429 above.
+    #[arg(long, env = "OPENQQ_TENANT_BATCH_OPEN", default_value_t = openqq_api::tenant_guard::DEFAULT_BATCH_OPEN)]
+    pub tenant_batch_open: u64,
     /// Bytes the upload `PUT` buffers at once across all uploads (B, KiB, MiB, GiB); one tenant's
     /// uploads in progress may declare a quarter of it (429 past that). At least 256MiB.
     #[arg(long, env = "OPENQQ_UPLOAD_MEMORY", default_value = "512MiB", value_parser = openqq_api::quota::parse_size)]
@@ -288,6 +291,7 @@ impl Settings {
             body_timeout: self.body_timeout,
             bytes: self.byte_limit.0,
             batch_items: self.tenant_batch_items.0,
+            batch_open: self.tenant_batch_open,
         }
     }
 

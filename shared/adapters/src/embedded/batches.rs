@@ -303,3 +303,13 @@ pub(super) fn stop(
     commit_tx(tx)?;
     Ok(batch)
 }
+
+/// What the tenant's unfinished batches hold open (queued or validating).
+pub(super) fn open_items(conn: &Connection, tenant: &str) -> PortResult<u64> {
+    conn.prepare_cached(
+        "SELECT COALESCE(SUM(queued + validating), 0) FROM batches WHERE tenant=?1 AND finished_at IS NULL",
+    )
+    .and_then(|mut s| s.query_row(params![tenant], |r| r.get::<_, i64>(0)))
+    .map(|n| n.max(0) as u64)
+    .map_err(|e| sqlite_error("count open batch items", e))
+}

@@ -700,6 +700,12 @@ impl Batches for EmbeddedDesignStore {
         let (tenant, id, reason) = (tenant.to_string(), id.to_string(), reason.to_owned());
         self.writer.call(move |conn| batches::stop(conn, &tenant, &id, state, &reason)).await
     }
+
+    async fn open_items(&self, tenant: &TenantId) -> PortResult<u64> {
+        count("open_items");
+        let tenant = tenant.to_string();
+        self.reader.call(move |conn| batches::open_items(conn, &tenant)).await
+    }
 }
 
 #[async_trait]

@@ -185,3 +185,24 @@ pub async fn racing_ends_take_every_ordinal_once<S: DesignStore + ?Sized>(store:
     let view = store.batch(&t, &batch.id).await.unwrap().unwrap();
     assert_eq!((view.counts.ready, view.verdicts.pass, view.status), (12, 12, BatchStatus::Completed));
 }
+
+/// A tenant's open items are the queued and validating items of its batches that have not
+/// finished: an item that ends, and a stopped batch's queued items, leave them; another tenant's
+/// never count.
+pub async fn open_items_count_what_the_tenants_unfinished_batches_hold<S: DesignStore + ?Sized>(store: &S) {
+    let (t, other) = (tenant(), tenant());
+    assert_eq!(store.open_items(&t).await.unwrap(), 0, "nothing open for a new tenant");
+    let (first, second) = (new_batch("first"), new_batch("second"));
+    store.create_batch(&t, &first, &items(4, &[1])).await.unwrap();
+    store.create_batch(&t, &second, &items(3, &[])).await.unwrap();
+    store.create_batch(&other, &new_batch("theirs"), &items(5, &[])).await.unwrap();
+    assert_eq!(store.open_items(&t).await.unwrap(), 6, "3 + 3 queued; a rejected item is not open");
+
+    store.release_items(&t, &first.id, 0..2).await.unwrap();
+    assert_eq!(store.open_items(&t).await.unwrap(), 6, "a validating item is still open");
+    store.end_item(&t, &first.id, 0, ItemStatus::Ready, Some(Verdict::Pass)).await.unwrap();
+    assert_eq!(store.open_items(&t).await.unwrap(), 5);
+    store.stop_batch(&t, &second.id, BatchState::Cancelled, "cancelled").await.unwrap();
+    assert_eq!(store.open_items(&t).await.unwrap(), 2, "the cancelled batch's queued items are gone");
+    assert_eq!(store.open_items(&other).await.unwrap(), 5);
+}
