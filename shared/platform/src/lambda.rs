@@ -7,6 +7,10 @@
 //! embedded store and log in `OPENQQ_DATA_DIR` (default `/tmp/openqq` on Lambda): right for
 //! `cargo lambda watch` on one machine, not for a fleet.
 //!
+//! The scheduler function ([`scheduler`]) is invoked by an EventBridge rule every minute and
+//! fires due schedules through the same `Scheduler` as `openqq up`, a pass a second for most of
+//! its minute (docs/DEPLOY.md, "Schedules on AWS").
+//!
 //! Nothing scrapes a function, so its metrics leave as CloudWatch embedded-metric-format lines on
 //! stdout ([`openqq_telemetry::emf`]): recorded in memory during an invocation and printed at its
 //! end, before the response leaves (the sandbox may be frozen as soon as it has).
@@ -14,6 +18,7 @@
 use crate::{Platform, Settings};
 use lambda_runtime::{service_fn, LambdaEvent};
 use openqq_api::auth::GatewayClaims;
+use openqq_api::schedules::runner::Scheduler;
 use openqq_api::{router, JwtKeys, PoolConfig};
 use openqq_core::EventKind;
 use openqq_runtime::kafka::parse_event;
@@ -140,6 +145,123 @@ pub async fn results() -> Result<(), Error> {
 /// Whether a payload is a scheduled EventBridge event rather than an MSK batch.
 fn is_scheduled(payload: &serde_json::Value) -> bool {
     payload.get("source").and_then(|s| s.as_str()) == Some("aws.events")
+}
+
+/// How often a scheduler invocation runs a pass over the due schedules, as `openqq up`'s
+/// scheduler does: a fire leaves within about this of its time.
+pub const SCHEDULER_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long after the time its event was sent for (the minute of the rule's rate) a scheduler
+/// invocation starts passes: the next minute's invocation finds this one ended, so one runner
+/// runs at a time (reserved concurrency 1) and a late invocation runs shorter, never on into the
+/// next one's minute.
+pub const SCHEDULER_WINDOW: std::time::Duration = std::time::Duration::from_secs(55);
+/// How long before Lambda's deadline a scheduler invocation stops starting passes, so the last
+/// one ends before the function is stopped.
+pub const SCHEDULER_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The scheduler function, invoked every minute by an EventBridge rule: fires the due
+/// schedules of every tenant from the store, a pass every [`SCHEDULER_EVERY`] for
+/// [`SCHEDULER_WINDOW`] from the minute its event was sent for (ending [`SCHEDULER_MARGIN`]
+/// before Lambda's deadline at the latest), through the same `Scheduler` and fire ledger as
+/// `openqq up` (a fire is submitted once however many runners there are). An event that is not a
+/// scheduled event is refused.
+pub async fn scheduler() -> Result<(), Error> {
+    let platform = Platform::build(settings()?).await.map_err(|e| format!("{e:#}"))?;
+    let scheduler = Arc::new(Scheduler::new(scheduler_state(&platform)?));
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        let scheduler = scheduler.clone();
+        async move {
+            let until = passes_until(event_time(&event.payload), event.context.deadline);
+            let answer = scheduled_passes(&scheduler, &event.payload, until).await;
+            openqq_telemetry::emf::flush();
+            answer.map(|done| serde_json::to_value(done).expect("a pass count serialises"))
+        }
+    }))
+    .await
+}
+
+/// The API's state for the scheduler, with every setting the API function has, so a fire's
+/// items are checked as `POST /v1/batches` checks them. The scheduler neither verifies nor issues
+/// tokens; the state holds keys all the same, made from random bytes that never leave the
+/// process, so no secret is needed and nothing signed elsewhere verifies with them.
+fn scheduler_state(platform: &Platform) -> Result<openqq_api::AppState, Error> {
+    let keys = JwtKeys::from_secret(&rand::random::<[u8; 32]>()).map_err(|e| e.to_string())?;
+    Ok(platform.api_state(keys).build())
+}
+
+/// What one scheduler invocation did: its passes, those that failed, and the schedules handled.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+struct Passes {
+    passes: u32,
+    failed: u32,
+    handled: usize,
+}
+
+/// One scheduler invocation: refused unless `payload` is a scheduled event; else passes every
+/// [`SCHEDULER_EVERY`], the first at once, none started after `until`. A pass that fails is
+/// logged and the next tries again (its fires are in the ledger or not at all); an invocation
+/// whose every pass failed fails, so the function's errors show it.
+async fn scheduled_passes(
+    scheduler: &Scheduler,
+    payload: &serde_json::Value,
+    until: tokio::time::Instant,
+) -> Result<Passes, Error> {
+    if !is_scheduled(payload) {
+        let source = payload.get("source").and_then(|s| s.as_str()).unwrap_or("none");
+        return Err(format!(
+            "the scheduler function runs on its EventBridge schedule only: this is not a scheduled event (source {source})"
+        )
+        .into());
+    }
+    let mut done = Passes::default();
+    let mut last_error = None;
+    let mut tick = tokio::time::interval(SCHEDULER_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        done.passes += 1;
+        match scheduler.tick().await {
+            Ok(handled) => done.handled += handled,
+            Err(e) => {
+                tracing::warn!(error = %e, "A pass of the scheduler failed; the next pass tries again.");
+                done.failed += 1;
+                last_error = Some(e);
+            }
+        }
+        if tokio::time::Instant::now() + SCHEDULER_EVERY > until {
+            break;
+        }
+    }
+    match last_error {
+        Some(e) if done.failed == done.passes => {
+            Err(format!("every pass of the invocation ({}) failed to read the due schedules: {e}", done.passes).into())
+        }
+        _ => Ok(done),
+    }
+}
+
+/// The time a scheduled event was sent for (`time`, which EventBridge writes as
+/// `2026-11-30T12:00:00Z`), if the payload has one.
+fn event_time(payload: &serde_json::Value) -> Option<std::time::SystemTime> {
+    humantime::parse_rfc3339_weak(payload.get("time")?.as_str()?).ok()
+}
+
+/// When a scheduler invocation stops starting passes: [`SCHEDULER_WINDOW`] after the time its
+/// event was sent for, and [`SCHEDULER_MARGIN`] before Lambda's deadline (milliseconds since the
+/// epoch), whichever comes first. A deadline that is not in the future is a local emulator's
+/// (see [`invocation_deadline`]): whoever invokes it there decides when passes run, so an
+/// invocation runs one.
+fn passes_until(event_time: Option<std::time::SystemTime>, deadline_ms: u64) -> tokio::time::Instant {
+    let now = std::time::SystemTime::now();
+    let start = tokio::time::Instant::now();
+    let deadline = std::time::UNIX_EPOCH + std::time::Duration::from_millis(deadline_ms);
+    let Ok(left) = deadline.duration_since(now) else { return start };
+    let mut until = start + left.saturating_sub(SCHEDULER_MARGIN);
+    if let Some(sent) = event_time {
+        let window = (sent + SCHEDULER_WINDOW).duration_since(now).unwrap_or_default();
+        until = until.min(start + window);
+    }
+    until
 }
 
 /// When deliveries must be done by: Lambda's deadline (milliseconds since the epoch) less a
@@ -385,6 +507,90 @@ mod tests {
         assert!(about(relative, DELIVERY_ROUND), "{relative:?}");
         assert!(is_scheduled(&serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event"})));
         assert!(!is_scheduled(&serde_json::json!({"eventSource": "aws:kafka", "records": {}})));
+    }
+
+    /// The scheduler function's invocation on embedded storage, as the Lambda runtime calls it:
+    /// a scheduled event runs passes until its end (two in 1.5 s), the due schedule fires once
+    /// (its batch published on `batch.submitted` and created for reads, the fire settled in the
+    /// ledger with that batch), the second pass fires nothing again, and any other event is
+    /// refused.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_scheduled_invocation_fires_a_due_schedule_once_over_its_passes_and_any_other_event_is_refused() {
+        use openqq_core::schedule::{FireOutcome, RunnerState, StoredSchedule, Template};
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::from_args(["--data-dir", dir.path().to_str().unwrap(), "--partitions", "1"]).unwrap();
+        let platform = Platform::build(settings).await.unwrap();
+        let b = &platform.backends;
+        let tenant = openqq_core::TenantId::parse("acme").unwrap();
+        // The template's item is checked at the fire as a batch item is: this one is refused, so
+        // the fire's batch carries it rejected.
+        let items_ref = b.objects.put(&tenant, b"{\"name\":\"nightly\"}\n".to_vec()).await.unwrap();
+        // Hourly from an hour and ten seconds ago: its first fire is ten seconds late.
+        let whole_seconds = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let start = UNIX_EPOCH + Duration::from_secs(whole_seconds - 3_610);
+        let mut schedule = StoredSchedule {
+            id: openqq_core::ScheduleId::generate(),
+            name: "hourly".into(),
+            config: serde_json::from_value(serde_json::json!({"expression": "rate(1 hour)"})).unwrap(),
+            template: Template::Items { items_ref, items: 1 },
+            created_at: start.into(),
+            updated_at: start.into(),
+            resumed_at: None,
+            state: RunnerState::default(),
+            next_due: None,
+            version: 0,
+        };
+        let nominal = schedule.created_at + Duration::from_secs(3_600);
+        schedule.next_due = openqq_api::schedules::runner::next_due(&schedule, &schedule.state, schedule.created_at);
+        assert_eq!(schedule.next_due, Some(nominal));
+        assert!(b.store.create_schedule(&tenant, &schedule).await.unwrap());
+
+        let scheduler = Scheduler::new(scheduler_state(&platform).unwrap());
+        let scheduled = serde_json::json!({"version": "0", "id": "s", "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "123456789012", "time": "2026-11-30T12:00:00Z", "region": "us-east-1", "resources": [], "detail": {}});
+        let began = tokio::time::Instant::now();
+        let until = began + Duration::from_millis(1_500);
+        let done = scheduled_passes(&scheduler, &scheduled, until).await.unwrap();
+        assert_eq!(done, Passes { passes: 2, failed: 0, handled: 1 }, "the second pass found nothing due");
+        assert!(tokio::time::Instant::now() < until, "no pass started after the invocation's end");
+
+        let fires = b.store.fires(&tenant, &schedule.id, None, 10).await.unwrap().expect("the schedule exists");
+        assert_eq!(fires.items.len(), 1, "{fires:?}");
+        let fire = &fires.items[0];
+        assert_eq!((fire.nominal_time, fire.outcome), (nominal, FireOutcome::Submitted), "{fire:?}");
+        let batch = fire.batch_id.clone().expect("a submitted fire names its batch");
+        let published = b.source.read(&platform.topics.of(EventKind::BatchSubmitted), 0, 0, 10).await.unwrap();
+        assert_eq!(published.len(), 1, "one batch published");
+        let envelope = openqq_core::Envelope::decode(&published[0].value).unwrap();
+        assert_eq!((envelope.tenant_id, envelope.design_id), (tenant.clone(), batch.as_design()), "the fire's batch");
+        let view = b.store.batch(&tenant, &batch).await.unwrap().expect("the batch was created for reads");
+        assert_eq!(view.counts.total(), 1, "{view:?}");
+
+        let kafka = serde_json::json!({"eventSource": "aws:kafka", "records": {}});
+        let refused = scheduled_passes(&scheduler, &kafka, tokio::time::Instant::now()).await.unwrap_err();
+        assert!(refused.to_string().contains("not a scheduled event"), "{refused}");
+    }
+
+    #[test]
+    fn a_scheduler_invocation_starts_passes_for_55_seconds_from_its_minute_and_ends_before_lambdas_deadline() {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+        let now = SystemTime::now();
+        let ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        let secs = Duration::from_secs;
+        let start = tokio::time::Instant::now();
+        let about =
+            |got: tokio::time::Instant, want: Duration| (got - start).abs_diff(want) < Duration::from_millis(500);
+        let timeout = ms(now + secs(60));
+        assert!(about(passes_until(Some(now), timeout), SCHEDULER_WINDOW), "on time: the whole window");
+        assert!(about(passes_until(Some(now - secs(20)), timeout), secs(35)), "started late: what is left of it");
+        assert!(about(passes_until(Some(now - secs(120)), timeout), secs(0)), "a retried event's minute is over");
+        assert!(about(passes_until(Some(now), ms(now + secs(30))), secs(25)), "the deadline comes first");
+        assert!(about(passes_until(None, ms(now + secs(40))), secs(35)), "no time: until the deadline's margin");
+        assert!(about(passes_until(Some(now), 600_000), secs(0)), "an emulator's deadline: one pass");
+        let sent = event_time(&serde_json::json!({"source": "aws.events", "time": "2026-11-30T12:00:00Z"}));
+        assert_eq!(sent, Some(UNIX_EPOCH + secs(1_796_040_000)));
+        assert_eq!(event_time(&serde_json::json!({"time": "noon"})), None);
     }
 
     #[tokio::test]
