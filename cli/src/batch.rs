@@ -47,15 +47,15 @@ enum Action {
     Cancel(CancelArgs),
 }
 
-/// Where the API is and whose batches to ask for.
+/// Where the API is and whose batches (or schedules) to ask for.
 #[derive(Args)]
-struct ApiArgs {
+pub(crate) struct ApiArgs {
     /// The API's address.
     #[arg(long, env = "OPENQQ_URL", default_value = "http://127.0.0.1:8080")]
-    url: String,
+    pub url: String,
     /// A bearer token of the tenant (`openqq token --tenant T` makes one for `openqq up`).
     #[arg(long, env = "OPENQQ_TOKEN", hide_env_values = true)]
-    token: String,
+    pub token: String,
 }
 
 #[derive(Args)]

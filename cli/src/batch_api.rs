@@ -5,6 +5,7 @@
 //!
 //! An answer the API refuses comes back as [`Refused`] (status and problem document), so the
 //! caller can tell a refused batch (422 `invalid-items`, listing each item) from the rest.
+//! `openqq schedule` asks the schedule routes through the same client ([`BatchApi::call`]).
 
 use anyhow::{bail, Context, Result};
 use reqwest::StatusCode;
@@ -87,6 +88,17 @@ impl BatchApi {
 
     pub async fn get(&self, path: &str) -> Result<Value> {
         self.send(&format!("GET {path}"), self.http.get(self.url(path)?)).await
+    }
+
+    /// `method path` with `body` as JSON when given; the JSON answer (`Value::Null` for an empty
+    /// one, a 204), or [`Refused`]. `path` may carry a query string.
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let mut req = self.http.request(method.clone(), self.url(path)?);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let what = format!("{method} {}", path.split('?').next().unwrap_or(path));
+        self.send(&what, req).await
     }
 
     /// The items as JSON lines in the body, the options in the query string.

@@ -212,7 +212,7 @@ fn seconds(v: &Value) -> Option<f64> {
 }
 
 /// A time as `2026-12-02 06:10:11` (UTC, as the API gives it), or `—`.
-fn when(v: &Value) -> String {
+pub(crate) fn when(v: &Value) -> String {
     v.as_str().map_or("—".to_owned(), |at| at.get(..19).unwrap_or(at).replace('T', " "))
 }
 
@@ -244,7 +244,7 @@ fn capitalise(s: &str) -> String {
 }
 
 /// A string as it is, anything else as JSON, absent as `—`.
-fn text(v: &Value) -> String {
+pub(crate) fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => "—".to_owned(),
@@ -253,7 +253,7 @@ fn text(v: &Value) -> String {
 }
 
 /// At most `max` characters of one line of `s`, ending in `…` when cut.
-fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or("");
     match line.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &line[..at]),

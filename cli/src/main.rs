@@ -11,6 +11,8 @@
 //!   attempts, each check's verdict, a failing testbench's first failure and waveform.
 //! - `openqq batch submit|status|items|cancel` submits a JSON-lines file of designs as one batch
 //!   (following it to its end with `--wait`), and reads, pages through and cancels batches.
+//! - `openqq schedule list|add|show|fires|pause|resume|trigger|backfill|delete` manages the
+//!   schedules that submit batches on a timetable and reads each one's fire ledger.
 
 mod batch;
 mod batch_api;
@@ -23,6 +25,8 @@ mod design_wave;
 mod load;
 #[cfg(test)]
 mod readme_tests;
+mod schedule;
+mod schedule_format;
 mod token;
 mod trace;
 mod trace_format;
@@ -62,6 +66,8 @@ enum Command {
     Design(design::DesignArgs),
     /// Submit many designs as one batch from a JSON-lines file; follow, list and cancel batches.
     Batch(batch::BatchArgs),
+    /// Submit batches on a timetable: add, list, pause, resume and trigger schedules; read their fires.
+    Schedule(schedule::ScheduleArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => report(trace::run(args)),
         Command::Design(args) => report(design::run(args)),
         Command::Batch(args) => report(batch::run(args)),
+        Command::Schedule(args) => report(schedule::run(args)),
     }
 }
 
