@@ -24,6 +24,7 @@ mod overload;
 mod payloads;
 mod problems;
 mod records;
+mod schedule_cli;
 mod schedules;
 mod source;
 mod tansu;
