@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the five Lambda functions for AWS, as `sam build` does: `cargo lambda build --release`
-# for the architecture template.yaml deploys (arm64), one `bootstrap` per function under
-# $CARGO_TARGET_DIR/lambda/<bin>/. Prints that directory on stdout.
+# Builds the Lambda functions for AWS, as `sam build` does: `cargo lambda build --release` of
+# every bin of openqq-lambda (api, the consumers, batch, scheduler) for the architecture
+# template.yaml deploys (arm64), one `bootstrap` per bin under $CARGO_TARGET_DIR/lambda/<bin>/.
+# Prints that directory on stdout.
 #
 #   scripts/lambda-build.sh                           # --release --arm64, as `sam build` does
 #   scripts/lambda-build.sh --profile lambda-check --arm64   # what the test command runs

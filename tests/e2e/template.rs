@@ -8,7 +8,9 @@
 //! and consumer groups are the ones the platform uses, the table is the store adapter's, and the
 //! triggers stay within what AWS documents for MSK. The batch lane is held to the code the same
 //! way: the batch function reads the batch topics, and each consumer has a twin in the lane, its
-//! original with a trigger on the twin topic and a reserved concurrency of its own.
+//! original with a trigger on the twin topic and a reserved concurrency of its own. The scheduler
+//! function is held to its invocation: one rule a minute, a bounded retry policy, a dead-letter
+//! queue for the minutes that did not run, one runner at a time.
 
 use openqq_core::{EventKind, Topics};
 use openqq_e2e::repo_root;
@@ -18,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The functions that deploy each bin of `openqq-lambda`: logical id in the template, and the bin
 /// it runs. The batch lane's twins ([`BATCH_LANE`]) run their originals' bins.
-pub(crate) const FUNCTIONS: [(&str, &str); 7] = [
+pub(crate) const FUNCTIONS: [(&str, &str); 8] = [
     ("ApiFunction", "api"),
     ("DesignJobFunction", "design-job"),
     ("SynthesisFunction", "synthesis"),
@@ -26,7 +28,11 @@ pub(crate) const FUNCTIONS: [(&str, &str); 7] = [
     ("ValidationFunction", "validation"),
     ("ResultsFunction", "results"),
     ("BatchFunction", "batch"),
+    ("SchedulerFunction", "scheduler"),
 ];
+
+/// The functions no MSK trigger invokes: the API (the HTTP API) and the scheduler (its rule).
+const NOT_CONSUMERS: [&str; 2] = ["ApiFunction", "SchedulerFunction"];
 
 /// The batch lane's twin of each consumer function: its logical id, and its original's.
 const BATCH_LANE: [(&str, &str); 5] = [
@@ -42,9 +48,9 @@ fn all_functions() -> impl Iterator<Item = &'static str> {
     FUNCTIONS.iter().map(|(id, _)| *id).chain(BATCH_LANE.iter().map(|(twin, _)| *twin))
 }
 
-/// The functions invoked by MSK triggers: all but the API.
+/// The functions invoked by MSK triggers: all but the API and the scheduler.
 fn consumer_functions() -> impl Iterator<Item = &'static str> {
-    all_functions().filter(|id| *id != "ApiFunction")
+    all_functions().filter(|id| !NOT_CONSUMERS.contains(id))
 }
 
 /// The functions of the batch lane: the batch function and the twins.
@@ -455,7 +461,7 @@ async fn each_trigger_reads_a_topic_its_bin_consumes_in_its_lane_under_the_consu
     // on the twin topic; the batch function on both batch topics.
     let bins = lambda_bins();
     let mut expected = Vec::new();
-    for (id, bin) in FUNCTIONS.into_iter().filter(|(id, _)| *id != "ApiFunction") {
+    for (id, bin) in FUNCTIONS.into_iter().filter(|(id, _)| !NOT_CONSUMERS.contains(id)) {
         let kind = consumed_by(&bins[bin]).unwrap_or_else(|| panic!("{bin}'s main names the kind it consumes"));
         let name = platform.handler(kind).unwrap().name().to_owned();
         if BATCH_CONSUMED.contains(&kind) {
@@ -934,4 +940,107 @@ fn the_results_function_sends_webhooks_on_a_schedule_and_its_claims_outlast_its_
         "a delivery claimed by an invocation that times out is not claimed again while it runs"
     );
     assert!(openqq_platform::lambda::DELIVERY_ROUND < timeout, "the round fits in the invocation");
+}
+
+// --- The scheduler ----------------------------------------------------------------------------
+
+fn one_or_many(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    }
+}
+
+/// The queue an ARN names (`!GetAtt Queue.Arn`), checked to be a queue of the template.
+fn queue_named_by<'a>(t: &'a Value, arn: &'a Value, at: &str) -> &'a str {
+    assert_eq!(arn["Fn::GetAtt"][1], "Arn", "{at} names a queue of the template by its ARN: {arn}");
+    let queue = arn["Fn::GetAtt"][0].as_str().unwrap();
+    assert_eq!(resources(t)[queue]["Type"], "AWS::SQS::Queue", "{at}: {queue}");
+    queue
+}
+
+#[test]
+fn the_scheduler_runs_alone_once_a_minute_retries_a_minute_briefly_and_keeps_the_minutes_that_did_not_run() {
+    use openqq_platform::lambda::{SCHEDULER_EVERY, SCHEDULER_MARGIN, SCHEDULER_WINDOW};
+    use std::time::Duration;
+    let t = template();
+    let p = properties(&t, "SchedulerFunction");
+    let events = p["Events"].as_object().unwrap();
+    assert_eq!(events.len(), 1, "the scheduler is invoked by its rule and nothing else: {events:?}");
+    let rule = events.values().next().unwrap();
+    assert_eq!(rule["Type"], "Schedule", "an EventBridge rule");
+    let rule = &rule["Properties"];
+    assert_eq!(rule["Schedule"], "rate(1 minute)");
+    // An invocation starts its last pass early enough to end it within its minute, before the
+    // next minute's invocation, and its timeout does not cut the window short.
+    let (minute, timeout) = (Duration::from_secs(60), Duration::from_secs(p["Timeout"].as_u64().unwrap()));
+    assert!(SCHEDULER_WINDOW + SCHEDULER_MARGIN <= minute, "the last pass has time to end within the minute");
+    assert!(SCHEDULER_WINDOW + SCHEDULER_MARGIN <= timeout, "the timeout leaves the whole window");
+    assert!(SCHEDULER_EVERY < SCHEDULER_WINDOW, "several passes a minute");
+
+    // EventBridge's side: delivering a minute's event is retried briefly (an older one is the
+    // next minute's work), then the event goes to a queue of the template.
+    let retry = &rule["RetryPolicy"];
+    let age = retry["MaximumEventAgeInSeconds"].as_u64().expect("the rule's retry policy bounds an event's age");
+    assert!((60..=120).contains(&age), "EventBridge takes 60 s or more; over two minutes is stale: {age}");
+    let retries = retry["MaximumRetryAttempts"].as_u64().expect("the rule's retry policy bounds its attempts");
+    assert!(retries <= 185, "EventBridge takes 0 to 185 retries, not {retries}");
+    let queue = queue_named_by(&t, &rule["DeadLetterConfig"]["Arn"], "the rule's dead-letter config");
+    // The queue's policy lets EventBridge send to it, from this rule only (named, so it can be).
+    let mut values = sample_values();
+    values.extend([("AWS::Partition", "aws"), ("AWS::Region", "eu-west-1"), ("AWS::AccountId", "123456789012")]);
+    let name = resolve(&rule["Name"], &values).expect("the rule has a fixed name");
+    let policy = resources(&t)
+        .values()
+        .find(|r| r["Type"] == "AWS::SQS::QueuePolicy" && r["Properties"]["Queues"] == json!([{"Ref": queue}]))
+        .unwrap_or_else(|| panic!("a policy on {queue}"));
+    let statements = policy["Properties"]["PolicyDocument"]["Statement"].as_array().unwrap();
+    let from_rule =
+        statements.iter().find(|s| s["Principal"]["Service"] == "events.amazonaws.com").expect("EventBridge");
+    assert_eq!(from_rule["Action"], "sqs:SendMessage");
+    let source = resolve(&from_rule["Condition"]["ArnEquals"]["aws:SourceArn"], &values).expect("a source condition");
+    assert_eq!(source, format!("arn:aws:events:eu-west-1:123456789012:rule/{name}"), "only the scheduler's rule");
+
+    // Lambda's side: a failed invocation is not run again and a throttled one not after the
+    // same age; both go to the same queue, through the function's role.
+    let invoke = &p["EventInvokeConfig"];
+    assert_eq!(invoke["MaximumRetryAttempts"], 0, "a failed minute is not run again: the next minute's runs");
+    let age = invoke["MaximumEventAgeInSeconds"].as_u64().expect("Lambda's retries bound an event's age");
+    assert!((60..=120).contains(&age), "{age}");
+    let failed = &invoke["DestinationConfig"]["OnFailure"];
+    assert_eq!(failed["Type"], "SQS");
+    assert_eq!(queue_named_by(&t, &failed["Destination"], "the invocations' on-failure destination"), queue);
+    let alarmed = resources(&t).values().any(|r| {
+        r["Type"] == "AWS::CloudWatch::Alarm"
+            && r["Properties"]["Namespace"] == "AWS/SQS"
+            && r["Properties"]["Dimensions"]
+                == json!([{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}])
+    });
+    assert!(alarmed, "an alarm watches {queue} (its errors are watched as every function's)");
+
+    // One runner at a time, from a parameter.
+    assert_eq!(p["ReservedConcurrentExecutions"], json!({"Ref": "SchedulerReservedConcurrency"}));
+    let parameter = &t["Parameters"]["SchedulerReservedConcurrency"];
+    assert_eq!(parameter["Default"], 1, "one runner at a time");
+    assert!(parameter["MinValue"].as_u64() >= Some(1), "at least 1, or no schedule fires");
+
+    // What a fire does, and no more: it reads the due index, publishes its batch, and Lambda
+    // sends what it gave up on as the function's role.
+    let role = role_of(&t, "SchedulerFunction");
+    let statements: Vec<&Value> = properties(&t, role)["Policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap())
+        .collect();
+    let grants = |action: &str, resource: &Value| {
+        statements.iter().any(|s| {
+            one_or_many(&s["Action"]).contains(&json!(action)) && one_or_many(&s["Resource"]).contains(resource)
+        })
+    };
+    assert!(grants("dynamodb:Query", &json!({"Fn::Sub": "${Table.Arn}/index/due"})), "the due schedules");
+    assert!(grants("sqs:SendMessage", &json!({"Fn::GetAtt": [queue, "Arn"]})), "the invocations given up on");
+    let writes = kafka_resources(&t, role, "kafka-cluster:WriteData", "topic");
+    assert_eq!(writes, BTreeSet::from([EventKind::BatchSubmitted.as_str().to_owned()]), "a fire publishes its batch");
+    assert!(kafka_resources(&t, role, "kafka-cluster:ReadData", "topic").is_empty(), "the scheduler reads no topic");
 }
