@@ -3,8 +3,9 @@
 //! with the events AWS sends them: API Gateway HTTP API (payload 2.0) requests with the JWT
 //! authorizer's claims for the API, MSK batches for the consumers, built from the topic's records
 //! as the trigger builds them (several partitions, header values with negative bytes, a record
-//! without a `headers` field). The log is on the Kafka-protocol broker, the store on DynamoDB and
-//! the objects in S3 (moto), as in the deployment.
+//! without a `headers` field), and the scheduler's rule's scheduled events for the scheduler. The
+//! log is on the Kafka-protocol broker, the store on DynamoDB and the objects in S3 (moto), as in
+//! the deployment.
 
 use openqq_core::partition::partition_for;
 use openqq_core::EventKind;
@@ -282,4 +283,93 @@ async fn a_design_goes_through_all_four_lambda_binaries_with_openqq_up_as_their_
         let ok = openqq_e2e::counter_sum(&metrics, "openqq_batches_total", &[&label, "outcome=\"ok\""]);
         assert!(ok >= 1.0, "the trigger invoked {function} and it answered: {ok}");
     }
+}
+
+/// The scheduler function's binary under `cargo lambda watch`, on the broker, DynamoDB and S3 as
+/// deployed: invoked with its rule's scheduled event, it fires a tenant's due schedule once (the
+/// fire settled in the ledger with its batch, the batch on `batch.submitted` and created for
+/// reads); invoked again, it fires nothing again; any other event is refused. Each invocation
+/// runs one pass here: the emulator gives no deadline, and the event's minute is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_due_schedule_fires_once_through_the_scheduler_binary_under_cargo_lambda_watch() {
+    use chrono::{SecondsFormat, SubsecRound, TimeDelta, Utc};
+    use openqq_core::schedule::{FireOutcome, RunnerState, StoredSchedule, Template};
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let Some(endpoint) = aws::endpoint("the scheduler function test") else { return };
+    let Some(cargo_lambda) = cargo_lambda() else { return };
+    let (_broker, brokers) = tansu::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("{}.", aws::unique_name("scheduler"));
+    let mut env = shared_env(&brokers, &endpoint, &prefix);
+    // The test's own view of the same log, table and bucket, where it puts the schedule.
+    let mut args = vec!["--data-dir".to_owned(), dir.path().join("test").display().to_string()];
+    for (var, value) in env.iter().filter(|(k, _)| openqq_platform::Settings::env_vars().contains(k)) {
+        args.push(format!("--{}", var.trim_start_matches("OPENQQ_").to_lowercase().replace('_', "-")));
+        args.push(value.clone());
+    }
+    let platform =
+        openqq_platform::Platform::build(openqq_platform::Settings::from_args(&args).unwrap()).await.unwrap();
+    env.push(("OPENQQ_DATA_DIR".to_owned(), dir.path().join("functions").display().to_string()));
+    let lambda = Watch::start(&cargo_lambda, &env);
+
+    let b = &platform.backends;
+    let tenant = openqq_core::TenantId::parse("acme").unwrap();
+    let item = format!("{}\n", openqq_e2e::compact_blink_design("scheduled"));
+    let items_ref = b.objects.put(&tenant, item.into_bytes()).await.unwrap();
+    // Hourly from an hour and ten seconds ago: its first fire is ten seconds late.
+    let start = Utc::now().trunc_subsecs(0) - TimeDelta::seconds(3_610);
+    let mut schedule = StoredSchedule {
+        id: openqq_core::ScheduleId::generate(),
+        name: "hourly".into(),
+        config: serde_json::from_value(json!({"expression": "rate(1 hour)"})).unwrap(),
+        template: Template::Items { items_ref, items: 1 },
+        created_at: start,
+        updated_at: start,
+        resumed_at: None,
+        state: RunnerState::default(),
+        next_due: None,
+        version: 0,
+    };
+    let nominal = start + TimeDelta::hours(1);
+    schedule.next_due = openqq_api::schedules::runner::next_due(&schedule, &schedule.state, start);
+    assert_eq!(schedule.next_due, Some(nominal));
+    assert!(b.store.create_schedule(&tenant, &schedule).await.unwrap());
+
+    let minute = (Utc::now() - TimeDelta::minutes(2)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let scheduled = json!({"version": "0", "id": "e2e", "detail-type": "Scheduled Event", "source": "aws.events",
+        "account": "123456789012", "time": minute, "region": "us-east-1", "resources": [], "detail": {}});
+    let within = Duration::from_secs(120);
+    let answer = lambda.invoke("scheduler", &scheduled, within).await.expect("the scheduler answered");
+    assert_eq!(answer, json!({"passes": 1, "failed": 0, "handled": 1}), "the pass handled the due schedule");
+    let fires = b.store.fires(&tenant, &schedule.id, None, 10).await.unwrap().expect("the schedule exists");
+    assert_eq!(fires.items.len(), 1, "{fires:?}");
+    let fire = &fires.items[0];
+    assert_eq!((fire.nominal_time, fire.outcome), (nominal, FireOutcome::Submitted), "{fire:?}");
+    let batch = fire.batch_id.clone().expect("a submitted fire names its batch");
+    let records = batches_published(&platform).await;
+    assert_eq!(records.len(), 1, "one batch published");
+    let envelope = openqq_core::Envelope::decode(&records[0].value).unwrap();
+    assert_eq!((&envelope.tenant_id, &envelope.design_id), (&tenant, &batch.as_design()), "the fire's batch");
+    let view = b.store.batch(&tenant, &batch).await.unwrap().expect("the batch was created for reads");
+    assert_eq!((view.counts.total(), view.counts.rejected), (1, 0), "its item accepted: {view:?}");
+
+    let answer = lambda.invoke("scheduler", &scheduled, within).await.expect("the scheduler answered again");
+    assert_eq!(answer, json!({"passes": 1, "failed": 0, "handled": 0}), "nothing is due any more");
+    let fires = b.store.fires(&tenant, &schedule.id, None, 10).await.unwrap().unwrap();
+    assert_eq!(fires.items.len(), 1, "the fire is in the ledger once: {fires:?}");
+    assert_eq!(batches_published(&platform).await.len(), 1, "and its batch published once");
+
+    let kafka = json!({"eventSource": "aws:kafka", "records": {}});
+    let refused = lambda.invoke("scheduler", &kafka, within).await.expect_err("an MSK batch is refused");
+    assert!(refused.to_string().contains("not a scheduled event"), "{refused}");
+}
+
+/// Every record on `batch.submitted` (two partitions).
+async fn batches_published(platform: &openqq_platform::Platform) -> Vec<openqq_core::LogRecord> {
+    let topic = platform.topics.of(EventKind::BatchSubmitted);
+    let mut records = Vec::new();
+    for p in 0..2 {
+        records.extend(platform.backends.source.read(&topic, p, 0, 100).await.unwrap());
+    }
+    records
 }
