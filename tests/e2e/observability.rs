@@ -151,6 +151,10 @@ async fn the_exported_metrics_match_the_documented_contract() {
     assert_eq!(status, 201, "{body}");
     let (status, _) = hooked.post("/v1/designs", &blink_design("hooked")).await.unwrap();
     assert_eq!(status, 202);
+    // A batch: its items are weighed against the tenant's batch-item quota.
+    let batch = json!({"name": "hooked", "items": [openqq_e2e::compact_blink_design("in-a-batch")]});
+    let (status, body) = hooked.post("/v1/batches", &batch).await.unwrap();
+    assert_eq!(status, 202, "{body}");
     // An upload: its PUT carries no bearer token, yet it counts under the tenant its URL names.
     let object = b"{}";
     let digest: String = Sha256::digest(object).iter().map(|b| format!("{b:02x}")).collect();
