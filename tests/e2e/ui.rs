@@ -7,7 +7,9 @@
 //! (tests/ui/checks.mjs): a failing testbench's checks, source files and waveform drawn around
 //! its first failure, and a design written by a model with a row per attempt. Batches
 //! (tests/ui/batches.mjs): one followed live to its end, its items read a page at a time and
-//! filtered, another cancelled from its row. Screenshots go to `<target dir>/ui-screenshots` (or
+//! filtered, another cancelled from its row. Schedules (tests/ui/schedules.mjs): listed with their
+//! next fires, a ledger read a page at a time, one paused, resumed and fired from its row and its
+//! fire's batch opened. Screenshots go to `<target dir>/ui-screenshots` (or
 //! `OPENQQ_UI_SCREENSHOTS`).
 //!
 //! Needs `chromium` (Debian's package) and `npm ci` in tests/ui: the test script installs both;
@@ -310,6 +312,90 @@ async fn a_person_follows_a_batch_live_to_its_end_reads_its_items_a_page_at_a_ti
     assert_eq!(stopped["status"], "cancelled", "{stopped}");
     assert_eq!(summary["cancelled"]["counts"], stopped["counts"], "{summary}");
     assert!(stopped["counts"]["cancelled"].as_u64().unwrap() > 0, "{stopped}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_reads_schedules_with_their_next_fires_pages_through_a_ledger_and_pauses_resumes_and_fires_one() {
+    if browser().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The consumers do not run: a fire's batch stays queued, and nothing here waits on validation.
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--dev-tokens", "--api-only"]).unwrap();
+    let tenant = "ui-schedules";
+    let api = Client::new(&server.url, &server.token(tenant));
+    // Fires on 29 February only: nothing fires on its own while the page is open.
+    let nightly = serde_json::json!({"name": "ui-nightly", "expression": "0 0 29 2 *", "time_zone": "Europe/Berlin",
+        "template": {"items": [openqq_e2e::compact_blink_design("ui-nightly")]}});
+    let (status, nightly) = api.post("/v1/schedules", &nightly).await.unwrap();
+    assert_eq!(status, 201, "{nightly}");
+    // Paused, so only the backfill fires it: 25 fires a day ago, each `empty` (no design matches).
+    let minutely = serde_json::json!({"name": "ui-minutely", "expression": "* * * * *", "paused": true,
+        "template": {"revalidate": {"name_prefix": "nothing-"}}});
+    let (status, minutely) = api.post("/v1/schedules", &minutely).await.unwrap();
+    assert_eq!(status, 201, "{minutely}");
+    let start = (chrono::Utc::now() - chrono::TimeDelta::days(1)).format("%Y-%m-%dT%H:%M:00Z").to_string();
+    let start: chrono::DateTime<chrono::Utc> = start.parse().unwrap();
+    let range = serde_json::json!({"from": start, "to": start + chrono::TimeDelta::minutes(24)});
+    let backfill = format!("/v1/schedules/{}/backfill", minutely["schedule_id"].as_str().unwrap());
+    let (status, done) = api.post(&backfill, &range).await.unwrap();
+    assert_eq!((status, done["fires"].as_array().map(Vec::len)), (202, Some(25)), "{done}");
+
+    let (mut cmd, out) = driver(&server, "desktop", tenant);
+    cmd.env("OPENQQ_UI_SCENARIO", "schedules")
+        .env("OPENQQ_UI_SCHEDULES", "2")
+        .env("OPENQQ_UI_PAGED_SCHEDULE", "ui-minutely")
+        .env("OPENQQ_UI_FIRED_SCHEDULE", "ui-nightly");
+    let summary = run_driver(cmd, "desktop", out).await;
+    eprintln!("{summary}");
+
+    // The page showed what the API says.
+    let seen = |name: &str| {
+        summary["schedules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {summary}"))
+    };
+    let read = |path: String| {
+        let api = api.clone();
+        async move { api.get_ok(&path, std::time::Duration::from_secs(5)).await.unwrap() }
+    };
+    let nightly = nightly["schedule_id"].as_str().unwrap();
+    let (shown, held) = (seen("ui-nightly"), read(format!("/v1/schedules/{nightly}")).await);
+    assert_eq!(
+        (&shown["expression"], &shown["time_zone"], &shown["next_fires"]),
+        (&held["expression"], &held["time_zone"], &held["next_fires"])
+    );
+    assert_eq!(
+        (shown["state"].as_str(), held["paused"].as_bool()),
+        (Some("active"), Some(false)),
+        "paused and resumed"
+    );
+    assert_eq!(summary["states"], serde_json::json!(["paused", "active"]));
+    let shown = seen("ui-minutely");
+    assert_eq!(
+        (shown["expression"].as_str(), shown["time_zone"].as_str(), shown["state"].as_str()),
+        (Some("* * * * *"), Some("UTC"), Some("paused"))
+    );
+    let next: Vec<chrono::DateTime<chrono::Utc>> = serde_json::from_value(shown["next_fires"].clone()).unwrap();
+    assert!(next.windows(2).all(|w| w[1] - w[0] == chrono::TimeDelta::minutes(1)), "a minute apart: {next:?}");
+
+    let pages: Vec<Vec<String>> = serde_json::from_value(summary["fire_pages"].clone()).unwrap();
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [20, 5], "{pages:?}");
+    let ledger = read(format!("/v1/schedules/{}/fires?limit=100", minutely["schedule_id"].as_str().unwrap())).await;
+    let nominal: Vec<&str> =
+        ledger["items"].as_array().unwrap().iter().map(|f| f["nominal_time"].as_str().unwrap()).collect();
+    assert_eq!(pages.concat(), nominal, "every fire once, newest first");
+
+    let fires = read(format!("/v1/schedules/{nightly}/fires")).await;
+    let fires = fires["items"].as_array().unwrap();
+    assert_eq!(fires.len(), 1, "one fire, on request: {fires:?}");
+    assert_eq!((&fires[0]["outcome"], &fires[0]["batch_id"]), (&Value::from("submitted"), &summary["fired"]["batch"]));
+    let said = summary["fired_status"].as_str().unwrap();
+    assert!(said.contains(fires[0]["batch_id"].as_str().unwrap()), "the page named the fire's batch: {said}");
 }
 
 async fn fetch(url: &str) -> reqwest::Response {

@@ -12,7 +12,9 @@
 //     OPENQQ_UI_VIEWPORT   "desktop" (the whole flow) or "phone" (390x844: design and report)
 //     OPENQQ_UI_SCENARIO   "submit" (the default: the flow below), "checks": designs the test
 //                          submitted as HDL for the tenant are read instead (checks.mjs says what),
-//                          or "batches": batches followed, read and cancelled (batches.mjs says what)
+//                          "batches": batches followed, read and cancelled (batches.mjs says what),
+//                          or "schedules": schedules listed, their fires paged through, paused,
+//                          resumed and fired (schedules.mjs says what)
 //     OPENQQ_UI_HOOK_URL   a receiver on 127.0.0.1 for a webhook (desktop only; empty: skip)
 //     OPENQQ_UI_FINDINGS_TOTAL  when set, the report is capped and the page must load all of them
 //     OPENQQ_UI_BITSTREAM  when set, a second design is submitted with this bitstream, the netlist
@@ -28,6 +30,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hdlChecks } from "./checks.mjs";
 import { batchesScenario } from "./batches.mjs";
+import { schedulesScenario } from "./schedules.mjs";
 
 const env = (name, fallback) => {
   const v = process.env[name] ?? fallback;
@@ -236,6 +239,8 @@ try {
     await hdlChecks({ page, env, step, check, shot, axe, summary });
   } else if (scenario === "batches") {
     await batchesScenario({ page, env, step, check, shot, axe, summary, navigations: () => navigations });
+  } else if (scenario === "schedules") {
+    await schedulesScenario({ page, env, step, check, shot, axe, summary });
   } else {
     await submitAndFollow();
     if (hookUrl) await webhooks();

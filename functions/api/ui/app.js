@@ -1,5 +1,5 @@
-// The page: the token (pasted, or minted where the server allows it), then designs, batches and
-// webhooks.
+// The page: the token (pasted, or minted where the server allows it), then designs, batches,
+// schedules and webhooks.
 
 import { api, token, tenantOf } from "./api.js";
 import { $, announce } from "./dom.js";
@@ -30,6 +30,7 @@ async function signIn(t) {
   await Promise.all([
     designs.loadTargets().catch((e) => announce(`The device list could not be read: ${e.message}`, true)),
     batches.loadList().catch((e) => announce(`The batches could not be read: ${e.message}`, true)),
+    batches.loadSchedules().catch((e) => announce(`The schedules could not be read: ${e.message}`, true)),
     webhooks.loadList().catch((e) => announce(`The webhooks could not be read: ${e.message}`, true)),
   ]);
 }
@@ -39,6 +40,7 @@ function signOut(message = "The token was forgotten.") {
   token.clear();
   designs.reset();
   batches.reset();
+  batches.resetSchedules();
   webhooks.reset();
   $("signed-in").hidden = true;
   $("signed-as").hidden = true;
@@ -68,6 +70,7 @@ async function mint(event) {
 function main() {
   designs.init();
   batches.init();
+  batches.initSchedules();
   webhooks.init();
   $("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
