@@ -28,7 +28,8 @@ def quantile(values, q):
 def main(folder):
     with open(os.path.join(folder, "lane.json")) as f:
         doc = json.load(f)
-    runs = doc["runs"]
+    order = ["alone", "lane on", "lane off"]
+    runs = {name: doc["runs"][name] for name in sorted(doc["runs"], key=lambda n: (order + [n]).index(n))}
     top = max(ms for points in runs.values() for _, ms in points) * 1.1
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.6), sharey=True)
     for ax, (name, points) in zip(axes, runs.items()):
