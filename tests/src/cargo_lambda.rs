@@ -32,7 +32,7 @@ pub fn cargo_lambda() -> Option<PathBuf> {
 }
 
 impl Watch {
-    /// Starts `cargo lambda watch` for the four functions, each started with `env` (and nothing
+    /// Starts `cargo lambda watch` for the functions, each started with `env` (and nothing
     /// else of this process's `OPENQQ_*` variables), and waits until its Invoke API answers.
     pub fn start(cargo_lambda: &Path, env: &[(String, String)]) -> Self {
         build_functions_once();
@@ -153,7 +153,7 @@ fn answers_http(url: &str) -> bool {
     ask().unwrap_or(false)
 }
 
-/// Builds the four functions as the watcher's `cargo run` does, once per test process, so that no
+/// Builds the functions as the watcher's `cargo run` does, once per test process, so that no
 /// invocation waits for a compile: a function the watcher has to build first can keep an
 /// invocation waiting past what the watcher allows. Nothing compiles when the test command built
 /// them (it does, beforehand); after a change it compiles here, with the output shown.

@@ -141,7 +141,13 @@ pub async fn submit(
     crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
         crate::limit::check_open_batch_items(&state, &tenant, lines.len() as u32).await?;
         crate::limit::check_batch_items(&state, &tenant, lines.len() as u32).await?;
-        let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await?;
+        let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await.map_err(|mut p| {
+            if p.slug == "invalid-items" {
+                p.detail += "; on_invalid=skip (a field of a JSON body, a query parameter with JSON lines) \
+                             submits the valid items and reports these rejected";
+            }
+            p
+        })?;
         accept(&state, tenant.clone(), corr, name, options.max_failed, checked, None).await
     })
     .await

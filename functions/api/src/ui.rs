@@ -41,6 +41,7 @@ const ASSETS: &[Asset] = &[
     asset!("dom.js", "text/javascript; charset=utf-8"),
     asset!("designs.js", "text/javascript; charset=utf-8"),
     asset!("batches.js", "text/javascript; charset=utf-8"),
+    asset!("schedules.js", "text/javascript; charset=utf-8"),
     asset!("report.js", "text/javascript; charset=utf-8"),
     asset!("checks.js", "text/javascript; charset=utf-8"),
     asset!("vcd.js", "text/javascript; charset=utf-8"),

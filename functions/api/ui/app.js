@@ -5,6 +5,7 @@ import { api, token, tenantOf } from "./api.js";
 import { $, announce } from "./dom.js";
 import * as designs from "./designs.js";
 import * as batches from "./batches.js";
+import * as schedules from "./schedules.js";
 import * as webhooks from "./webhooks.js";
 import * as live from "./live.js";
 
@@ -30,7 +31,7 @@ async function signIn(t) {
   await Promise.all([
     designs.loadTargets().catch((e) => announce(`The device list could not be read: ${e.message}`, true)),
     batches.loadList().catch((e) => announce(`The batches could not be read: ${e.message}`, true)),
-    batches.loadSchedules().catch((e) => announce(`The schedules could not be read: ${e.message}`, true)),
+    schedules.loadSchedules().catch((e) => announce(`The schedules could not be read: ${e.message}`, true)),
     webhooks.loadList().catch((e) => announce(`The webhooks could not be read: ${e.message}`, true)),
   ]);
 }
@@ -40,7 +41,7 @@ function signOut(message = "The token was forgotten.") {
   token.clear();
   designs.reset();
   batches.reset();
-  batches.resetSchedules();
+  schedules.resetSchedules();
   webhooks.reset();
   $("signed-in").hidden = true;
   $("signed-as").hidden = true;
@@ -70,7 +71,7 @@ async function mint(event) {
 function main() {
   designs.init();
   batches.init();
-  batches.initSchedules();
+  schedules.initSchedules();
   webhooks.init();
   $("token-form").addEventListener("submit", (e) => {
     e.preventDefault();

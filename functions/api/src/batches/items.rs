@@ -116,7 +116,7 @@ pub(crate) async fn check_all(
     }
     let first = &errors[0];
     let detail = format!(
-        "{} of {} items are invalid, the first at index {}: {}; nothing was submitted; on_invalid=skip (a field of a JSON body, a query parameter with JSON lines) submits the valid items and reports these rejected",
+        "{} of {} items are invalid, the first at index {}: {}; nothing was submitted",
         errors.len(),
         lines.len(),
         first.index,
