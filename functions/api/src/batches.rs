@@ -3,7 +3,7 @@
 //! `openqq_core::batch`); the reads page through batches and their items; cancel stops what has
 //! not started; retry submits a finished batch's failed items once more, as a new batch. Batch
 //! items do not take the tenant's request rate (one request is one admission): they are weighed
-//! against a quota of their own, items per window ([`crate::limit::check_batch_items`]).
+//! against a quota of their own, items per window and items open at once ([`crate::limit::check_batch`]).
 
 pub(crate) mod items;
 
@@ -15,7 +15,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use openqq_core::batch::{
-    BatchItemEnded, BatchState, BatchSubmitted, ItemRef, ItemStatus, MaxFailed, NewBatch, MAX_BATCH_ITEMS,
+    BatchItemEnded, BatchState, BatchSubmitted, BatchView, ItemRef, ItemStatus, MaxFailed, NewBatch, MAX_BATCH_ITEMS,
 };
 use openqq_core::event::Origin;
 use openqq_core::{BatchId, CorrelationId, Envelope, EventKind, KeptResponse, TenantId};
@@ -139,8 +139,7 @@ pub async fn submit(
     };
     drop(body);
     crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
-        crate::limit::check_open_batch_items(&state, &tenant, lines.len() as u32).await?;
-        crate::limit::check_batch_items(&state, &tenant, lines.len() as u32).await?;
+        crate::limit::check_batch(&state, &tenant, lines.len()).await?;
         let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await.map_err(|mut p| {
             if p.slug == "invalid-items" {
                 p.detail += "; on_invalid=skip (a field of a JSON body, a query parameter with JSON lines) \
@@ -286,9 +285,14 @@ pub async fn get_one(
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let id = batch_id(&id)?;
-    let view = state.batches.batch(&tenant, &id).await.map_err(|e| Problem::from_port(e, "reading the batch"))?;
-    view.map(|v| Json(v).into_response()).ok_or_else(batch_not_found)
+    let view = read_batch(&state, &tenant, &batch_id(&id)?).await?;
+    Ok(Json(view).into_response())
+}
+
+/// The tenant's batch `id`; another tenant's is as unknown as one never created.
+async fn read_batch(state: &AppState, tenant: &TenantId, id: &BatchId) -> Result<BatchView, Problem> {
+    let view = state.batches.batch(tenant, id).await.map_err(|e| Problem::from_port(e, "reading the batch"))?;
+    view.ok_or_else(batch_not_found)
 }
 
 pub async fn list(
@@ -382,8 +386,7 @@ pub async fn retry(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let id = batch_id(&id)?;
-    let view = state.batches.batch(&tenant, &id).await.map_err(|e| Problem::from_port(e, "reading the batch"))?;
-    let view = view.ok_or_else(batch_not_found)?;
+    let view = read_batch(&state, &tenant, &id).await?;
     if view.finished_at.is_none() {
         return Err(Problem::new(
             StatusCode::CONFLICT,
@@ -424,8 +427,7 @@ pub async fn retry(
                 _ => break,
             }
         }
-        crate::limit::check_open_batch_items(&state, &tenant, lines.len() as u32).await?;
-        crate::limit::check_batch_items(&state, &tenant, lines.len() as u32).await?;
+        crate::limit::check_batch(&state, &tenant, lines.len()).await?;
         let checked = items::check_all(&state, &tenant, &lines, OnInvalid::Skip).await?;
         let mut name = format!("{} (retry)", view.name);
         if name.len() > MAX_NAME_BYTES {

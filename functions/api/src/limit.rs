@@ -178,10 +178,19 @@ pub async fn check_bytes(state: &AppState, tenant: &TenantId, quota: Quota, cost
     Err(refused(&decision, "byte-limited", "Too many bytes", detail))
 }
 
+/// The batch quotas a batch of `items` must pass, in this order: what the tenant has open
+/// (`check_open_batch_items`), then its items per window (`check_batch_items`). Every path
+/// that submits a batch (`POST /v1/batches`, a retry, a schedule's fire) checks them here.
+pub async fn check_batch(state: &AppState, tenant: &TenantId, items: usize) -> Result<(), Problem> {
+    let items = u32::try_from(items).unwrap_or(u32::MAX);
+    check_open_batch_items(state, tenant, items).await?;
+    check_batch_items(state, tenant, items).await.map(drop)
+}
+
 /// Weighs a batch of `items` against the tenant's batch-item quota
 /// ([`crate::tenant_guard::TenantLimits::batch_items`]): 429 `batch-items-limited` with
 /// `Retry-After` and the quota's `RateLimit-*` headers when the items do not fit.
-pub async fn check_batch_items(state: &AppState, tenant: &TenantId, items: u32) -> Result<Decision, Problem> {
+async fn check_batch_items(state: &AppState, tenant: &TenantId, items: u32) -> Result<Decision, Problem> {
     let quota = state.tenants.limits.batch_items;
     let decision = weigh(state, tenant, Meter::BatchItems, quota, items).await?;
     if decision.allowed {
@@ -207,7 +216,7 @@ pub async fn check_batch_items(state: &AppState, tenant: &TenantId, items: u32) 
 /// `Retry-After` of [`OPEN_RETRY_SECS`] (open items end as the lane works through them). Checked
 /// before the batch is submitted, so batches submitted at the same moment may pass it together
 /// by at most their own items.
-pub async fn check_open_batch_items(state: &AppState, tenant: &TenantId, items: u32) -> Result<(), Problem> {
+async fn check_open_batch_items(state: &AppState, tenant: &TenantId, items: u32) -> Result<(), Problem> {
     let limit = state.tenants.limits.batch_open;
     let open =
         state.batches.open_items(tenant).await.map_err(|e| Problem::from_port(e, "counting open batch items"))?;
@@ -225,7 +234,8 @@ pub async fn check_open_batch_items(state: &AppState, tenant: &TenantId, items: 
 /// What a refusal for open batch items asks the client to wait, in seconds.
 pub const OPEN_RETRY_SECS: u64 = 10;
 
-/// One weighted decision of `meter`, counted in `openqq_weighted_limiter_decisions_total`.
+/// One weighted decision of `meter`, counted in the meter's decisions metric
+/// (`openqq_byte_limiter_decisions_total`, `openqq_batch_item_limiter_decisions_total`).
 async fn weigh(
     state: &AppState,
     tenant: &TenantId,

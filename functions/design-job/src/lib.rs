@@ -87,7 +87,7 @@ impl RecordHandler for DesignJob {
         } else {
             EventKind::ValidationRequested
         };
-        out.publish(&Envelope::new(next, &env.cause(), NAME, env.payload));
+        out.publish(&Envelope::new(next, &cause, NAME, env.payload));
         Ok(Step::Done)
     }
 }

@@ -120,8 +120,7 @@ async fn batch(
     if lines.is_empty() {
         return Ok(None);
     }
-    crate::limit::check_open_batch_items(state, tenant, lines.len() as u32).await?;
-    crate::limit::check_batch_items(state, tenant, lines.len() as u32).await?;
+    crate::limit::check_batch(state, tenant, lines.len()).await?;
     let checked = items::check_all(state, tenant, &lines, OnInvalid::Skip).await?;
     let corr = CorrelationId::generate();
     let name = format!("{} {}", schedule.name, nominal.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true));

@@ -28,7 +28,7 @@ mod tests;
 mod update;
 
 use super::error::classify;
-use super::reads::{get_item, prefix_range, query};
+use super::reads::{each_projected, get_item, prefix_range, query};
 use super::table::{corrupt, s, tenant_pk, Attrs, Item, PK, SK};
 use super::DynamoDesignStore;
 use async_trait::async_trait;
@@ -321,39 +321,27 @@ impl Batches for DynamoDesignStore {
     }
 }
 
-/// The open items of the tenant's unfinished batches: a query over the tenant's batch items
-/// (`BATCH#`), filtered to those without `finished_at`, reading only their two counters. Its
-/// read cost grows with the tenant's batch history (about 300 bytes a batch); it runs once per
-/// batch submitted.
+/// The open items of the tenant's unfinished batches: the tenant's batch items (`BATCH#`) without
+/// `finished_at`, reading only their two counters. Its read cost grows with the tenant's batch
+/// history (about 300 bytes a batch); it runs once per batch submitted.
 async fn open_items(client: &Client, table: &str, tenant: &TenantId) -> PortResult<u64> {
-    let (low, high) = prefix_range(BATCH_PREFIX);
     let mut open = 0u64;
-    let mut start = None;
-    loop {
-        let out = client
-            .query()
-            .table_name(table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :high")
-            .filter_expression("attribute_not_exists(#finished)")
-            .projection_expression("#queued, #validating")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_names("#finished", "finished_at")
-            .expression_attribute_names("#queued", "queued")
-            .expression_attribute_names("#validating", "validating")
-            .expression_attribute_values(":pk", s(tenant_pk(tenant)))
-            .expression_attribute_values(":low", s(low.clone()))
-            .expression_attribute_values(":high", s(high.clone()))
-            .set_exclusive_start_key(start.take())
-            .send()
-            .await
-            .map_err(|e| classify("count open batch items", e))?;
-        for item in out.items() {
+    let unfinished = ("attribute_not_exists(#f)", "finished_at");
+    let range = prefix_range(BATCH_PREFIX);
+    let counters = ["queued", "validating"];
+    each_projected(
+        client,
+        table,
+        tenant_pk(tenant),
+        range,
+        &counters,
+        Some(unfinished),
+        "count open batch items",
+        |item| {
             open += item.opt_num("queued")?.unwrap_or(0) + item.opt_num("validating")?.unwrap_or(0);
-        }
-        match out.last_evaluated_key {
-            Some(key) if !key.is_empty() => start = Some(key),
-            _ => return Ok(open),
-        }
-    }
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(open)
 }

@@ -212,32 +212,59 @@ pub(crate) async fn timeline(
 /// Counts from the tenant's design items, each of which carries what it and its timeline and
 /// reports take (`usage_bytes`, kept by every applied write). Reads only the tenant's partition.
 pub(crate) async fn usage(client: &Client, table: &str, tenant: &TenantId) -> PortResult<Usage> {
-    let (low, high) = prefix_range(DESIGN_PREFIX);
     let mut usage = Usage::default();
+    let range = prefix_range(DESIGN_PREFIX);
+    each_projected(client, table, tenant_pk(tenant), range, &["usage_bytes"], None, "usage", |item| {
+        usage.designs += 1;
+        usage.bytes += item.opt_num("usage_bytes")?.unwrap_or(0);
+        Ok(())
+    })
+    .await?;
+    Ok(usage)
+}
+
+/// Hands `each` every item of partition `pk` whose sort key is in `range` (inclusive), with only
+/// `attributes` read, page after page; with `filter`, only the items that pass it (an expression
+/// naming one attribute as `#f`, as in `("attribute_not_exists(#f)", "finished_at")`).
+/// Eventually consistent reads: for counts, which may lag a write by a moment.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn each_projected(
+    client: &Client,
+    table: &str,
+    pk: String,
+    (low, high): (String, String),
+    attributes: &[&str],
+    filter: Option<(&str, &str)>,
+    operation: &str,
+    mut each: impl FnMut(&Item) -> PortResult<()>,
+) -> PortResult<()> {
+    let projection: Vec<String> = (0..attributes.len()).map(|i| format!("#a{i}")).collect();
     let mut start = None;
     loop {
-        let out = client
+        let mut request = client
             .query()
             .table_name(table)
             .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :high")
-            .projection_expression("#usage")
+            .projection_expression(projection.join(", "))
             .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#sk", SK)
-            .expression_attribute_names("#usage", "usage_bytes")
-            .expression_attribute_values(":pk", s(tenant_pk(tenant)))
+            .expression_attribute_values(":pk", s(pk.clone()))
             .expression_attribute_values(":low", s(low.clone()))
             .expression_attribute_values(":high", s(high.clone()))
-            .set_exclusive_start_key(start.take())
-            .send()
-            .await
-            .map_err(|e| classify("usage", e))?;
+            .set_exclusive_start_key(start.take());
+        for (name, attribute) in projection.iter().zip(attributes) {
+            request = request.expression_attribute_names(name, *attribute);
+        }
+        if let Some((expression, attribute)) = filter {
+            request = request.filter_expression(expression).expression_attribute_names("#f", attribute);
+        }
+        let out = request.send().await.map_err(|e| classify(operation, e))?;
         for item in out.items() {
-            usage.designs += 1;
-            usage.bytes += item.opt_num("usage_bytes")?.unwrap_or(0);
+            each(item)?;
         }
         match out.last_evaluated_key {
             Some(k) if !k.is_empty() => start = Some(k),
-            _ => return Ok(usage),
+            _ => return Ok(()),
         }
     }
 }
