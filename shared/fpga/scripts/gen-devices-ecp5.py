@@ -9,8 +9,8 @@ TRELLIS_DB_COMMIT names the database's commit when TRELLIS_DB is not a git check
 
 TRELLIS_DB is a checkout of https://github.com/YosysHQ/prjtrellis-db (the commit is recorded in
 DEVICES.md). From it come, per part: the IDCODE and tile grid size (`devices.json`), the
-packages, each package pin's PIO site (row, column, letter) and its IO bank (`iodb.json`), and
-the tile counts behind the logic capacities (`tilegrid.json`).
+packages, each package pin's PIO site (row, column, letter) and its IO bank, and each bank's VREF
+input pin (the PIO whose function is `VREF1_<bank>`) (`iodb.json`), and the tile counts behind the logic capacities (`tilegrid.json`).
 
 The capacities are the ones nextpnr-ecp5 reports as `available` in its `--report`. They are
 recorded once from the tool into scripts/ecp5-available.json (`--record-available`, which packs
@@ -122,6 +122,14 @@ def main():
             if cap[r] != n:
                 sys.exit(f"{part}: Trellis gives {n} {r} but nextpnr-ecp5 reports {cap[r]} available")
         banks = {(m["row"], m["col"], m["pio"]): m["bank"] for m in iodb["pio_metadata"]}
+        # nextpnr-ecp5 looks a bank's VREF input up by the PIO's function, `VREF1_<bank>`, on the
+        # die (bonded or not), comparing the whole function name; a bank without one cannot take
+        # referenced inputs.
+        vrefs = sorted((m["bank"], m["row"], m["col"], m["pio"]) for m in iodb["pio_metadata"]
+                       if m.get("function") == f'VREF1_{m["bank"]}')
+        if any("VREF1_" in m.get("function", "") and m.get("function") != f'VREF1_{m["bank"]}'
+               for m in iodb["pio_metadata"]):
+            sys.exit(f"{part}: a VREF1 function outside its own bank or beside another function")
         packages = []
         for pkg in sorted(iodb["packages"]):
             pins = iodb["packages"][pkg]
@@ -145,7 +153,9 @@ def main():
             f'Device {{ name: "{part}", idcode: {info["idcode"]}, width: {info["max_col"] + 1}, '
             f'height: {info["max_row"] + 1}, frames: {info["frames"]}, '
             f'frame_bytes: {(info["bits_per_frame"] + info["pad_bits_after_frame"] + info["pad_bits_before_frame"]) // 8}, '
-            f'capacities: &[{caps}], packages: &[\n' + "\n".join(packages) + "\n] },")
+            f'capacities: &[{caps}], vrefs: &[' + ", ".join(
+                f"Vref {{ bank: {b}, row: {r}, col: {c}, pio: b'{p}' }}" for b, r, c, p in vrefs) +
+            '], packages: &[\n' + "\n".join(packages) + "\n] },")
 
     commit = os.environ.get("TRELLIS_DB_COMMIT", "unknown")
     try:
@@ -157,7 +167,7 @@ def main():
     print(f"// (prjtrellis-db {commit}, CC0 1.0) and the capacities nextpnr-ecp5 reports")
     print("// (scripts/ecp5-available.json). Do not edit by hand: see DEVICES.md.")
     print()
-    print("use super::{Device, Package, Pin};")
+    print("use super::{Device, Package, Pin, Vref};")
     print()
     print("/// Every ECP5 part, in the order `GET /v1/targets` lists them.")
     print("pub(super) static DEVICES: &[Device] = &[")

@@ -12,6 +12,7 @@ pub(crate) mod dsp;
 pub mod lpf;
 pub mod pack;
 pub(crate) mod ports;
+pub(crate) mod sysio;
 
 use crate::budget;
 use crate::netlist::{self, Module};

@@ -13,9 +13,9 @@
 //!   nothing and places every IO itself (a warning);
 //! - `IOBUF` attributes need `KEY=VALUE` (`LPF_SYNTAX`); keys nextpnr does not know are a warning;
 //!   an `IO_TYPE` Trellis does not know is `IO_TYPE_UNKNOWN`, an error (nextpnr places and
-//!   routes it and stops only when writing the bitstream); ports of different IO voltages in one
-//!   bank are a warning, `BANK_VCCIO_CONFLICT` (nextpnr's bitstream writer stops on it:
-//!   "incompatible IO voltages"; its place and route, whose verdict ours is, does not);
+//!   routes it and stops only when writing the bitstream);
+//! - the placed pins' sysIO rules (one voltage per bank, differential pairs, VREF pins,
+//!   termination) are [`super::sysio`]'s;
 //! - `PULLMODE`, `SLEWRATE` and `OPENDRAIN` values outside the sysIO's are a warning
 //!   (`IOBUF_VALUE_UNKNOWN`: nextpnr copies them into the configuration unread);
 //! - `FREQUENCY` of a port or net the design lacks is a warning, and so is one that is not a
@@ -27,57 +27,15 @@ use std::collections::{HashMap, HashSet};
 use super::device::{Device, Package};
 use super::lpf::{self, At, FrequencyOf, IOBUF_KEYS};
 use super::ports::PortBits;
+use super::sysio::{self, Dir, PlacedIo, DEFAULT_IO_TYPE, IO_TYPES};
 use crate::budget::Deadline;
 use crate::netlist::{Direction, Module};
 use crate::report::{short_name, Finding, Location};
-
-/// IO types nextpnr-ecp5 and Trellis know (`ecp5/iotypes.inc`), with their bank voltage and
-/// whether they need a reference voltage (which puts an input on the bank's VCCIO too).
-const IO_TYPES: &[(&str, &str, bool)] = &[
-    ("LVTTL33", "3.3V", false),
-    ("LVCMOS33", "3.3V", false),
-    ("LVCMOS25", "2.5V", false),
-    ("LVCMOS18", "1.8V", false),
-    ("LVCMOS15", "1.5V", false),
-    ("LVCMOS12", "1.2V", false),
-    ("SSTL18_I", "1.8V", true),
-    ("SSTL18_II", "1.8V", true),
-    ("SSTL15_I", "1.5V", true),
-    ("SSTL15_II", "1.5V", true),
-    ("SSTL135_I", "1.35V", true),
-    ("SSTL135_II", "1.35V", true),
-    ("HSUL12", "1.2V", true),
-    ("SSTL18D_I", "1.8V", true),
-    ("SSTL18D_II", "1.8V", true),
-    ("SSTL135D_I", "1.35V", true),
-    ("SSTL135D_II", "1.35V", true),
-    ("SSTL15D_I", "1.5V", true),
-    ("SSTL15D_II", "1.5V", true),
-    ("HSUL12D", "1.2V", true),
-    ("LVCMOS33D", "3.3V", false),
-    ("LVCMOS25D", "2.5V", false),
-    ("LVCMOS15D", "1.5V", false),
-    ("LVCMOS12D", "1.2V", false),
-    ("LVDS", "2.5V", false),
-    ("BLVDS25", "2.5V", false),
-    ("MLVDS25", "2.5V", false),
-    ("LVPECL33", "3.3V", false),
-    ("SLVS", "2.5V", false),
-    ("SUBLVDS", "2.5V", false),
-    ("LVCMOS18D", "1.8V", false),
-    ("LVDS25E", "2.5V", false),
-    ("BLVDS25E", "2.5V", false),
-    ("MLVDS25E", "2.5V", false),
-    ("LVPECL33E", "3.3V", false),
-];
 
 /// Values of the other `IOBUF` attributes an ECP5 PIO has (Lattice's sysIO guide); others draw
 /// a warning.
 const IOBUF_VALUES: &[(&str, &[&str])] =
     &[("PULLMODE", &["UP", "DOWN", "NONE", "KEEPER"]), ("SLEWRATE", &["FAST", "SLOW"]), ("OPENDRAIN", &["ON", "OFF"])];
-
-/// nextpnr's IO type when the LPF gives none.
-const DEFAULT_IO_TYPE: &str = "LVCMOS33";
 
 /// The row of the pin each placed port bit (by [`PortBits`] number) ended on, for the packer's
 /// IO logic.
@@ -225,6 +183,7 @@ pub(crate) fn check(
 
     // IOBUF attributes.
     let mut io_type: HashMap<usize, (&str, At)> = HashMap::new();
+    let mut termination: HashSet<usize> = HashSet::new();
     for iobuf in &parsed.iobufs {
         let Some(bit) = ports.lookup(&iobuf.port) else {
             if !cells.contains(iobuf.port.as_str()) {
@@ -274,9 +233,12 @@ pub(crate) fn check(
                     ));
                 }
             }
+            if key == "TERMINATION" {
+                termination.insert(bit);
+            }
             if key == "IO_TYPE" {
-                if IO_TYPES.iter().all(|(t, _, _)| *t != value) {
-                    let known: Vec<&str> = IO_TYPES.iter().map(|t| t.0).collect();
+                if sysio::io_type(value).is_none() {
+                    let known: Vec<&str> = IO_TYPES.iter().map(|t| t.name).collect();
                     findings.push(Finding::error(
                         "IO_TYPE_UNKNOWN",
                         format!(
@@ -296,35 +258,27 @@ pub(crate) fn check(
         }
     }
 
-    // One IO voltage per bank, from outputs and referenced inputs, as nextpnr's bitstream writer asks.
-    let mut bank_vcc: HashMap<u8, (&str, usize)> = HashMap::new();
+    // The sysIO rules, on the placed pins in LPF order.
     placed.sort_unstable_by_key(|(_, _, l)| (l.at.line, l.at.column));
-    for (bit, pin, locate) in &placed {
-        let t = io_type.get(bit).map_or(DEFAULT_IO_TYPE, |(t, _)| t);
-        let Some(&(_, vcc, referenced)) = IO_TYPES.iter().find(|(n, _, _)| *n == t) else { continue };
-        if ports.direction(*bit) == Direction::Input && !referenced {
-            continue;
-        }
-        match bank_vcc.get(&pin.bank) {
-            None => {
-                bank_vcc.insert(pin.bank, (vcc, *bit));
-            }
-            Some(&(other_vcc, other)) if other_vcc != vcc => {
-                let name = ports.display(*bit);
-                findings.push(Finding::warning(
-                    "BANK_VCCIO_CONFLICT",
-                    format!(
-                        "port '{name}' ({t}, {vcc}) on pin '{}' and port '{}' ({other_vcc}) are both in bank {}, which has one IO voltage",
-                        pin.name,
-                        ports.display(other),
-                        pin.bank
-                    ),
-                    at(locate.at, Some(&name), Some(pin.name)),
-                ));
-            }
-            Some(_) => {}
-        }
-    }
+    let ios: Vec<PlacedIo> = placed
+        .iter()
+        .filter_map(|&(bit, pin, locate)| {
+            let name = io_type.get(&bit).map_or(DEFAULT_IO_TYPE, |(t, _)| t);
+            Some(PlacedIo {
+                port: ports.display(bit),
+                pin,
+                io_type: sysio::io_type(name)?,
+                dir: match ports.direction(bit) {
+                    Direction::Input => Dir::Input,
+                    Direction::Output => Dir::Output,
+                    Direction::Inout => Dir::Bidir,
+                },
+                termination: termination.contains(&bit),
+                at: at(locate.at, None, None),
+            })
+        })
+        .collect();
+    findings.extend(sysio::check(device, package, &ios));
 
     // FREQUENCY.
     // Net names: (width, offset, upto) by name, each name stored once.

@@ -25,8 +25,25 @@ pub struct Device {
     pub frame_bytes: u32,
     /// Every resource nextpnr-ecp5 reports, as (bel type, available), in its report's order.
     pub capacities: &'static [(&'static str, u32)],
+    /// Each bank's VREF input, where the bank has one (Trellis gives banks 2, 3, 6 and 7 one on
+    /// every die): referenced inputs (SSTL) need it free.
+    pub vrefs: &'static [Vref],
     /// Every package Trellis lists for this part.
     pub packages: &'static [Package],
+}
+
+/// The PIO a bank's referenced inputs take their reference voltage from (Trellis's function
+/// `VREF1_<bank>`); nextpnr-ecp5 looks it up on the die, bonded or not.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Vref {
+    /// The IO bank it serves (and is in).
+    pub bank: u8,
+    /// Tile row of the PIO.
+    pub row: u8,
+    /// Tile column of the PIO.
+    pub col: u8,
+    /// The PIO within its tile: `A`, `B`, `C` or `D`.
+    pub pio: u8,
 }
 
 /// A package: the pins bonded out to the outside world.
@@ -89,6 +106,11 @@ impl Device {
         self.capacities.to_vec()
     }
 
+    /// The VREF input of a bank, if the bank has one.
+    pub fn vref(&self, bank: u8) -> Option<&'static Vref> {
+        self.vrefs.iter().find(|v| v.bank == bank)
+    }
+
     /// The longest carry chain nextpnr-ecp5 places in one piece, in `CCU2C` cells.
     pub fn max_carry_chain(&self) -> usize {
         (self.width as usize).saturating_sub(4) * 4 - 2
@@ -99,6 +121,11 @@ impl Package {
     /// Looks a pin up by its exact name (nextpnr-ecp5 compares pin names as they are).
     pub fn pin(&self, name: &str) -> Option<&'static Pin> {
         self.pins.iter().find(|p| p.name == name)
+    }
+
+    /// The pin bonded to a PIO site, if the package bonds it out.
+    pub fn pin_at(&self, row: u8, col: u8, pio: u8) -> Option<&'static Pin> {
+        self.pins.iter().find(|p| (p.row, p.col, p.pio) == (row, col, pio))
     }
 }
 
@@ -168,6 +195,24 @@ mod tests {
         let pin = device("LFE5U-25F").unwrap().package("CABGA256").unwrap().pin("A10").unwrap();
         assert_eq!((pin.row, pin.col, pin.pio), (0, 42, b'B'));
         assert!(device("LFE5U-25F").unwrap().package("CABGA256").unwrap().pin("a10").is_none());
+    }
+
+    #[test]
+    fn banks_2_3_6_and_7_have_a_vref_pin_bonded_in_every_package() {
+        for d in devices() {
+            let banks: Vec<u8> = d.vrefs.iter().map(|v| v.bank).collect();
+            assert_eq!(banks, [2, 3, 6, 7], "{}", d.name);
+            for p in d.packages {
+                for v in d.vrefs {
+                    let pin = p.pin_at(v.row, v.col, v.pio);
+                    assert!(pin.is_some_and(|pin| pin.bank == v.bank), "{} {} bank {}", d.name, p.name, v.bank);
+                }
+            }
+        }
+        let d = device("LFE5U-25F").unwrap();
+        let v = d.vref(6).unwrap();
+        assert_eq!((v.row, v.col, v.pio), (35, 0, b'B'));
+        assert!(d.vref(0).is_none());
     }
 
     #[test]

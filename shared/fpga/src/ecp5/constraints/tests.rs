@@ -140,7 +140,7 @@ fn outputs_of_different_voltages_in_one_bank_conflict() {
     let lpf = format!("{PLACED}IOBUF PORT \"led[0]\" IO_TYPE=LVCMOS25;\nIOBUF PORT \"led[1]\" IO_TYPE=LVCMOS33;");
     let found = run(&lpf, false);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!((found[0].0, found[0].1.as_str()), (Severity::Warning, "BANK_VCCIO_CONFLICT"));
+    assert_eq!((found[0].0, found[0].1.as_str()), (Severity::Error, "BANK_VCCIO_CONFLICT"));
     assert!(found[0].2.contains("bank 7"), "{}", found[0].2);
     // An input without a reference voltage does not set the bank's voltage.
     assert_eq!(codes(&format!("{PLACED}IOBUF PORT \"clk\" IO_TYPE=LVCMOS18;")), Vec::<String>::new());

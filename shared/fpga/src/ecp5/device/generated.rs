@@ -2,7 +2,7 @@
 // (prjtrellis-db 4dda149b9e4f1753ebc8b011ece2fe794be1281a, CC0 1.0) and the capacities nextpnr-ecp5 reports
 // (scripts/ecp5-available.json). Do not edit by hand: see DEVICES.md.
 
-use super::{Device, Package, Pin};
+use super::{Device, Package, Pin, Vref};
 
 /// Every ECP5 part, in the order `GET /v1/targets` lists them.
 pub(super) static DEVICES: &[Device] = &[
@@ -42,6 +42,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_FF", 24288),
             ("TRELLIS_COMB", 24288),
             ("TRELLIS_RAMW", 3036),
+        ],
+        vrefs: &[
+            Vref { bank: 2, row: 14, col: 72, pio: b'C' },
+            Vref { bank: 3, row: 35, col: 72, pio: b'B' },
+            Vref { bank: 6, row: 35, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 14, col: 0, pio: b'C' },
         ],
         packages: &[
             Package { name: "CABGA256", pins: PINS_0 },
@@ -87,6 +93,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_COMB", 24288),
             ("TRELLIS_RAMW", 3036),
         ],
+        vrefs: &[
+            Vref { bank: 2, row: 14, col: 72, pio: b'C' },
+            Vref { bank: 3, row: 35, col: 72, pio: b'B' },
+            Vref { bank: 6, row: 35, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 14, col: 0, pio: b'C' },
+        ],
         packages: &[
             Package { name: "CABGA256", pins: PINS_0 },
             Package { name: "CABGA381", pins: PINS_1 },
@@ -130,6 +142,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_FF", 43848),
             ("TRELLIS_COMB", 43848),
             ("TRELLIS_RAMW", 5481),
+        ],
+        vrefs: &[
+            Vref { bank: 2, row: 23, col: 90, pio: b'C' },
+            Vref { bank: 3, row: 44, col: 90, pio: b'B' },
+            Vref { bank: 6, row: 44, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 23, col: 0, pio: b'C' },
         ],
         packages: &[
             Package { name: "CABGA256", pins: PINS_4 },
@@ -176,6 +194,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_COMB", 83640),
             ("TRELLIS_RAMW", 10455),
         ],
+        vrefs: &[
+            Vref { bank: 2, row: 35, col: 126, pio: b'C' },
+            Vref { bank: 3, row: 56, col: 126, pio: b'B' },
+            Vref { bank: 6, row: 56, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 35, col: 0, pio: b'C' },
+        ],
         packages: &[
             Package { name: "CABGA381", pins: PINS_9 },
             Package { name: "CABGA554", pins: PINS_10 },
@@ -220,6 +244,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_COMB", 24288),
             ("TRELLIS_RAMW", 3036),
         ],
+        vrefs: &[
+            Vref { bank: 2, row: 14, col: 72, pio: b'C' },
+            Vref { bank: 3, row: 35, col: 72, pio: b'B' },
+            Vref { bank: 6, row: 35, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 14, col: 0, pio: b'C' },
+        ],
         packages: &[
             Package { name: "CABGA256", pins: PINS_0 },
             Package { name: "CABGA381", pins: PINS_1 },
@@ -262,6 +292,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_FF", 43848),
             ("TRELLIS_COMB", 43848),
             ("TRELLIS_RAMW", 5481),
+        ],
+        vrefs: &[
+            Vref { bank: 2, row: 23, col: 90, pio: b'C' },
+            Vref { bank: 3, row: 44, col: 90, pio: b'B' },
+            Vref { bank: 6, row: 44, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 23, col: 0, pio: b'C' },
         ],
         packages: &[
             Package { name: "CABGA256", pins: PINS_4 },
@@ -307,6 +343,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_COMB", 83640),
             ("TRELLIS_RAMW", 10455),
         ],
+        vrefs: &[
+            Vref { bank: 2, row: 35, col: 126, pio: b'C' },
+            Vref { bank: 3, row: 56, col: 126, pio: b'B' },
+            Vref { bank: 6, row: 56, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 35, col: 0, pio: b'C' },
+        ],
         packages: &[
             Package { name: "CABGA381", pins: PINS_9 },
             Package { name: "CABGA554", pins: PINS_10 },
@@ -351,6 +393,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_COMB", 24288),
             ("TRELLIS_RAMW", 3036),
         ],
+        vrefs: &[
+            Vref { bank: 2, row: 14, col: 72, pio: b'C' },
+            Vref { bank: 3, row: 35, col: 72, pio: b'B' },
+            Vref { bank: 6, row: 35, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 14, col: 0, pio: b'C' },
+        ],
         packages: &[
             Package { name: "CABGA256", pins: PINS_0 },
             Package { name: "CABGA381", pins: PINS_1 },
@@ -393,6 +441,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_FF", 43848),
             ("TRELLIS_COMB", 43848),
             ("TRELLIS_RAMW", 5481),
+        ],
+        vrefs: &[
+            Vref { bank: 2, row: 23, col: 90, pio: b'C' },
+            Vref { bank: 3, row: 44, col: 90, pio: b'B' },
+            Vref { bank: 6, row: 44, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 23, col: 0, pio: b'C' },
         ],
         packages: &[
             Package { name: "CABGA256", pins: PINS_4 },
@@ -437,6 +491,12 @@ pub(super) static DEVICES: &[Device] = &[
             ("TRELLIS_FF", 83640),
             ("TRELLIS_COMB", 83640),
             ("TRELLIS_RAMW", 10455),
+        ],
+        vrefs: &[
+            Vref { bank: 2, row: 35, col: 126, pio: b'C' },
+            Vref { bank: 3, row: 56, col: 126, pio: b'B' },
+            Vref { bank: 6, row: 56, col: 0, pio: b'B' },
+            Vref { bank: 7, row: 35, col: 0, pio: b'C' },
         ],
         packages: &[
             Package { name: "CABGA381", pins: PINS_9 },
