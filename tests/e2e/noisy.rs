@@ -6,13 +6,13 @@
 use openqq_adapters::{Durability, EmbeddedEventLog};
 use openqq_core::event::Origin;
 use openqq_core::ports::MAX_RECORD_BYTES;
-use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, TenantId, Topics};
+use openqq_core::{CorrelationId, DesignId, Envelope, EventKind, EventLog, LogSource, TenantId, Topics};
 use openqq_e2e::noisy::PARTITIONS;
 use openqq_e2e::noisy::{
     all_final, allowed_under_attack, long_named_bus_design, pll_netnames_design, wide_port_design, worst_latency, Arena,
 };
 use openqq_e2e::slow_client::open_slow_posts;
-use openqq_e2e::Client;
+use openqq_e2e::{compact_blink_design, Client};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -302,4 +302,78 @@ async fn records_near_the_size_limit_that_never_succeed_are_dead_lettered_and_st
     let metrics = reqwest::get(arena.server.metrics()).await.unwrap().text().await.unwrap();
     let dead = openqq_e2e::counter_sum(&metrics, "openqq_dead_letters_total", &["function=\"design-job\""]);
     assert_eq!(dead, 5.0, "each went to the dead-letter topic once");
+}
+
+/// Issue 29: the event log keeps records for days and is outside the storage quota, so what one
+/// tenant's submissions may write there is bounded per UTC day (`--tenant-log-bytes`): each
+/// accepted design, and each item of an accepted batch, is charged the most its records may take
+/// of the log. Past the day's bytes the tenant's designs and batches are refused (429
+/// `log-bytes-spent`, `Retry-After` until midnight UTC) while a tenant on the same partition goes
+/// on; `GET /v1/usage` says what was charged. Read back from the log, the attacker's records take
+/// no more than that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_past_its_days_log_bytes_is_refused_until_midnight_and_its_records_take_no_more() {
+    const LIMIT: u64 = 256 << 10;
+    let mut arena = Arena::start(1, &["--tenant-log-bytes", "256KiB"]);
+    let attacker = &arena.attacker;
+    let (status, _) = attacker
+        .post(
+            "/v1/batches",
+            &json!({"name": "nightly", "items": [compact_blink_design("b0"), compact_blink_design("b1")]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 202, "a batch is charged too, within the day's bytes");
+    let mut ids = Vec::new();
+    let refused = loop {
+        let resp = attacker.http.post(format!("{}/v1/designs", attacker.base)).bearer_auth(&attacker.token);
+        let resp = resp.json(&compact_blink_design(&format!("d{}", ids.len()))).send().await.unwrap();
+        match resp.status().as_u16() {
+            202 => ids.push(resp.json::<serde_json::Value>().await.unwrap()["design_id"].as_str().unwrap().to_owned()),
+            429 => break resp,
+            s => panic!("the attacker got {s}"),
+        }
+        assert!(ids.len() < 64, "{} designs of the attacker were charged no more than {LIMIT} bytes", ids.len());
+    };
+    let retry_after: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=86_400).contains(&retry_after), "until midnight UTC: {retry_after}");
+    let problem: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:openqq:problem:log-bytes-spent", "{problem}");
+    assert!(ids.len() >= 3, "several designs fit the day's bytes: {}", ids.len());
+    let (status, problem) =
+        attacker.post("/v1/batches", &json!({"name": "late", "items": [compact_blink_design("b2")]})).await.unwrap();
+    assert_eq!((status, problem["type"].as_str()), (429, Some("urn:openqq:problem:log-bytes-spent")), "{problem}");
+
+    let victim = &arena.victims[0];
+    let (status, accepted) = victim.post("/v1/designs", &compact_blink_design("victim")).await.unwrap();
+    assert_eq!(status, 202, "a tenant on the same partition has a day of its own: {accepted}");
+    let id = accepted["design_id"].as_str().unwrap();
+    victim.wait_for(id, WITHIN, |d| d["status"] == "ready").await.expect("the victim's design is ready");
+    all_final(attacker, &ids, WITHIN).await.expect("the attacker's accepted designs are worked through");
+
+    let (_, usage) = attacker.get("/v1/usage").await.unwrap();
+    let charged = usage["log_bytes"]["spent"].as_u64().unwrap();
+    assert_eq!(usage["log_bytes"]["limit"], LIMIT, "{usage}");
+    assert!(charged <= LIMIT, "{usage}");
+    // The batch's items end in the batch lane; give its last records a moment to be written.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    arena.server.terminate().unwrap();
+    let log = EmbeddedEventLog::open(&arena.server.data_dir, PARTITIONS, Durability::Process).unwrap();
+    let mut written = 0;
+    for topic in Topics::default().all() {
+        for partition in 0..log.partitions(&topic) {
+            let records = log.read(&topic, partition, 0, 100_000).await.unwrap();
+            written += records
+                .iter()
+                .filter(|r| r.key == "attacker")
+                .map(|r| r.key.len() + r.value.len() + r.headers.iter().map(|(n, v)| n.len() + v.len()).sum::<usize>())
+                .sum::<usize>() as u64;
+        }
+    }
+    eprintln!(
+        "{} designs and a 2-item batch accepted; {charged} log bytes charged, {written} written ({:.1}% of the charge)",
+        ids.len(),
+        100.0 * written as f64 / charged as f64
+    );
+    assert!(written > 0 && written <= charged, "the attacker's records took {written} bytes of the {charged} charged");
 }

@@ -17,6 +17,7 @@ use axum::{Extension, Json};
 use openqq_core::batch::{
     BatchItemEnded, BatchState, BatchSubmitted, BatchView, ItemRef, ItemStatus, MaxFailed, NewBatch, MAX_BATCH_ITEMS,
 };
+use openqq_core::budget;
 use openqq_core::event::Origin;
 use openqq_core::{BatchId, CorrelationId, Envelope, EventKind, KeptResponse, TenantId};
 use serde::Deserialize;
@@ -216,11 +217,16 @@ pub(crate) async fn submit_checked(
         BatchSubmitted { batch_id: batch_id.clone(), name: name.clone(), items_ref, items: total, max_failed };
     let cause = origin(tenant, batch_id, corr, None);
     let env = Envelope::new(EventKind::BatchSubmitted, &cause, "api", payload);
-    state
-        .log
-        .publish(&state.topics.of(EventKind::BatchSubmitted), vec![env.to_record()])
-        .await
-        .map_err(|e| Problem::from_port(e, "publishing the batch"))?;
+    let record = env.to_record();
+    let items_log_bytes: u64 =
+        checked.iter().filter_map(|i| i.submission.as_ref()).map(|s| budget::log_bytes_of_payload(s.get())).sum();
+    // The batch's own records: this one, its `batch.completed`.
+    let log_bytes = items_log_bytes + 2 * record.bytes() as u64;
+    let day = crate::limit::charge_log_bytes(state, tenant, log_bytes).await?;
+    if let Err(e) = state.log.publish(&state.topics.of(EventKind::BatchSubmitted), vec![record]).await {
+        crate::limit::refund_log_bytes(state, tenant, &day, log_bytes).await;
+        return Err(Problem::from_port(e, "publishing the batch"));
+    }
     tracing::info!(tenant_id = %tenant, batch_id = %batch_id, items = total, rejected, "A batch was accepted.");
     let new = NewBatch { id: batch_id.clone(), name, max_failed, created_at: env.occurred_at };
     let items: Vec<_> = checked.into_iter().enumerate().map(|(i, item)| item.into_new(i as u32)).collect();

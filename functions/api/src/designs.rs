@@ -15,6 +15,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use openqq_core::budget::log_bytes_of_revision;
 use openqq_core::design::{ConstraintFormat, Constraints, Options, Payload, Target, INLINE_PAYLOAD_MAX_BYTES};
 use openqq_core::event::{DesignSubmitted, Origin};
 use openqq_core::{
@@ -153,6 +154,7 @@ async fn publish(
     let cause =
         Origin { tenant_id: tenant, design_id: design.clone(), revision, correlation_id: corr.clone(), batch: None };
     let name = spec.name.clone();
+    let from_source = spec.source.is_some() || spec.generate.is_some();
     let env = Envelope::new(EventKind::DesignSubmitted, &cause, "api", DesignSubmitted { spec, checks: None });
     let record = env.to_record();
     if openqq_core::ports::check_record_sizes(std::slice::from_ref(&record)).is_err() {
@@ -163,11 +165,12 @@ async fn publish(
             "the encoded design exceeds the event log's 1 MiB record limit",
         ));
     }
-    state
-        .log
-        .publish(&state.topics.of(EventKind::DesignSubmitted), vec![record])
-        .await
-        .map_err(|e| Problem::from_port(e, "publishing the design"))?;
+    let log_bytes = log_bytes_of_revision(record.bytes(), from_source);
+    let day = crate::limit::charge_log_bytes(state, &cause.tenant_id, log_bytes).await?;
+    if let Err(e) = state.log.publish(&state.topics.of(EventKind::DesignSubmitted), vec![record]).await {
+        crate::limit::refund_log_bytes(state, &cause.tenant_id, &day, log_bytes).await;
+        return Err(Problem::from_port(e, "publishing the design"));
+    }
     tracing::info!(tenant_id = %cause.tenant_id, design_id = %design, revision, "The design revision was accepted.");
     let marker = AcceptedRevision {
         design_id: design.clone(),

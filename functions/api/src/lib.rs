@@ -126,8 +126,9 @@ pub struct AppState {
     pub(crate) dev_tokens: bool,
     /// Whether jobs may carry `generate`, and the tenants' daily token budget.
     pub(crate) generation: GenerationPolicy,
-    /// Tokens each tenant spent, per day (the synthesis function charges them).
-    pub(crate) budgets: Arc<dyn openqq_core::TokenBudgets>,
+    /// What each tenant spent per day: generation tokens (the generation function charges them)
+    /// and event-log bytes (charged here, as designs and batches are accepted).
+    pub(crate) budgets: Arc<dyn openqq_core::DailyBudgets>,
     /// Batches: created for reads once accepted, read, cancelled.
     pub(crate) batches: Arc<dyn openqq_core::Batches>,
     /// Schedules and their fire ledger ([`schedules`]).

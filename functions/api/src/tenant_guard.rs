@@ -48,6 +48,10 @@ pub struct TenantLimits {
     /// Batch items one tenant may have open at once (queued or validating in its unfinished
     /// batches); a batch that would take it past this is refused.
     pub batch_open: u64,
+    /// Bytes one tenant's submissions may write to the event log per UTC day, as
+    /// [`openqq_core::budget::log_bytes_of_revision`] bounds them; a design or batch that would
+    /// pass it is refused until the next day ([`crate::limit::charge_log_bytes`]).
+    pub log_bytes_per_day: u64,
 }
 
 /// Default requests in progress per tenant.
@@ -67,6 +71,10 @@ pub const DEFAULT_BYTES: Quota = Quota { limit: 8 << 20, window: Duration::from_
 pub const DEFAULT_BATCH_ITEMS: Quota = Quota { limit: 20_000, window: Duration::from_secs(60) };
 /// Default batch items one tenant may have open at once: five of the largest batches.
 pub const DEFAULT_BATCH_OPEN: u64 = 50_000;
+/// Default event-log bytes per tenant and day: 4 GiB, some 130,000 netlist designs of a few
+/// kilobytes by the bound each is charged (33 KB; they take 14 KB), a dozen of the largest
+/// batches; the log keeps records 7 days, so one tenant holds at most 28 GiB of it.
+pub const DEFAULT_LOG_BYTES_PER_DAY: u64 = 4 << 30;
 
 impl Default for TenantLimits {
     fn default() -> Self {
@@ -77,6 +85,7 @@ impl Default for TenantLimits {
             bytes: DEFAULT_BYTES,
             batch_items: DEFAULT_BATCH_ITEMS,
             batch_open: DEFAULT_BATCH_OPEN,
+            log_bytes_per_day: DEFAULT_LOG_BYTES_PER_DAY,
         }
     }
 }

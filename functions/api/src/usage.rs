@@ -1,5 +1,5 @@
-//! `GET /v1/usage`: what the caller's tenant spent today (UTC) of its generation token budget,
-//! as the store counts it (every process charges the same count), and `GET /v1/objects/{digest}`:
+//! `GET /v1/usage`: what the caller's tenant spent today (UTC) of its daily budgets (generation
+//! tokens, event-log bytes), as the store counts them (every process charges the same counts), and `GET /v1/objects/{digest}`:
 //! one of the tenant's stored objects (a generation attempt's Verilog, say), by its SHA-256.
 
 use crate::problem::Problem;
@@ -9,16 +9,20 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use openqq_core::budget;
-use openqq_core::{ObjectRef, PortError, TenantId};
+use openqq_core::{Budget, ObjectRef, PortError, TenantId};
 use serde_json::json;
 
 pub async fn usage(State(state): State<AppState>, Extension(tenant): Extension<TenantId>) -> Result<Response, Problem> {
     let now = chrono::Utc::now();
     let day = budget::day(now);
-    let spent = state.budgets.tokens_spent(&tenant, &day).await.map_err(|e| Problem::from_port(e, "reading usage"))?;
+    let spent = |budget| state.budgets.budget_spent(&tenant, budget, &day);
+    let read = |e| Problem::from_port(e, "reading usage");
+    let (tokens, log_bytes) =
+        futures_util::try_join!(spent(Budget::GenerationTokens), spent(Budget::LogBytes)).map_err(read)?;
     let body = json!({
         "day": day,
-        "generation_tokens": {"spent": spent, "limit": state.generation.daily_tokens},
+        "generation_tokens": {"spent": tokens, "limit": state.generation.daily_tokens},
+        "log_bytes": {"spent": log_bytes, "limit": state.tenants.limits.log_bytes_per_day},
         "resets_in_seconds": budget::seconds_to_next_day(now),
     });
     Ok(Json(body).into_response())
@@ -31,7 +35,7 @@ pub async fn check_generation_budget(state: &AppState, tenant: &TenantId) -> Res
     let now = chrono::Utc::now();
     let spent = state
         .budgets
-        .tokens_spent(tenant, &budget::day(now))
+        .budget_spent(tenant, Budget::GenerationTokens, &budget::day(now))
         .await
         .map_err(|e| Problem::from_port(e, "reading the token budget"))?;
     let limit = state.generation.daily_tokens;

@@ -51,7 +51,7 @@ pub struct Synthesis {
     /// The deployment's cap on a job's attempts.
     pub max_attempts: u32,
     /// Where generation tokens are charged (the store), and the limits.
-    pub budgets: Arc<dyn openqq_core::TokenBudgets>,
+    pub budgets: Arc<dyn openqq_core::DailyBudgets>,
     /// Where a re-read record looks whether its revision is already past the checks.
     pub designs: Arc<dyn openqq_core::DesignReads>,
     pub tokens: repair::TokenLimits,

@@ -5,13 +5,16 @@
 //! its HDL kept by reference in the object store, readable by the tenant.
 
 use crate::checks::{self, Budget, Outcome};
-use openqq_core::budget::{self, Charge, TokenBudgets};
+use openqq_core::budget::{self, Charge, DailyBudgets};
 use openqq_core::generation::{FailedStage, Feedback, GenerationBackend, GenerationError, GenerationRequest};
 use openqq_core::hdl::{Generate, Source, SourceFile, Testbench, DEFAULT_ATTEMPTS};
 use openqq_core::{ObjectRef, ObjectStore, TenantId, Verdict};
 use openqq_runtime::RecordError;
 use serde::Serialize;
 use std::sync::Arc;
+
+/// The daily budget model calls are charged against.
+const TOKENS: budget::Budget = budget::Budget::GenerationTokens;
 
 /// The file the generated Verilog is checked as.
 pub const GENERATED_FILE: &str = "generated.v";
@@ -88,7 +91,7 @@ pub struct Job<'a> {
     /// The deployment's cap on attempts.
     pub max_attempts: u32,
     /// Where tokens are charged, and the limits.
-    pub budgets: &'a dyn TokenBudgets,
+    pub budgets: &'a dyn DailyBudgets,
     pub tokens: TokenLimits,
 }
 
@@ -139,7 +142,7 @@ pub async fn run(
                 job.tokens.per_job
             ))
         } else {
-            match job.budgets.charge_tokens(job.tenant, &day, reserved, job.tokens.daily).await? {
+            match job.budgets.charge_budget(job.tenant, TOKENS, &day, reserved, job.tokens.daily).await? {
                 Charge::Charged { .. } => None,
                 Charge::Refused { spent } => Some(format!(
                     "the tenant's token budget for {day}: {spent} of {} spent, the next attempt may take {reserved}",
@@ -207,16 +210,16 @@ pub async fn run(
 
 /// Gives back what a call did not use of its reservation, or charges what it used beyond it.
 async fn settle(
-    budgets: &dyn TokenBudgets,
+    budgets: &dyn DailyBudgets,
     tenant: &TenantId,
     day: &str,
     reserved: u64,
     used: u64,
 ) -> Result<(), RecordError> {
     if used < reserved {
-        budgets.refund_tokens(tenant, day, reserved - used).await?;
+        budgets.refund_budget(tenant, TOKENS, day, reserved - used).await?;
     } else if used > reserved {
-        budgets.charge_tokens(tenant, day, used - reserved, u64::MAX).await?;
+        budgets.charge_budget(tenant, TOKENS, day, used - reserved, u64::MAX).await?;
     }
     Ok(())
 }

@@ -110,7 +110,12 @@ async fn a_reread_after_validation_took_the_revision_up_calls_no_model_and_charg
 
     rig.handle(&generation, EventKind::GenerationRequested).await;
     assert_eq!(model.0.load(Ordering::SeqCst), 1);
-    let spent = rig.b.store.tokens_spent(&acme, &budget::day(chrono::Utc::now())).await.unwrap();
+    let spent = rig
+        .b
+        .store
+        .budget_spent(&acme, budget::Budget::GenerationTokens, &budget::day(chrono::Utc::now()))
+        .await
+        .unwrap();
     assert_eq!(spent, 300, "the attempt's tokens");
     // Read again before validation took it up: it runs again (its event may never have left).
     rig.handle(&generation, EventKind::GenerationRequested).await;
@@ -123,7 +128,12 @@ async fn a_reread_after_validation_took_the_revision_up_calls_no_model_and_charg
     // Read again now: nothing runs, nothing is charged, nothing is published.
     rig.handle(&generation, EventKind::GenerationRequested).await;
     assert_eq!(model.0.load(Ordering::SeqCst), 2, "no model call");
-    let after = rig.b.store.tokens_spent(&acme, &budget::day(chrono::Utc::now())).await.unwrap();
+    let after = rig
+        .b
+        .store
+        .budget_spent(&acme, budget::Budget::GenerationTokens, &budget::day(chrono::Utc::now()))
+        .await
+        .unwrap();
     assert_eq!(after, 600, "no tokens charged again");
     assert_eq!(rig.records(EventKind::ValidationRequested).await.len(), 2, "no second request");
 }

@@ -48,7 +48,7 @@ pub mod webhook;
 
 pub use accepted::AcceptedRevision;
 pub use batch::{BatchId, Batches, ItemRef};
-pub use budget::{Charge, TokenBudgets};
+pub use budget::{Budget, Charge, DailyBudgets};
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use feed::{FeedEntry, FeedReader, NewFeedEntry};

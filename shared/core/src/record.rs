@@ -14,6 +14,13 @@ pub struct Record {
     pub headers: Vec<(String, Vec<u8>)>,
 }
 
+impl Record {
+    /// The record's size as a log keeps it: key, value and headers (names and values).
+    pub fn bytes(&self) -> usize {
+        self.key.len() + self.value.len() + self.headers.iter().map(|(n, v)| n.len() + v.len()).sum::<usize>()
+    }
+}
+
 /// Refuses (permanently) any record over [`MAX_RECORD_BYTES`]; every event-log adapter calls
 /// it before writing anything, so a batch is never half-published for size.
 pub fn check_record_sizes(records: &[Record]) -> PortResult<()> {

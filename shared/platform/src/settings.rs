@@ -91,6 +91,10 @@ pub struct Settings {
     /// Batch items one tenant may have open at once (queued or validating); 429 above.
     #[arg(long, env = "OPENQQ_TENANT_BATCH_OPEN", default_value_t = openqq_api::tenant_guard::DEFAULT_BATCH_OPEN)]
     pub tenant_batch_open: u64,
+    /// Event-log bytes one tenant's submissions may write per UTC day (B, KiB, MiB, GiB), each
+    /// design charged the most its records may take; 429 above, until the next day.
+    #[arg(long, env = "OPENQQ_TENANT_LOG_BYTES", default_value = "4GiB", value_parser = openqq_api::quota::parse_size)]
+    pub tenant_log_bytes: u64,
     /// Bytes the upload `PUT` buffers at once across all uploads (B, KiB, MiB, GiB); one tenant's
     /// uploads in progress may declare a quarter of it (429 past that). At least 256MiB.
     #[arg(long, env = "OPENQQ_UPLOAD_MEMORY", default_value = "512MiB", value_parser = openqq_api::quota::parse_size)]
@@ -292,6 +296,7 @@ impl Settings {
             bytes: self.byte_limit.0,
             batch_items: self.tenant_batch_items.0,
             batch_open: self.tenant_batch_open,
+            log_bytes_per_day: self.tenant_log_bytes,
         }
     }
 

@@ -1,6 +1,7 @@
-//! Token budgets on DynamoDB: one item per tenant and day in the tenant's partition
-//! (`B#<day>`), its `spent` raised by an `ADD` conditional on the limit, so concurrent charges
-//! from any number of functions never pass it together (see `openqq_core::budget`).
+//! Daily budgets on DynamoDB: one item per tenant and budget day in the tenant's partition
+//! (`B#<key>`, the budget's key: `B#2026-12-02` for generation tokens, `B#log-bytes/2026-12-02`
+//! for event-log bytes), its `spent` raised by an `ADD` conditional on the limit, so concurrent
+//! charges from any number of functions never pass it together (see `openqq_core::budget`).
 
 use super::error::{classify, is_condition_failed};
 use super::table::{key, n, tenant_pk, Attrs};

@@ -316,23 +316,30 @@ impl IdempotencyKeys for DynamoDesignStore {
 }
 
 #[async_trait]
-impl openqq_core::TokenBudgets for DynamoDesignStore {
-    async fn charge_tokens(
+impl openqq_core::DailyBudgets for DynamoDesignStore {
+    async fn charge_budget(
         &self,
         tenant: &TenantId,
+        budget: openqq_core::Budget,
         day: &str,
-        tokens: u64,
+        amount: u64,
         limit: u64,
     ) -> PortResult<openqq_core::Charge> {
-        budgets::charge(&self.client, &self.table, tenant, day, tokens, limit).await
+        budgets::charge(&self.client, &self.table, tenant, &budget.key(day), amount, limit).await
     }
 
-    async fn refund_tokens(&self, tenant: &TenantId, day: &str, tokens: u64) -> PortResult<()> {
-        budgets::refund(&self.client, &self.table, tenant, day, tokens).await
+    async fn refund_budget(
+        &self,
+        tenant: &TenantId,
+        budget: openqq_core::Budget,
+        day: &str,
+        amount: u64,
+    ) -> PortResult<()> {
+        budgets::refund(&self.client, &self.table, tenant, &budget.key(day), amount).await
     }
 
-    async fn tokens_spent(&self, tenant: &TenantId, day: &str) -> PortResult<u64> {
-        budgets::spent(&self.client, &self.table, tenant, day).await
+    async fn budget_spent(&self, tenant: &TenantId, budget: openqq_core::Budget, day: &str) -> PortResult<u64> {
+        budgets::spent(&self.client, &self.table, tenant, &budget.key(day)).await
     }
 }
 

@@ -1,5 +1,7 @@
-//! Token budgets of the embedded store: one row per tenant and day with the tokens spent,
-//! charged with one conditional upsert (see `openqq_core::budget`).
+//! Daily budgets of the embedded store: one row per tenant and budget day with what was spent,
+//! charged with one conditional upsert (see `openqq_core::budget`). The table keeps its first
+//! name, and its `day` column holds the budget's key (`Budget::key`): the day itself for
+//! generation tokens, `log-bytes/<day>` for event-log bytes.
 
 use super::db::sqlite_error;
 use openqq_core::ports::PortResult;

@@ -32,8 +32,8 @@ use openqq_core::schedule::{
     DueSchedule, FireOutcome, FireRecord, Recorded, RunnerState, ScheduleId, Schedules, Settle, StoredSchedule,
 };
 use openqq_core::{
-    AcceptedRevision, BatchId, Batches, Charge, IdempotencyClaim, IdempotencyKey, KeptResponse, KeptSpec, KeptSpecs,
-    TokenBudgets,
+    AcceptedRevision, BatchId, Batches, Budget, Charge, DailyBudgets, IdempotencyClaim, IdempotencyKey, KeptResponse,
+    KeptSpec, KeptSpecs,
 };
 use std::ops::Range;
 
@@ -800,23 +800,30 @@ impl Schedules for EmbeddedDesignStore {
 }
 
 #[async_trait]
-impl TokenBudgets for EmbeddedDesignStore {
-    async fn charge_tokens(&self, tenant: &TenantId, day: &str, tokens: u64, limit: u64) -> PortResult<Charge> {
-        count("charge_tokens");
-        let (tenant, day) = (tenant.to_string(), day.to_owned());
-        self.writer.call(move |conn| budgets::charge(conn, &tenant, &day, tokens, limit)).await
+impl DailyBudgets for EmbeddedDesignStore {
+    async fn charge_budget(
+        &self,
+        tenant: &TenantId,
+        budget: Budget,
+        day: &str,
+        amount: u64,
+        limit: u64,
+    ) -> PortResult<Charge> {
+        count("charge_budget");
+        let (tenant, key) = (tenant.to_string(), budget.key(day));
+        self.writer.call(move |conn| budgets::charge(conn, &tenant, &key, amount, limit)).await
     }
 
-    async fn refund_tokens(&self, tenant: &TenantId, day: &str, tokens: u64) -> PortResult<()> {
-        count("refund_tokens");
-        let (tenant, day) = (tenant.to_string(), day.to_owned());
-        self.writer.call(move |conn| budgets::refund(conn, &tenant, &day, tokens)).await
+    async fn refund_budget(&self, tenant: &TenantId, budget: Budget, day: &str, amount: u64) -> PortResult<()> {
+        count("refund_budget");
+        let (tenant, key) = (tenant.to_string(), budget.key(day));
+        self.writer.call(move |conn| budgets::refund(conn, &tenant, &key, amount)).await
     }
 
-    async fn tokens_spent(&self, tenant: &TenantId, day: &str) -> PortResult<u64> {
-        count("tokens_spent");
-        let (tenant, day) = (tenant.to_string(), day.to_owned());
-        self.reader.call(move |conn| budgets::spent(conn, &tenant, &day)).await
+    async fn budget_spent(&self, tenant: &TenantId, budget: Budget, day: &str) -> PortResult<u64> {
+        count("budget_spent");
+        let (tenant, key) = (tenant.to_string(), budget.key(day));
+        self.reader.call(move |conn| budgets::spent(conn, &tenant, &key)).await
     }
 }
 

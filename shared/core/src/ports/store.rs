@@ -286,7 +286,7 @@ pub trait DesignStore:
     + IdempotencyKeys
     + FeedReader
     + WebhookStore
-    + crate::budget::TokenBudgets
+    + crate::budget::DailyBudgets
     + crate::batch::Batches
     + crate::schedule::Schedules
     + KeptSpecs
@@ -300,7 +300,7 @@ impl<T> DesignStore for T where
         + IdempotencyKeys
         + FeedReader
         + WebhookStore
-        + crate::budget::TokenBudgets
+        + crate::budget::DailyBudgets
         + crate::batch::Batches
         + crate::schedule::Schedules
         + KeptSpecs
