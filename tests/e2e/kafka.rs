@@ -16,7 +16,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-const PARTITIONS: i32 = 6;
+/// Partitions of each topic of the mock cluster: as many as the ordering scenarios spread their
+/// editors over, one editor a partition (the mock keeps 5 MB a partition).
+const PARTITIONS: i32 = ordering::SPREAD_OVER as i32;
 
 /// A one-broker mock cluster holding the platform's topics. The mock has no CreateTopics API:
 /// the topics are made here and `openqq up` is told not to create them, as on MSK.
@@ -230,8 +232,11 @@ async fn on_kafka_faults_during_a_burst_get_503_and_every_acknowledged_revision_
     ];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> =
-        (0..6).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
+    let clients: BTreeMap<usize, Client> = ordering::tenants_apart(6, ordering::SPREAD_OVER)
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i, Client::new(&server.url, &server.token(t))))
+        .collect();
     let tasks: Vec<_> = clients
         .iter()
         .map(|(i, c)| {

@@ -5,6 +5,7 @@
 use crate::Client;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,20 @@ pub async fn editor(
     pause_ms: u64,
     attempts: Attempts,
 ) -> (String, Vec<u64>) {
+    editor_until(c, seed, design, revisions, pause_ms, attempts, Arc::new(AtomicBool::new(false))).await
+}
+
+/// [`editor`] that goes on saving past `revisions` for as long as `keep_going` is set, so that
+/// faults injected meanwhile land while it is still posting, however fast the machine is.
+pub async fn editor_until(
+    c: Client,
+    seed: u64,
+    design: Value,
+    revisions: u64,
+    pause_ms: u64,
+    attempts: Attempts,
+    keep_going: Arc<AtomicBool>,
+) -> (String, Vec<u64>) {
     let mut rng = seed;
     let mut next = || {
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -61,7 +76,8 @@ pub async fn editor(
     let created = post_until_accepted(&c, "/v1/designs", &design, &attempts).await;
     let id = created["design_id"].as_str().unwrap().to_owned();
     let mut acked = vec![1];
-    for rev in 2..=revisions {
+    let mut rev = 2;
+    while rev <= revisions || keep_going.load(Ordering::SeqCst) {
         let mut body = design.clone();
         body["revision"] = json!(rev);
         let path = format!("/v1/designs/{id}/revisions");
@@ -72,8 +88,27 @@ pub async fn editor(
             post_until_accepted(&c, &path, &body, &attempts).await;
         }
         tokio::time::sleep(Duration::from_millis(next() % pause_ms.max(1))).await;
+        rev += 1;
     }
     (id, acked)
+}
+
+/// The partitions the scenarios below spread their editors over: the `openqq up` default, and
+/// the mock cluster's in the Kafka suite.
+pub const SPREAD_OVER: u32 = 12;
+
+/// `n` tenant names whose records land on `n` different partitions of `partitions` (for `n` up
+/// to `partitions`), so that no partition carries more than one editor's records: librdkafka's
+/// mock cluster keeps 5 MB a partition and deletes what is older, read or not.
+pub fn tenants_apart(n: usize, partitions: u32) -> Vec<String> {
+    let mut taken = HashSet::new();
+    (0..)
+        .map(|i| format!("tenant-{i}"))
+        .filter(|t| {
+            taken.insert(openqq_core::partition::partition_for(t, partitions)) || taken.len() >= partitions as usize
+        })
+        .take(n)
+        .collect()
 }
 
 /// How long a design may take to reach `ready` at its last acknowledged revision: a bound on
@@ -101,17 +136,17 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
                 .flatten()
                 .map(|e| format!("{}@{}", e["kind"].as_str().unwrap_or("?"), e["revision"]))
                 .collect();
-            panic!("tenant-{i}: {e:#}\nacknowledged revisions: {acked:?}\ntimeline: {timeline:?}");
+            panic!("editor {i}: {e:#}\nacknowledged revisions: {acked:?}\ntimeline: {timeline:?}");
         }
         let events = c.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(30)).await.unwrap();
         let events = events["events"].as_array().unwrap();
         for kind in ["design.submitted", "validation.started", "validation.finished", "results.ready"] {
             let revs: Vec<u64> =
                 events.iter().filter(|e| e["kind"] == kind).map(|e| e["revision"].as_u64().unwrap()).collect();
-            assert_eq!(&revs, acked, "tenant-{i}: every acknowledged revision has exactly one {kind}, in order");
+            assert_eq!(&revs, acked, "editor {i}: every acknowledged revision has exactly one {kind}, in order");
         }
         let ids: HashSet<&str> = events.iter().map(|e| e["event_id"].as_str().unwrap()).collect();
-        assert_eq!(ids.len(), events.len(), "tenant-{i}: no event applied twice");
+        assert_eq!(ids.len(), events.len(), "editor {i}: no event applied twice");
     }
 }
 
@@ -128,8 +163,11 @@ pub async fn sigkill_restarts_keep_every_acknowledged_revision_in_order(
     down_for: Duration,
 ) {
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> =
-        (0..tenants).map(|i| (i, Client::new(&server.url, &server.token(&format!("tenant-{i}"))))).collect();
+    let clients: BTreeMap<usize, Client> = tenants_apart(tenants, SPREAD_OVER)
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i, Client::new(&server.url, &server.token(t))))
+        .collect();
     let tasks: Vec<_> = clients
         .iter()
         .map(|(i, c)| {
@@ -188,8 +226,11 @@ pub async fn runners_joining_and_leaving_keep_every_acknowledged_revision_in_ord
     pause_ms: u64,
 ) {
     let attempts = Attempts::default();
-    let clients: BTreeMap<usize, Client> =
-        (0..tenants).map(|i| (i, Client::new(&first.url, &first.token(&format!("tenant-{i}"))))).collect();
+    let clients: BTreeMap<usize, Client> = tenants_apart(tenants, SPREAD_OVER)
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i, Client::new(&first.url, &first.token(t))))
+        .collect();
     let tasks: Vec<_> = clients
         .iter()
         .map(|(i, c)| {
