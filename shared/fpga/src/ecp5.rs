@@ -24,6 +24,10 @@ use device::{Device, Package};
 /// PIOs, bonded or not.
 pub const PACKAGE_PINS: &str = "PACKAGE_PIN";
 
+/// Global clock networks: nextpnr-ecp5 routes each `DCCA` and `DCSC` onto one of 16
+/// (`ecp5/globals.cc`, `route_globals`), and has no 17th.
+pub const GLOBAL_NETWORKS: u32 = 16;
+
 /// How many cells a resource finding names before it says how many more there are.
 const MAX_NAMED: usize = 4;
 
@@ -122,6 +126,21 @@ fn resources(
                 Location { cell: first, ..at() },
             ));
         }
+    }
+    // Each global buffer takes one of the 16 global networks; the DCCA bels are more (56).
+    let globals = packed.used.get("DCCA").copied().unwrap_or(0) + packed.used.get("DCSC").copied().unwrap_or(0);
+    if globals > GLOBAL_NETWORKS {
+        let (cells, first) = named("DCCA", GLOBAL_NETWORKS);
+        findings.push(Finding::error(
+            "GLOBAL_BUFFERS_EXCEEDED",
+            format!(
+                "the design needs {globals} global clock networks ({} DCCA{cells}, {} DCSC, counting the DCCAs nextpnr adds for clocks of 5 or more users and for DCSC inputs) but the {} has {GLOBAL_NETWORKS}; nextpnr-ecp5 cannot route the 17th",
+                packed.used.get("DCCA").copied().unwrap_or(0),
+                packed.used.get("DCSC").copied().unwrap_or(0),
+                device.name
+            ),
+            Location { cell: first, ..at() },
+        ));
     }
     // Cells no bel takes: nextpnr's report lists their types with none available.
     for (cell_type, used) in &packed.unsupported {

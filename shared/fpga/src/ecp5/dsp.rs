@@ -6,6 +6,13 @@
 //! multiplier feeding an ALU with `REG_OUTPUT_CLK` set and `MULT_BYPASS` off), `DSP_SIGNED_INPUT`
 //! (`SIGNEDIA`/`SIGNEDIB` not from the multiplier's `SIGNEDP`), `DSP_ALU_INPUT` (an `A`, `B`,
 //! `MA` or `MB` bit not from the multiplier's `ROA`/`ROB`/`P` bit of the same index).
+//!
+//! One routing rule: `DSP_CASCADE_INPUT`, an `ALU54B` cascade input (`CIN0`–`CIN53`) tied to a
+//! constant or driven from the fabric. Those pins are reachable only from the neighbouring
+//! DSP's cascade outputs, so nextpnr-ecp5's router finds no path to them ("Failed to find a
+//! route for arc … of net $PACKER_GND_NET", then "Routing design failed"); tested with the
+//! pins tied low and driven by a top-level input. A `CIN` driven by another `ALU54B` (a chain of
+//! ALUs) is left alone: not checked either way.
 
 use std::collections::HashMap;
 
@@ -43,6 +50,38 @@ pub(crate) fn check(m: &Module<'_>, file: Option<&str>) -> Vec<Finding> {
         _ => default.to_owned(),
     };
     let mut findings = Vec::new();
+    for &alu in &alus {
+        let name = short_name(&m.cells[alu].name).into_owned();
+        let cascade = (0..54).find_map(|i| {
+            let port = format!("CIN{i}");
+            let what = match m.bit(&m.cells[alu], &port)? {
+                Bit::Zero | Bit::One => "tied to a constant".to_owned(),
+                Bit::Undriven => return None,
+                Bit::Net(_) => match driven_by(alu, &port) {
+                    Some((c, _)) if m.cells[c].cell_type == "ALU54B" => return None,
+                    Some((c, p)) => {
+                        format!("driven by {p} of '{}' ({})", short_name(&m.cells[c].name), m.cells[c].cell_type)
+                    }
+                    None => "driven from outside the design's cells (a port)".to_owned(),
+                },
+            };
+            Some((port, what))
+        });
+        if let Some((port, what)) = cascade {
+            findings.push(Finding::error(
+                "DSP_CASCADE_INPUT",
+                format!(
+                    "ALU54B '{name}' cascade input {port} is {what}; cascade inputs come only from the neighbouring DSP, so nextpnr-ecp5 cannot route it (leave CIN unconnected)"
+                ),
+                Location {
+                    file: file.map(str::to_owned),
+                    cell: Some(m.cells[alu].name.clone().into_owned()),
+                    port: Some(port),
+                    ..Location::default()
+                },
+            ));
+        }
+    }
     for alu in alus {
         let name = short_name(&m.cells[alu].name).into_owned();
         let fail = |code: &str, message: String| {
@@ -114,4 +153,43 @@ pub(crate) fn check(m: &Module<'_>, file: Option<&str>) -> Vec<Finding> {
         }
     }
     findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netlist;
+
+    /// Codes for a design with one ALU54B whose connections are `cin` (JSON), beside a
+    /// top-level input `a` (net 2) and another ALU54B `up` driving net 3 from `R0`.
+    fn codes(cin: &str) -> Vec<(String, String)> {
+        let text = format!(
+            r#"{{"modules": {{"top": {{"ports": {{"a": {{"direction": "input", "bits": [2]}}}}, "cells": {{
+                "alu": {{"type": "ALU54B", "port_directions": {{}}, "connections": {{{cin}}}}},
+                "up": {{"type": "ALU54B", "port_directions": {{"R0": "output"}}, "connections": {{"R0": [3]}}}}}}}}}}}}"#
+        );
+        let m = netlist::parse(&text, None).unwrap();
+        check(&m, None)
+            .into_iter()
+            .filter(|f| f.location.cell.as_deref() == Some("alu"))
+            .map(|f| (f.code, f.message))
+            .collect()
+    }
+
+    #[test]
+    fn an_alu54b_cascade_input_tied_to_a_constant_or_driven_from_the_fabric_is_an_error() {
+        let found = codes(r#""CIN0": ["0"]"#);
+        assert_eq!(found[0].0, "DSP_CASCADE_INPUT", "{found:?}");
+        assert!(found[0].1.contains("'alu'") && found[0].1.contains("CIN0") && found[0].1.contains("constant"));
+        let found = codes(r#""CIN7": [2]"#);
+        assert_eq!(found[0].0, "DSP_CASCADE_INPUT", "{found:?}");
+        assert!(found[0].1.contains("CIN7") && found[0].1.contains("port"), "{}", found[0].1);
+    }
+
+    #[test]
+    fn an_unconnected_cascade_input_or_one_from_another_alu54b_is_not_a_cascade_error() {
+        for cin in ["", r#""CIN0": [3]"#, r#""CIN0": ["x"]"#] {
+            assert!(codes(cin).iter().all(|(c, _)| c != "DSP_CASCADE_INPUT"), "{cin}");
+        }
+    }
 }

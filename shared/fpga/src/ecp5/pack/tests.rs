@@ -244,3 +244,36 @@ fn more_io_than_the_package_bonds_out_is_an_error_though_the_die_has_the_pios() 
         report.findings.iter().filter(|f| f.severity == Severity::Error).map(|f| f.code.as_str()).collect();
     assert_eq!(errors, ["IO_EXCEEDS_PACKAGE"]);
 }
+
+/// A netlist of `n` DCCAs, each buffering its own input port.
+fn dccas(n: usize) -> String {
+    let ports: Vec<String> =
+        (0..n).map(|i| format!(r#""c{i}": {{"direction": "input", "bits": [{}]}}"#, 2 + i)).collect();
+    let cells: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#""dcc{i:02}": {{"type": "DCCA", "port_directions": {{"CLKI": "input", "CE": "input", "CLKO": "output"}}, "connections": {{"CLKI": [{}], "CE": ["1"], "CLKO": [{}]}}}}"#,
+                2 + i,
+                1000 + i
+            )
+        })
+        .collect();
+    format!(r#"{{"modules": {{"top": {{"ports": {{{}}}, "cells": {{{}}}}}}}}}"#, ports.join(", "), cells.join(", "))
+}
+
+#[test]
+fn sixteen_global_buffers_fit_and_a_seventeenth_is_an_error_naming_it() {
+    let errors = |n: usize| -> Vec<(String, Option<String>)> {
+        let netlist = dccas(n);
+        let report =
+            validate(&Input { device: "LFE5U-45F", package: "CABGA381", netlist: &netlist, ..Input::default() });
+        report
+            .findings
+            .into_iter()
+            .filter(|f| f.severity == Severity::Error)
+            .map(|f| (f.code, f.location.cell))
+            .collect()
+    };
+    assert_eq!(errors(16), []);
+    assert_eq!(errors(17), [("GLOBAL_BUFFERS_EXCEEDED".to_owned(), Some("dcc16".to_owned()))]);
+}
