@@ -37,6 +37,10 @@ struct Body<'a> {
     errors: Option<&'a serde_json::Value>,
 }
 
+/// What a refusal for lack of storage asks the client to wait, in seconds: space returns when
+/// retention or an operator frees it, not in a second.
+pub const STORAGE_FULL_RETRY_SECS: u64 = 30;
+
 impl Problem {
     pub fn new(status: StatusCode, slug: &'static str, title: &'static str, detail: impl Into<String>) -> Self {
         Self {
@@ -110,6 +114,16 @@ impl Problem {
     /// Maps a port error: retriable ones are 503 with `Retry-After`; the rest are 500 with a
     /// generic detail (the cause is logged, never sent).
     pub fn from_port(e: PortError, doing: &str) -> Self {
+        if let PortError::StorageFull(_) = e {
+            tracing::error!(error = %e, doing, "The platform's storage is full; the client was asked to retry later.");
+            return Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage-unavailable",
+                "The platform's storage is full",
+                format!("{doing} failed: no space is left to keep it; nothing was accepted, retry later"),
+            )
+            .retry_after(STORAGE_FULL_RETRY_SECS);
+        }
         if e.is_retriable() {
             tracing::warn!(error = %e, doing, "A backend is unavailable; the client was asked to retry.");
             let secs = match &e {

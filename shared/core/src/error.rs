@@ -68,6 +68,9 @@ pub enum PortError {
     Throttled { retry_after: Option<Duration> },
     /// The backend could not be reached or did not answer in time. Retriable.
     Unavailable(Failure),
+    /// The backend's storage is full (the data dir's file system has no space left): nothing
+    /// was written, and the same write may succeed once space returns. Retriable.
+    StorageFull(Failure),
     /// The request itself is wrong (too large, malformed): the caller's to fix. `what` names the
     /// part that is wrong ("record", "object digest", "cursor"); `why` says how, with the error
     /// underneath when one was caught (a cursor that does not decode). Permanent.
@@ -86,6 +89,11 @@ pub enum PortError {
 }
 
 impl PortError {
+    /// The backend's storage is full, as `cause` says: see [`PortError::StorageFull`].
+    pub fn storage_full(message: impl Into<String>, cause: impl Into<Cause>) -> Self {
+        PortError::StorageFull(Failure::new(message, cause))
+    }
+
     /// The backend could not be reached or did not answer, because of `cause`.
     pub fn unavailable(message: impl Into<String>, cause: impl Into<Cause>) -> Self {
         PortError::Unavailable(Failure::new(message, cause))
@@ -123,7 +131,7 @@ impl PortError {
     /// first kind and a 4xx or 500 to the rest.
     pub fn is_retriable(&self) -> bool {
         match self {
-            PortError::Throttled { .. } | PortError::Unavailable(_) => true,
+            PortError::Throttled { .. } | PortError::Unavailable(_) | PortError::StorageFull(_) => true,
             PortError::Backend { retriable, .. } => *retriable,
             PortError::NotFound
             | PortError::ConditionFailed { .. }
@@ -147,6 +155,7 @@ impl PortError {
             PortError::ConditionFailed { .. } => "condition_failed",
             PortError::Throttled { .. } => "throttled",
             PortError::Unavailable(_) => "unavailable",
+            PortError::StorageFull(_) => "storage_full",
             PortError::Invalid { .. } => "invalid",
             PortError::Corrupt { .. } => "corrupt",
             PortError::Backend { .. } => "backend",
@@ -162,6 +171,7 @@ impl std::fmt::Display for PortError {
             PortError::ConditionFailed { what, why } => write!(f, "condition failed on the {what}: {why}"),
             PortError::Throttled { .. } => f.write_str("throttled"),
             PortError::Unavailable(failure) => write!(f, "unavailable: {failure}"),
+            PortError::StorageFull(failure) => write!(f, "storage full: {failure}"),
             PortError::Invalid { what, why } => write!(f, "invalid {what}: {why}"),
             PortError::Corrupt { what, why } => write!(f, "corrupt {what}: {why}"),
             PortError::Backend { message, .. } => f.write_str(message),
@@ -177,6 +187,7 @@ impl std::error::Error for PortError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         let cause = match self {
             PortError::Unavailable(failure)
+            | PortError::StorageFull(failure)
             | PortError::Settings(failure)
             | PortError::Invalid { why: failure, .. }
             | PortError::ConditionFailed { why: failure, .. }
@@ -217,6 +228,7 @@ fn same_kind(e: &Arc<PortError>) -> PortError {
         }
         PortError::Throttled { retry_after } => PortError::Throttled { retry_after: *retry_after },
         PortError::Unavailable(f) => PortError::Unavailable(Failure::new(f.message(), cause())),
+        PortError::StorageFull(f) => PortError::StorageFull(Failure::new(f.message(), cause())),
         PortError::Invalid { what, why } => PortError::Invalid { what, why: Failure::new(why.message(), cause()) },
         PortError::Corrupt { what, why } => PortError::Corrupt { what, why: Failure::new(why.message(), cause()) },
         PortError::Backend { message, retriable, .. } => {

@@ -61,13 +61,16 @@ pub(crate) fn open(path: &Path, durability: Durability, page_size: u32, schema: 
 /// busy, locked, I/O and disk-full errors are worth retrying; constraint, schema and misuse
 /// errors are not. The rusqlite error is kept as the cause.
 pub(crate) fn sqlite_error(what: &str, e: rusqlite::Error) -> PortError {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        // SQLite rolled the statement back: nothing was written, and the file is whole.
+        return PortError::storage_full(format!("sqlite: {what}: the data dir's file system is full"), e);
+    }
     let retriable = matches!(
         e.sqlite_error_code(),
         Some(
             rusqlite::ErrorCode::DatabaseBusy
                 | rusqlite::ErrorCode::DatabaseLocked
                 | rusqlite::ErrorCode::SystemIoFailure
-                | rusqlite::ErrorCode::DiskFull
         )
     );
     PortError::backend(format!("sqlite: {what}: {e}"), retriable, e)
@@ -193,6 +196,20 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+
+    #[test]
+    fn a_database_that_cannot_grow_is_storage_full_and_worth_retrying() {
+        let conn = Connection::open_in_memory().unwrap();
+        // A database at its most pages answers SQLITE_FULL, as one on a full disk does.
+        conn.execute_batch("PRAGMA max_page_count=8; CREATE TABLE t (v BLOB);").unwrap();
+        let full = (0..64)
+            .find_map(|_| conn.execute("INSERT INTO t VALUES (zeroblob(4096))", []).err())
+            .expect("the database fills");
+        let e = sqlite_error("insert", full);
+        assert_eq!(e.label(), "storage_full", "{e}");
+        assert!(e.is_retriable(), "space may return");
+        assert!(e.to_string().contains("file system is full"), "{e}");
+    }
 
     fn memory_pool(n: usize) -> Db {
         Db::pool((0..n).map(|_| Connection::open_in_memory().unwrap()).collect())

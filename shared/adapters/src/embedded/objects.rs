@@ -99,6 +99,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> PortError {
     use std::io::ErrorKind::*;
+    if matches!(e.kind(), StorageFull | QuotaExceeded) {
+        return PortError::storage_full(format!("object store: {what} {}: {e}", path.display()), e);
+    }
     // A full disk or a busy file system may clear; a missing permission will not.
     let retriable = !matches!(e.kind(), PermissionDenied | InvalidInput | InvalidData);
     PortError::backend(format!("object store: {what} {}: {e}", path.display()), retriable, e)
