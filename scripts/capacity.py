@@ -8,6 +8,7 @@
     python3 scripts/capacity.py --set hot_tenant_share=0.05 --set dynamo_rtt_ms=8
     python3 scripts/capacity.py --inputs-file costs.json   # {"name": value, ...} over the defaults
     python3 scripts/capacity.py --check       # the model's own consistency, no fixed outputs
+    python3 scripts/capacity.py --measure-logs $CARGO_TARGET_DIR/release/openqq   # the log inputs
 
 Every number printed is computed here from INPUTS. Each input says what it is: `measured` (on
 the project's 2-vCPU development machine, docs/BENCHMARKS.md), `counted` (read off the code or the
@@ -46,13 +47,13 @@ INPUTS = {
     "record_bytes_validation_finished": (747, "B", M, "BENCHMARKS §5"),
     "record_bytes_results_ready": (349, "B", M, "BENCHMARKS §5"),
     "record_overhead_bytes": (120, "B", A, "key, headers and Kafka batch framing per record (not measured)"),
-    "submit_body_bytes": (5_999, "B", M, "the compact blink design's POST body (docs/CAPACITY.md, log measurement)"),
+    "submit_body_bytes": (5_999, "B", M, "--measure-logs: the compact blink design's POST body"),
     "full_netlist_bytes": (198_638, "B", M, "BENCHMARKS §1: the full yosys netlist"),
     "cpu_ms_per_design_compact": (0.754, "ms", M, "BENCHMARKS §1: 10,000 compact designs in 3.77 s on 2 cores, load generator included (2 x 3.77 s / 10,000), release"),
     "cpu_ms_per_design_full": (1.682, "ms", M, "BENCHMARKS §1: 10,000 full designs in 8.41 s on 2 cores (2 x 8.41 s / 10,000), release"),
-    "log_bytes_request": (352, "B", M, "openqq up, release, JSON log: 'A request was answered.' per API request (docs/CAPACITY.md)"),
-    "log_bytes_accepted": (358, "B", M, "same run: 'The design revision was accepted.' per submission"),
-    "log_bytes_record": (401, "B", M, "same run: 'A record was handled.' per record per consumer (3 a design)"),
+    "log_bytes_request": (357, "B", M, "--measure-logs: 'A request was answered.' per API request, release openqq up, JSON log, 8-character tenant id"),
+    "log_bytes_accepted": (362, "B", M, "--measure-logs: 'The design revision was accepted.' per submission"),
+    "log_bytes_record": (405, "B", M, "--measure-logs: 'A record was handled.' per record per consumer, 3 a design"),
     "limiter_decisions_per_s_core": (53_520, "1/s", M, "BENCHMARKS §3: Redis limiter, 10,000 tenants, all admitted, one Redis core, release"),
     "limiter_hot_key_decisions_per_s": (59_099, "1/s", M, "BENCHMARKS §3: one hot tenant, one key, one Redis core, release"),
     "weighted_script_cost_ratio": (1.57, "x", C, "Redis commands on the admitted path: 11 in redis_limiter_weighted.lua against 7 in redis_limiter.lua"),
@@ -65,6 +66,12 @@ INPUTS = {
     "design_item_bytes": (350, "B", A, "estimated from the design item's attributes (docs/DYNAMODB.md); not measured"),
     "kept_spec_kb_compact": (6, "KB", C, "SPEC# holds the design.submitted payload: ~5.9 KB compact (BENCHMARKS §5)"),
     "kept_spec_kb_full": (1, "KB", A, "by reference the payload is its digest and small fields"),
+    "keep_spec_calls_per_record": (1, "calls", C, "design-job keeps each specification with its own PutItem (BENCHMARKS §8: not yet one per batch)"),
+    "usage_counter_items": (0, "items", C, "0: the quota reads usage as a Query over every design item (dynamo/reads.rs); k: a k-way counter (a mitigation)"),
+    "hot_tenant_partitions": (1, "partitions", C, "records are keyed by tenant: one partition per topic (DESIGN.md §2); k: a hot tenant keyed by tenant and design bucket (a mitigation)"),
+    "feed_items_per_event": (2, "items", C, "the feed entry and its feed-once item share the feed's partition key T#t#F (docs/DYNAMODB.md)"),
+    "feed_shards": (1, "shards", C, "one feed, one head per tenant; k: a write-sharded feed (a mitigation)"),
+    "spec_in_tenant_partition": (1, "share", C, "SPEC# items live in the tenant's partition T#t (docs/DYNAMODB.md); 0: under the design's own key (a mitigation)"),
     "read_first_share": (1.0, "share", A, "on Lambda each function has its own memory, so writes mostly read first (BENCHMARKS §8)"),
     "usage_cache_s": (5, "s", C, "the storage quota's usage is cached 5 s per tenant per process (functions/api/src/quota.rs)"),
     "rcu_per_api_read": (1.5, "RCU", C, "GET design: 2 strongly consistent GetItems; report: 1 (under 4 KB); averaged"),
@@ -178,7 +185,7 @@ def durations(v, n):
     base = v["lambda_overhead_ms"]
     return {
         # apply_batch, then keep_spec for each record in turn, then one publish.
-        "design-job": base + read(n) + tx(n, 0) + n * v["dynamo_rtt_ms"] + v["msk_publish_ms"] + n * cpu * slow(v["mem_mb_design_job"]),
+        "design-job": base + read(n) + tx(n, 0) + max(1, n * v["keep_spec_calls_per_record"]) * v["dynamo_rtt_ms"] + v["msk_publish_ms"] + n * cpu * slow(v["mem_mb_design_job"]),
         # started writes, objects read, validator, finished writes, two topics published.
         "validation": base + read(n) + tx(n, 0) + n * v["full_netlist_share"] * v["s3_get_ms"] + read(n) + tx(n, v["tx_items_report"])
         + 2 * v["msk_publish_ms"] + n * cpu * slow(v["mem_mb_validation"]),
@@ -191,7 +198,7 @@ def api_durations(v, usage_fraction, usage_pages):
     cpu *= max(1.0, v["mb_per_vcpu"] / v["mem_mb_api"])
     submit = (
         v["lambda_overhead_ms"] + 2 * v["redis_rtt_ms"]
-        + usage_fraction * (usage_pages * v["dynamo_rtt_ms"] + 2 * v["s3_list_ms"])
+        + usage_fraction * (usage_pages * v["dynamo_rtt_ms"] + (0 if v["usage_counter_items"] else 2 * v["s3_list_ms"]))
         + v["dynamo_rtt_ms"]  # the log-bytes charge
         + v["full_netlist_share"] * v["s3_put_ms"] + v["msk_publish_ms"]
         + v["dynamo_rtt_ms"]  # the accepted marker
@@ -236,7 +243,7 @@ def scale(v, s):
     functions = {}
     for fn in sizes:
         ordinary_rate_peak = peak * (1 - hot) / chosen
-        hot_rate_peak = peak * hot + ordinary_rate_peak
+        hot_rate_peak = peak * hot / v["hot_tenant_partitions"] + ordinary_rate_peak
         u_ord, n_ord, d_ord = partition_load(ordinary_rate_peak, fn)
         u_hot, n_hot, d_hot = partition_load(hot_rate_peak, fn)
         conc_peak = (chosen - 1) * min(u_ord, 1) + min(u_hot, 1)
@@ -258,7 +265,7 @@ def scale(v, s):
     submits_peak = peak
     held_hot = min(v["tenant_designs_cap"], designs_day * hot * v["designs_held_days"])
     held_avg = min(v["tenant_designs_cap"], designs_day * (1 - hot) / max(1, tenants - 1) * v["designs_held_days"])
-    pages = lambda held: max(1, math.ceil(held * v["design_item_bytes"] / 1_048_576))
+    pages = lambda held: 1 if v["usage_counter_items"] else max(1, math.ceil(held * v["design_item_bytes"] / 1_048_576))
     # First guess of the API's instances, then the usage reads they make (each instance reads a
     # tenant's usage at most once per cache period), then the durations again.
     submit_ms, read_ms = api_durations(v, 1.0, pages(held_avg))
@@ -292,15 +299,25 @@ def scale(v, s):
         + v["idempotency_key_share"] * 2
         + deliveries * (2 + 2 + v["due_index_writes_per_delivery"])  # put in the feed's transaction, claim, finish; index writes
     )
-    usage_rcu = lambda held: 0.5 * math.ceil(held * v["design_item_bytes"] / 4096)  # eventually consistent
+    # Eventually consistent: half a unit per 4 KB of the items read (a Query counts whole items,
+    # whatever it projects); a k-way counter is k small items.
+    usage_rcu = lambda held: 0.5 * (v["usage_counter_items"] or math.ceil(held * v["design_item_bytes"] / 4096))
     rcu_design = (
         events * v["dynamo_read_keys_per_event"] * v["read_first_share"]
         + v["api_reads_per_design"] * v["rcu_per_api_read"]
         + (hot * (hot_usage_s / max(peak * hot, 1e-12)) * usage_rcu(held_hot)
            + (1 - hot) * (other_usage_s / max(peak * (1 - hot), 1e-12)) * usage_rcu(held_avg))
     )
+    usage_rcu_design = rcu_design - events * v["dynamo_read_keys_per_event"] * v["read_first_share"] - v["api_reads_per_design"] * v["rcu_per_api_read"]
     out["dynamo"] = {
         "wcu_per_design": wcu_design, "rcu_per_design": rcu_design,
+        "wcu_design_transactions": 2 * tx_items, "wcu_design_kept_spec": spec_kb,
+        "wcu_design_webhooks": deliveries * (2 + 2 + v["due_index_writes_per_delivery"]),
+        "rcu_design_consumers": events * v["dynamo_read_keys_per_event"] * v["read_first_share"],
+        "rcu_design_usage": usage_rcu_design,
+        # Provisioned capacity pays once its mean use passes this share of what is provisioned.
+        "provisioned_break_even_use": v["price_wcu_hour"] / (3600 * v["price_wru"]),
+        "provisioned_mean_use": v["provisioned_target"] / v["peak_factor"],
         "wcu_s_peak": peak * wcu_design, "rcu_s_peak": peak * rcu_design,
         "wru_month": mean * 86_400 * DAYS_PER_MONTH * wcu_design, "rru_month": mean * 86_400 * DAYS_PER_MONTH * rcu_design,
         "provisioned_wcu": peak * wcu_design / v["provisioned_target"], "provisioned_rcu": peak * rcu_design / v["provisioned_target"],
@@ -310,9 +327,11 @@ def scale(v, s):
     hot_events_s = peak * hot * events
     n_hot = {fn: functions[fn]["batch_hot"] for fn in sizes}
     per_group = lambda fn: min(n_hot[fn], v["tx_max_events_per_tenant_group"])
-    head_tx_s = peak * hot * (1 / per_group("design-job") + 2 / per_group("validation") + 1 / per_group("results"))
-    feed_wcu = 2 * (2 * hot_events_s) + 2 * head_tx_s + peak * hot * deliveries * 2
-    tenant_wcu = peak * hot * (2 * events + 1 + 1 + spec_kb + v["idempotency_key_share"] * 2)
+    head_tx_s = peak * hot * (1 / per_group("design-job") + 2 / per_group("validation") + 1 / per_group("results")) / v["feed_shards"]
+    feed_wcu = (2 * (v["feed_items_per_event"] * hot_events_s) + peak * hot * deliveries * 2) / v["feed_shards"] + 2 * head_tx_s
+    # T#t holds the design items (one transactional update per event), accepted markers, budgets,
+    # kept specifications and idempotency keys.
+    tenant_wcu = peak * hot * (2 * events + 1 + 1 + spec_kb * v["spec_in_tenant_partition"] + v["idempotency_key_share"] * 2)
     hot_usage_rcu = hot_usage_s * usage_rcu(held_hot)
     out["hot"] = {
         "designs_s_peak": peak * hot,
@@ -335,8 +354,8 @@ def scale(v, s):
     fulls = mean * v["full_netlist_share"]
     out["s3"] = {
         "put_s_peak": peak * v["full_netlist_share"], "get_s_peak": peak * v["full_netlist_share"] * 2,
-        "list_s_peak": usage_fraction * peak * 2,
-        "put_month": (fulls + usage_s_mean * 2) * 86_400 * DAYS_PER_MONTH,  # PutObject + ListObjectsV2
+        "list_s_peak": 0 if v["usage_counter_items"] else usage_fraction * peak * 2,
+        "put_month": (fulls + (0 if v["usage_counter_items"] else usage_s_mean * 2)) * 86_400 * DAYS_PER_MONTH,  # PutObject + ListObjectsV2
         "get_month": fulls * 2 * 86_400 * DAYS_PER_MONTH,  # HeadObject on put, GetObject in validation
         "gb_added_month": designs_day * DAYS_PER_MONTH * v["full_netlist_share"] * v["full_netlist_bytes"] / 1e9,
     }
@@ -419,7 +438,7 @@ def scale(v, s):
         ("hot tenant's bodies vs --byte-limit 8MiB/10s", out["hot"]["body_bytes_s"] / v["default_byte_limit_per_s"], "setting"),
         ("cache ECPU/s vs the template's 5,000", ecpu_peak / v["cache_ecpu_cap"], "setting"),
         ("API concurrency vs ApiReservedConcurrency 50", api_conc / v["api_reserved_concurrency"], "setting"),
-        ("pollers per trigger vs MaximumPollers 2", max(functions[fn]["pollers"] for fn in sizes) / v["max_pollers"], "setting"),
+        ("pollers per trigger vs MaximumPollers 2", max(functions[fn]["concurrency_peak"] for fn in sizes) / (v["max_pollers"] * v["invocations_per_poller"]), "setting"),
         ("Lambda concurrency vs the account's 1,000", out["lambda_concurrency_peak"] / v["lambda_account_concurrency"], "setting"),
     ]}
     out["checks"] = {name: load for name, (load, _) in checks.items()}
@@ -534,13 +553,20 @@ def show(m):
     table("Lambda", rows, rs)
     table("DynamoDB", [
         ("WCU per design", lambda r: r["dynamo"]["wcu_per_design"]),
+        ("  of which the consumers' transactions", lambda r: r["dynamo"]["wcu_design_transactions"]),
+        ("  of which the kept specification", lambda r: r["dynamo"]["wcu_design_kept_spec"]),
+        ("  of which webhook deliveries", lambda r: r["dynamo"]["wcu_design_webhooks"]),
         ("RCU per design", lambda r: r["dynamo"]["rcu_per_design"]),
+        ("  of which the consumers' reads", lambda r: r["dynamo"]["rcu_design_consumers"]),
+        ("  of which the storage quota's usage reads", lambda r: r["dynamo"]["rcu_design_usage"]),
         ("WCU/s, peak", lambda r: r["dynamo"]["wcu_s_peak"]),
         ("RCU/s, peak", lambda r: r["dynamo"]["rcu_s_peak"]),
         ("on demand WRU/month (M)", lambda r: r["dynamo"]["wru_month"] / 1e6),
         ("on demand RRU/month (M)", lambda r: r["dynamo"]["rru_month"] / 1e6),
         ("provisioned WCU (peak / 0.7)", lambda r: r["dynamo"]["provisioned_wcu"]),
         ("provisioned RCU (peak / 0.7)", lambda r: r["dynamo"]["provisioned_rcu"]),
+        ("provisioned: mean use of what is provisioned", lambda r: r["dynamo"]["provisioned_mean_use"]),
+        ("provisioned pays above this mean use", lambda r: r["dynamo"]["provisioned_break_even_use"]),
         ("provisioned $/month", lambda r: r["dynamo"]["provisioned_month"]),
         ("on demand $/month", lambda r: r["cost"]["dynamodb_on_demand"]),
     ], rs)
@@ -584,6 +610,66 @@ def show(m):
 def show_inputs():
     for k, (value, unit, kind, source) in INPUTS.items():
         print(f"| `{k}` | {fmt(value) if not isinstance(value, int) or value < 10 else f'{value:,}'} {unit} | {kind} | {source} |")
+
+
+# --- measuring the log inputs -------------------------------------------------------------------
+
+def measure_logs(binary, designs):
+    """Runs `openqq up` (the given binary) on a fresh data dir, submits `designs` compact blink
+    designs from one tenant, waits until results has applied them all, and prints the bytes its
+    JSON log file gained per design, by message: the inputs log_bytes_*."""
+    import os, re, shutil, signal, subprocess, tempfile, threading, time, urllib.request
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared", "fpga", "fixtures", "bad")
+    net = json.load(open(os.path.join(root, "netlists", "blink.json")))
+    # The compact form of BENCHMARKS §1: the netlist without yosys's blackbox cell library.
+    net["modules"] = {k: m for k, m in net["modules"].items() if not str(m.get("attributes", {}).get("blackbox", "0")).strip("0")}
+    body = json.dumps({"name": "blink", "target": {"device": "hx8k", "package": "ct256"}, "netlist": net,
+                       "constraints": {"format": "pcf", "text": open(os.path.join(root, "cases", "good_blink.pcf")).read()}}).encode()
+    data = tempfile.mkdtemp(prefix="openqq-capacity-")
+    up = subprocess.Popen([binary, "up", "--data-dir", data, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                           "--log-format", "json", "--rate-limit", "1000000/1s", "--byte-limit", "1GiB/10s"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        api = metrics = None
+        deadline = time.time() + 60
+        while api is None and time.time() < deadline:
+            found = re.search(r"is up at (http://[\d.:]+).*metrics at (http://[\d.:]+)", up.stdout.readline())
+            if found:
+                api, metrics = found.groups()
+        if api is None:
+            raise SystemExit("openqq up did not say where it listens within 60 s")
+        threading.Thread(target=lambda: [None for _ in up.stdout], daemon=True).start()
+        token = subprocess.run([binary, "token", "--tenant", "capacity", "--data-dir", data], capture_output=True, text=True, check=True).stdout.strip()
+        log = os.path.join(data, "logs", "openqq.jsonl")
+        time.sleep(1)
+        start = os.path.getsize(log)
+        for _ in range(designs):
+            request = urllib.request.Request(api + "/v1/designs", data=body, headers={"authorization": "Bearer " + token, "content-type": "application/json"})
+            urllib.request.urlopen(request).read()
+
+        def applied():
+            text = urllib.request.urlopen(metrics + "/metrics").read().decode()
+            return sum(float(line.split()[-1]) for line in text.splitlines()
+                       if line.startswith("openqq_events_total") and 'function="results"' in line and 'outcome="applied"' in line)
+        deadline = time.time() + 120
+        while applied() < designs and time.time() < deadline:
+            time.sleep(0.5)
+        time.sleep(1)
+        with open(log, "rb") as f:
+            f.seek(start)
+            lines = f.read().splitlines()
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.wait(timeout=30)
+        shutil.rmtree(data, ignore_errors=True)
+    by_message = {}
+    for line in lines:
+        message = json.loads(line).get("message", "")
+        count, size = by_message.get(message, (0, 0))
+        by_message[message] = (count + 1, size + len(line) + 1)
+    print(json.dumps({"designs": designs, "body_bytes": len(body), "log_bytes_per_design": sum(b for _, b in by_message.values()) / designs,
+                      "by_message": {m: {"lines": c, "bytes_per_line": round(b / c)} for m, (c, b) in by_message.items()}}, indent=2))
+    return 0
 
 
 # --- self-check ----------------------------------------------------------------------------------
@@ -656,9 +742,13 @@ def main(argv):
     ap.add_argument("--check", action="store_true", help="check the model's consistency and exit")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override one input")
     ap.add_argument("--inputs-file", help="a JSON object of inputs over the defaults")
+    ap.add_argument("--measure-logs", metavar="OPENQQ_BIN", help="measure the log_bytes_* inputs on a release `openqq up` and exit")
+    ap.add_argument("--designs", type=int, default=200, help="designs for --measure-logs (200)")
     args = ap.parse_args(argv)
     if args.check:
         return check()
+    if args.measure_logs:
+        return measure_logs(args.measure_logs, args.designs)
     if args.inputs:
         show_inputs()
         return 0
