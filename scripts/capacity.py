@@ -75,7 +75,6 @@ INPUTS = {
     "read_first_share": (1.0, "share", A, "on Lambda each function has its own memory, so writes mostly read first (BENCHMARKS §8)"),
     "usage_cache_s": (5, "s", C, "the storage quota's usage is cached 5 s per tenant per process (functions/api/src/quota.rs)"),
     "rcu_per_api_read": (1.5, "RCU", C, "GET design: 2 strongly consistent GetItems; report: 1 (under 4 KB); averaged"),
-    "lambda_cold_start_ms": (11, "ms", M, "BENCHMARKS §10: p50 per binary 10.2-16.6 ms, x86_64 release, network excluded"),
     # --- template.yaml --------------------------------------------------------------------
     "mem_mb_api": (512, "MB", C, "template.yaml ApiFunction"),
     "mem_mb_design_job": (512, "MB", C, "template.yaml DesignJobFunction"),
@@ -489,6 +488,8 @@ def fmt(x):
         return x
     if x == 0:
         return "0"
+    if isinstance(x, int) or (float(x).is_integer() and abs(x) < 1e15):
+        return f"{int(x):,}"
     a = abs(x)
     if a >= 100:
         return f"{x:,.0f}"
@@ -608,8 +609,11 @@ def show(m):
 
 
 def show_inputs():
+    print("| input | value | kind | source |")
+    print("|---|---|---|---|")
     for k, (value, unit, kind, source) in INPUTS.items():
-        print(f"| `{k}` | {fmt(value) if not isinstance(value, int) or value < 10 else f'{value:,}'} {unit} | {kind} | {source} |")
+        shown = f"{value:,}" if isinstance(value, int) else (f"{value:,.0f}" if value >= 1000 else f"{value:g}")
+        print(f"| `{k}` | {shown} {unit} | {kind} | {source} |")
 
 
 # --- measuring the log inputs -------------------------------------------------------------------
