@@ -149,6 +149,9 @@ if cargo tree --locked -p openqq-api -e normal | grep -E 'rusqlite|libsqlite3-sy
   exit 1
 fi
 
+step "Checking the capacity plan's model (docs/CAPACITY.md, scripts/capacity.py --check)"
+python3 scripts/capacity.py --check
+
 step "Checking the Prometheus config and alert rules, and their unit tests (promtool)"
 promtool check config infra/prometheus/prometheus.yml
 promtool check rules infra/prometheus/rules.yml
