@@ -224,7 +224,7 @@ pub(crate) async fn submit_checked(
     let log_bytes = items_log_bytes + 2 * record.bytes() as u64;
     let day = crate::limit::charge_log_bytes(state, tenant, log_bytes).await?;
     if let Err(e) = state.log.publish(&state.topics.of(EventKind::BatchSubmitted), vec![record]).await {
-        crate::limit::refund_log_bytes(state, tenant, &day, log_bytes).await;
+        crate::limit::refund_log_bytes(state, tenant, &day, log_bytes);
         return Err(Problem::from_port(e, "publishing the batch"));
     }
     tracing::info!(tenant_id = %tenant, batch_id = %batch_id, items = total, rejected, "A batch was accepted.");

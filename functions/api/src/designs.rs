@@ -168,7 +168,7 @@ async fn publish(
     let log_bytes = log_bytes_of_revision(record.bytes(), from_source);
     let day = crate::limit::charge_log_bytes(state, &cause.tenant_id, log_bytes).await?;
     if let Err(e) = state.log.publish(&state.topics.of(EventKind::DesignSubmitted), vec![record]).await {
-        crate::limit::refund_log_bytes(state, &cause.tenant_id, &day, log_bytes).await;
+        crate::limit::refund_log_bytes(state, &cause.tenant_id, &day, log_bytes);
         return Err(Problem::from_port(e, "publishing the design"));
     }
     tracing::info!(tenant_id = %cause.tenant_id, design_id = %design, revision, "The design revision was accepted.");

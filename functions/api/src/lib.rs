@@ -53,6 +53,7 @@ pub mod dev_tokens;
 pub mod downstream;
 pub mod grouped;
 pub mod limit;
+pub mod log_bytes;
 pub mod observe;
 pub mod pool;
 pub mod problem;
@@ -127,8 +128,11 @@ pub struct AppState {
     /// Whether jobs may carry `generate`, and the tenants' daily token budget.
     pub(crate) generation: GenerationPolicy,
     /// What each tenant spent per day: generation tokens (the generation function charges them)
-    /// and event-log bytes (charged here, as designs and batches are accepted).
+    /// and event-log bytes (charged here as designs and batches are accepted, through
+    /// `log_bytes`).
     pub(crate) budgets: Arc<dyn openqq_core::DailyBudgets>,
+    /// This process's count of each tenant's event-log bytes, synced to `budgets`.
+    pub(crate) log_bytes: Arc<log_bytes::LogBytes>,
     /// Batches: created for reads once accepted, read, cancelled.
     pub(crate) batches: Arc<dyn openqq_core::Batches>,
     /// Schedules and their fire ledger ([`schedules`]).
@@ -191,6 +195,7 @@ impl AppState {
             dev_tokens: false,
             generation: GenerationPolicy::default(),
             budgets: store.clone(),
+            log_bytes: Arc::new(log_bytes::LogBytes::new(store.clone())),
             batches: store.clone(),
             schedules: store.clone(),
             specs: store,

@@ -2,12 +2,13 @@
 //! overrides), a byte quota on request bodies, the limiter decisions, and the `RateLimit-*` /
 //! `Retry-After` headers.
 
+use crate::log_bytes::Charged;
 use crate::problem::Problem;
 use crate::quota::SizeError;
 use crate::AppState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use openqq_core::budget;
-use openqq_core::{Budget, Charge, Decision, Meter, Quota, TenantId};
+use openqq_core::{Decision, Meter, Quota, TenantId};
 use std::collections::HashMap;
 use std::num::ParseIntError;
 use std::str::FromStr;
@@ -236,22 +237,19 @@ async fn check_open_batch_items(state: &AppState, tenant: &TenantId, items: u32)
 pub const OPEN_RETRY_SECS: u64 = 10;
 
 /// Charges `bytes` of the event log to `tenant`'s day
-/// ([`crate::tenant_guard::TenantLimits::log_bytes_per_day`]) before what they stand for is
-/// published: one conditional write to the store, so however many API processes accept at once,
-/// a tenant's day never passes its limit. Over it: 429 `log-bytes-spent`, with `Retry-After`
-/// until the next day (UTC). Returns the day charged, for [`refund_log_bytes`].
+/// ([`crate::tenant_guard::TenantLimits::log_bytes_per_day`], counted as [`crate::log_bytes`]
+/// says) before what they stand for is published. Over it: 429 `log-bytes-spent`, with
+/// `Retry-After` until the next day (UTC). Returns the day charged, for [`refund_log_bytes`].
 pub async fn charge_log_bytes(state: &AppState, tenant: &TenantId, bytes: u64) -> Result<String, Problem> {
-    let now = chrono::Utc::now();
-    let day = budget::day(now);
     let limit = state.tenants.limits.log_bytes_per_day;
-    let charge = state
-        .budgets
-        .charge_budget(tenant, Budget::LogBytes, &day, bytes, limit)
+    let charged = state
+        .log_bytes
+        .charge(tenant, bytes, limit)
         .await
         .map_err(|e| Problem::from_port(e, "charging the event log's bytes"))?;
-    match charge {
-        Charge::Charged { .. } => Ok(day),
-        Charge::Refused { spent } => Err(Problem::new(
+    match charged {
+        Charged::Yes { day } => Ok(day),
+        Charged::Refused { spent } => Err(Problem::new(
             StatusCode::TOO_MANY_REQUESTS,
             "log-bytes-spent",
             "The tenant's event-log bytes for today are spent",
@@ -260,17 +258,13 @@ pub async fn charge_log_bytes(state: &AppState, tenant: &TenantId, bytes: u64) -
                  charged; this one may write up to {bytes}; the budget renews at 00:00 UTC"
             ),
         )
-        .retry_after(budget::seconds_to_next_day(now))),
+        .retry_after(budget::seconds_to_next_day(chrono::Utc::now()))),
     }
 }
 
-/// Gives back a [`charge_log_bytes`] of `day` whose records were never published. A refund that
-/// fails leaves the bytes charged (the tenant's day ends a little early); it is logged.
-pub async fn refund_log_bytes(state: &AppState, tenant: &TenantId, day: &str, bytes: u64) {
-    if let Err(e) = state.budgets.refund_budget(tenant, Budget::LogBytes, day, bytes).await {
-        tracing::warn!(error = %e, tenant_id = %tenant, bytes, "Event-log bytes charged for records never published \
-            could not be given back.");
-    }
+/// Gives back a [`charge_log_bytes`] of `day` whose records were never published.
+pub fn refund_log_bytes(state: &AppState, tenant: &TenantId, day: &str, bytes: u64) {
+    state.log_bytes.refund(tenant, day, bytes);
 }
 
 /// One weighted decision of `meter`, counted in the meter's decisions metric

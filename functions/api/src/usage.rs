@@ -15,10 +15,9 @@ use serde_json::json;
 pub async fn usage(State(state): State<AppState>, Extension(tenant): Extension<TenantId>) -> Result<Response, Problem> {
     let now = chrono::Utc::now();
     let day = budget::day(now);
-    let spent = |budget| state.budgets.budget_spent(&tenant, budget, &day);
     let read = |e| Problem::from_port(e, "reading usage");
-    let (tokens, log_bytes) =
-        futures_util::try_join!(spent(Budget::GenerationTokens), spent(Budget::LogBytes)).map_err(read)?;
+    let tokens = state.budgets.budget_spent(&tenant, Budget::GenerationTokens, &day).await.map_err(read)?;
+    let log_bytes = state.log_bytes.spent(&tenant).await.map_err(read)?;
     let body = json!({
         "day": day,
         "generation_tokens": {"spent": tokens, "limit": state.generation.daily_tokens},
