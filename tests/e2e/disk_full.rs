@@ -89,6 +89,10 @@ async fn with_the_data_dirs_file_system_full_submissions_get_503_and_all_recover
             .push(submit(&acme, &compact_blink_design(&format!("before-{i}"))).await.expect("accepted with room"));
     }
 
+    // A design whose report (a finding per bit of a 20,000-bit port) is kept as an object once
+    // validated: the disk fills while it is being validated, so keeping its report fails.
+    let wide = openqq_e2e::noisy::wide_port_design("wide", 20_000);
+    let wide = submit(&acme, &wide).await.expect("accepted with room");
     let filler = tmpfs.path.join("filler");
     let filled = fill(&filler);
     // Large designs put their netlist in the object store, small ones only write SQLite: both
@@ -135,6 +139,10 @@ async fn with_the_data_dirs_file_system_full_submissions_get_503_and_all_recover
         }
     };
     acknowledged.push(after);
+    acme.wait_for(&wide, Duration::from_secs(120), |d| d["status"] == "ready")
+        .await
+        .expect("the design whose report could not be kept while the disk was full is ready once it could");
+    assert!(failed_batches >= 1.0, "keeping the wide design's report failed on the full disk and was retried");
     for id in &acknowledged {
         acme.wait_for(id, Duration::from_secs(120), |d| d["status"] == "ready")
             .await
