@@ -3,14 +3,14 @@
 //!
 //! nextpnr-ecp5 0.11.1 checks these only when it writes the configuration (`--textcfg`,
 //! `ecp5/bitstream.cc`), after placing and routing; the design is refused all the same, so they
-//! are errors here. Each rule, its nextpnr check and Lattice's wording (FPGA-TN-02032, *ECP5 and
-//! ECP5-5G sysIO Usage Guide*):
+//! are errors here. Lattice's TN1262 (*ECP5 and ECP5-5G sysIO Usage Guide*) describes the
+//! hardware behind them: a VCCIO and a VREF input per bank, pairs of true and complement pads.
+//! Each rule and its nextpnr check:
 //!
 //! - `BANK_VCCIO_CONFLICT`: `init_io_banks`, "incompatible IO voltages … on bank N". Outputs,
 //!   bidirectional pins and referenced inputs set their bank's VCCIO from their `IO_TYPE`
 //!   (default `LVCMOS33`); two different voltages in one bank are refused. Inputs of an
-//!   unreferenced standard do not count (the guide lets, say, an LVCMOS33 input sit in a 2.5 V
-//!   bank).
+//!   unreferenced standard do not count, as in nextpnr.
 //! - `VREF_PIN_MISSING`, `VREF_PIN_OCCUPIED`: `init_io_banks`, "unable to find VREF input for
 //!   bank N" and "VREF pin P of bank N is occupied by IO …". A bank with a referenced input or
 //!   bidirectional pin (`SSTL*`, `HSUL12*`) needs its `VREF1_<bank>` pin free; only banks 2, 3,
@@ -257,7 +257,20 @@ pub(crate) fn check(device: &Device, package: &Package, ios: &[PlacedIo]) -> Vec
             ));
         }
     }
+    for f in &mut findings {
+        f.message.push_str(&cite(&f.code));
+    }
     findings
+}
+
+/// The rule's source, for the finding: nextpnr-ecp5's check and Lattice's sysIO guide.
+fn cite(code: &str) -> String {
+    let check = match code {
+        "BANK_VCCIO_CONFLICT" | "VREF_PIN_OCCUPIED" | "VREF_PIN_MISSING" => "init_io_banks",
+        "IO_TYPE_UNSUPPORTED" => "get_vccio",
+        _ => "write_io",
+    };
+    format!(" (nextpnr-ecp5 refuses it when writing the configuration, in {check}; Lattice TN1262, ECP5 and ECP5-5G sysIO Usage Guide)")
 }
 
 fn dir_word(dir: Dir) -> &'static str {

@@ -51,7 +51,7 @@ fn outputs_of_two_voltages_in_one_bank_are_an_error_naming_bank_pins_and_voltage
     assert_eq!(found.len(), 1, "{found:?}");
     let (severity, code, message) = &found[0];
     assert_eq!((*severity, code.as_str()), (Severity::Error, "BANK_VCCIO_CONFLICT"));
-    for part in ["bank 7", "2.5 V", "3.3 V", "'B1'", "'C1'", "LVCMOS25", "LVCMOS33"] {
+    for part in ["bank 7", "2.5 V", "3.3 V", "'B1'", "'C1'", "LVCMOS25", "LVCMOS33", "init_io_banks", "TN1262"] {
         assert!(message.contains(part), "{part} in {message}");
     }
 }
