@@ -5,7 +5,7 @@
 //! items do not take the tenant's request rate (one request is one admission): they are weighed
 //! against a quota of their own, items per window and items open at once ([`crate::limit::check_batch`]).
 
-pub(crate) mod items;
+pub mod items;
 
 use crate::designs::{query, ListQuery};
 use crate::problem::Problem;

@@ -277,7 +277,7 @@ async fn charge_references(state: &AppState, tenant: &TenantId, spec: &DesignSpe
 /// checked but never built into a tree). A body that fails is answered exactly as when it was
 /// first read whole as JSON and then as a submission: a syntax error anywhere in the body (400)
 /// comes before a field's error (422), so the failure path reads the body a second time.
-fn submission(body: &[u8]) -> Result<SubmitRequest, Problem> {
+pub fn submission(body: &[u8]) -> Result<SubmitRequest, Problem> {
     crate::body::parse::<SubmitRequest>(body).map_err(|field_error| match crate::body::parse::<Box<RawValue>>(body) {
         Err(syntax_error) => syntax_error,
         Ok(_) => field_error,

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 const MAX_LISTED_ERRORS: usize = 100;
 
 /// The lines of an NDJSON body, blank lines skipped.
-pub(crate) fn ndjson_lines(bytes: &[u8]) -> Result<Vec<String>, Problem> {
+pub fn ndjson_lines(bytes: &[u8]) -> Result<Vec<String>, Problem> {
     let text = std::str::from_utf8(bytes).map_err(|_| Problem::bad_request("the NDJSON body is not UTF-8"))?;
     Ok(text.lines().filter(|l| !l.trim().is_empty()).take(MAX_BATCH_ITEMS + 1).map(str::to_owned).collect())
 }
