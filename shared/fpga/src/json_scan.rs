@@ -228,11 +228,12 @@ impl<'a> Scanner<'a> {
         let mut p = start;
         let mut value = 0u32;
         while let Some(d @ b'0'..=b'9') = b.get(p) {
-            value = value * 10 + u32::from(d - b'0');
-            p += 1;
-            if p - start > 9 {
+            // A tenth digit is refused before it is added: it would overflow `value`.
+            if p - start == 9 {
                 return None;
             }
+            value = value * 10 + u32::from(d - b'0');
+            p += 1;
         }
         let plain = p > start && !(b[start] == b'0' && p - start > 1);
         if !plain || matches!(b.get(p), Some(b'.' | b'e' | b'E')) {

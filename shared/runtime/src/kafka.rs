@@ -47,10 +47,24 @@ pub fn parse_event(mut payload: serde_json::Value) -> Result<KafkaEvent, serde_j
                 if rec.get("headers").is_some_and(|h| h.is_null()) {
                     rec.insert("headers".into(), serde_json::Value::Array(Vec::new()));
                 }
+                // The library's timestamp reader panics on a fraction of a millisecond.
+                if rec.get("timestamp").is_some_and(fractional) {
+                    return Err(serde::de::Error::custom("a record's timestamp is not a whole number of milliseconds"));
+                }
             }
         }
     }
     serde_json::from_value(payload)
+}
+
+/// A number, or a string holding one, with a fractional part.
+fn fractional(v: &serde_json::Value) -> bool {
+    let n = match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.parse::<f64>().ok(),
+        _ => None,
+    };
+    n.is_some_and(|n| n.fract() != 0.0)
 }
 
 /// One record of an event, decoded from the wire shape.
@@ -198,5 +212,16 @@ mod tests {
             [(0, 1), (2, 7), (2, 8), (10, 3), (10, 4), (10, 5)]
         );
         assert_eq!(shape(direct), shape(records(&to_event(&batch))));
+    }
+
+    /// Found by the `msk_event` fuzz target (fuzz/): aws_lambda_events asserts, and so panics, on
+    /// a timestamp with a fraction of a millisecond; the event is refused as an error instead.
+    #[test]
+    fn an_event_whose_timestamp_has_a_fraction_is_an_error_not_a_panic() {
+        let text = include_str!("../tests/fixtures/fuzz/msk-event-fractional-timestamp.json");
+        assert!(parse_event(serde_json::from_str(text).unwrap()).is_err());
+        let string = serde_json::json!({"records": {"t-0": [{"topic": "t", "partition": 0, "offset": 0,
+            "timestamp": "1.5", "timestampType": "CREATE_TIME", "key": "", "value": ""}]}});
+        assert!(parse_event(string).is_err());
     }
 }

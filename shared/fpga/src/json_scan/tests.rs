@@ -104,3 +104,13 @@ proptest! {
         prop_assert_eq!(accepts(&text), serde_accepts(&text), "{:?}", text);
     }
 }
+
+/// Found by the `netlist` fuzz target (fuzz/): a net number of ten digits overflowed the scanner's
+/// `u32` before it was refused, a panic wherever overflow checks are on.
+#[test]
+fn a_ten_digit_net_number_is_read_without_overflow() {
+    let mut s = Scanner::new("4294967296]");
+    assert_eq!(s.small_unsigned(), None);
+    let text = include_str!("../../fixtures/fuzz/netlist-ten-digit-bit.json");
+    let _ = crate::netlist::parse(text, None);
+}
