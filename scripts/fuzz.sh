@@ -25,7 +25,7 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then
   seconds=$1
   shift
 fi
-all=(pcf lpf bitstream ecp5_bitstream netlist envelope msk_event design_body batch_body webhook_body upload_body jwt
+all=(pcf lpf bitstream ecp5_bitstream netlist validate envelope msk_event design_body batch_body webhook_body upload_body jwt
   upload_token schedule)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
@@ -52,7 +52,7 @@ seeds_of() {
 }
 max_len_of() {
   case $1 in
-  bitstream | netlist) echo 65536 ;;
+  bitstream | netlist | validate) echo 65536 ;;
   ecp5_bitstream) echo 131072 ;;
   *) echo 16384 ;;
   esac

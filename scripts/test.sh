@@ -133,8 +133,10 @@ cargo build --locked --workspace --all-targets
 # compile; the check names any dependency that would be compiled a second time.
 cargo build --locked -p openqq-lambda --bins -F dev-build
 scripts/lib/same-build.py
-# The fuzz targets are not a workspace member (fuzzing needs nightly); they must still build.
-cargo build --locked --manifest-path shared/fpga/fuzz/Cargo.toml
+# The fuzz targets (fuzz/, not a workspace member), built with libFuzzer's coverage flags into a
+# directory of their own and each run for a few seconds from its committed seeds, at the lowest
+# priority: a decoder that panics on its seeds or close to them fails the run (scripts/fuzz.sh).
+background fuzz nice -n 10 scripts/fuzz.sh 4
 
 step "Checking the build without the backend features (no Kafka client, no AWS SDK) and what the API links"
 cargo clippy --locked -p openqq-cli --no-default-features --all-targets -- -D warnings
@@ -174,6 +176,7 @@ while IFS='=' read -r var dir; do
   echo "$var=$dir (recorded live)"
 done <"$oracle/vars"
 join tansu
+join fuzz
 
 step "Starting redis-server, tansu and moto (DynamoDB and S3) on 127.0.0.1"
 OPENQQ_TEST_REDIS_URL=$(scripts/services/redis.sh start)

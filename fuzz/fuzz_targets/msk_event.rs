@@ -11,7 +11,11 @@ use libfuzzer_sys::fuzz_target;
 use openqq_core::{DeadLetter, Envelope, LogRecord};
 use openqq_runtime::kafka::{parse_event, records, to_event, Incoming};
 
-fn shape(records: &[Incoming]) -> Vec<(String, u32, u64, Option<Vec<u8>>, Vec<u8>, Vec<(String, Vec<u8>)>)> {
+/// A record as the comparison sees it: topic, partition, offset, key, value, headers.
+type Seen = (String, u32, u64, Option<Vec<u8>>, Vec<u8>, Vec<(String, Vec<u8>)>);
+
+/// The records with a value, in one order whatever order the event gave them in.
+fn shape(records: &[Incoming]) -> Vec<Seen> {
     let mut all: Vec<_> = records
         .iter()
         .filter_map(|r| {
