@@ -118,3 +118,47 @@ async fn a_stream_without_a_position_starts_at_the_live_end() {
     assert!(events.iter().all(|e| e.data["design_id"] == new["design_id"]), "only what came after it opened");
     assert_eq!(events.first().map(|e| e.id), Some(5), "the old design's four events came before");
 }
+
+/// Entries past the feed's retention are gone, and a reader resuming before them is told so
+/// rather than silently missing them: 410 `feed-cursor-expired` on `GET /v1/events` and on the
+/// stream; from the start it reads what is kept. The data dir is prepared with entries two days
+/// old (and then recent ones, whose appends sweep the old) before the server starts on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_resuming_past_entries_the_retention_removed_is_answered_410() {
+    use openqq_adapters::{Durability, EmbeddedDesignStore};
+    use openqq_core::{CorrelationId, DesignId, DesignWrites, EventKind, NewFeedEntry, TenantId, TimelineEntry};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let keep = Duration::from_secs(86_400);
+        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_feed_retention(keep);
+        let (acme, design) = (TenantId::parse("acme").unwrap(), DesignId::generate());
+        for revision in 1..=70 {
+            let age = if revision <= 60 { chrono::Duration::days(2) } else { chrono::Duration::zero() };
+            let entry = TimelineEntry {
+                event_id: uuid::Uuid::now_v7(),
+                kind: EventKind::DesignSubmitted,
+                revision,
+                correlation_id: CorrelationId::parse("corr").unwrap(),
+                occurred_at: chrono::Utc::now() - age,
+            };
+            let new = NewFeedEntry { design_id: &design, entry: &entry, verdict: None, elapsed_ms: None, batch: None };
+            store.append_feed(&acme, &new).await.unwrap();
+        }
+    }
+    let server = Server::start(dir.path(), "127.0.0.1:0", &["--feed-retention", "1d"]).unwrap();
+    let acme = Client::new(&server.url, &server.token("acme"));
+
+    let (status, problem) = acme.get("/v1/events?after=10").await.unwrap();
+    assert_eq!((status, problem["type"].as_str()), (410, Some("urn:openqq:problem:feed-cursor-expired")), "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("entries 11 to 60"), "{problem}");
+    let (status, page) = acme.get("/v1/events?after=0").await.unwrap();
+    assert_eq!(status, 200);
+    let seqs: Vec<u64> = page["items"].as_array().unwrap().iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (61..=70).collect::<Vec<_>>(), "from the start: what is kept");
+    let (status, _) = acme.get("/v1/events?after=60").await.unwrap();
+    assert_eq!(status, 200, "a reader that saw the last entry removed resumes");
+
+    let stream = acme.http.get(format!("{}/v1/events/stream", acme.base)).bearer_auth(&acme.token);
+    let stream = stream.header("last-event-id", "10").send().await.unwrap();
+    assert_eq!(stream.status().as_u16(), 410, "the stream says so too, before it starts");
+}

@@ -20,7 +20,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use futures_util::stream::{self, Stream};
-use openqq_core::feed::{FeedEntry, MAX_FEED_PAGE};
+use openqq_core::feed::{self, FeedEntry, MAX_FEED_PAGE};
 use openqq_core::TenantId;
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -93,6 +93,8 @@ pub async fn live(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Problem> {
     let q = crate::designs::query(q)?;
     let after = start(&state, &tenant, &headers, &q).await?;
+    let first = state.feed.read_feed(&tenant, after, 1).await.map_err(|e| Problem::from_port(e, "reading the feed"))?;
+    feed::resumable(after, first.first().map(|e| e.seq)).map_err(|first| cursor_expired(after, first))?;
     let slot = state.tenants.open_stream(&tenant)?;
     let poll = state.feed_poll;
     let tail = Tail { state, tenant, after, ready: VecDeque::new(), poll };
@@ -117,6 +119,25 @@ pub async fn page(
     let after = q.after.unwrap_or(0);
     let items =
         state.feed.read_feed(&tenant, after, limit).await.map_err(|e| Problem::from_port(e, "reading the feed"))?;
+    feed::resumable(after, items.first().map(|e| e.seq)).map_err(|first| cursor_expired(after, first))?;
     let next_after = items.last().map_or(after, |e| e.seq);
     Ok((StatusCode::OK, Json(serde_json::json!({ "items": items, "next_after": next_after }))).into_response())
+}
+
+/// 410 `feed-cursor-expired`: the entries after `after` up to `first` were removed by the feed's
+/// retention, so resuming there would miss them silently.
+fn cursor_expired(after: u64, first: u64) -> Problem {
+    Problem::new(
+        StatusCode::GONE,
+        "feed-cursor-expired",
+        "The feed no longer holds what comes after this position",
+        format!(
+            "entries {} to {} are past the feed's retention; read the designs again (GET /v1/designs) and \
+             resume with after={}",
+            after + 1,
+            first - 1,
+            first - 1
+        ),
+    )
+    .with_field("after")
 }

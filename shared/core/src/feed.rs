@@ -8,6 +8,12 @@
 //! when it was new and when it was a duplicate, so a record re-read after a crash between the
 //! write and the append appends then). The feed holds one entry per design, kind and revision:
 //! appending the same triple again returns the entry already there.
+//!
+//! Retention: entries older than the store's feed retention ([`DEFAULT_FEED_RETENTION`],
+//! `--feed-retention`) are removed, never each tenant's newest (it carries the numbering on).
+//! Numbers keep their gapless order, so a reader that resumes after `n` and is answered a first
+//! entry past `n + 1` knows the entries between were removed ([`resumable`]): it is told so
+//! rather than silently missing them.
 
 use crate::batch::BatchSummary;
 use crate::error::{Failure, PortError, PortResult};
@@ -21,6 +27,22 @@ use uuid::Uuid;
 
 /// Most entries one [`FeedReader::read_feed`] returns.
 pub const MAX_FEED_PAGE: usize = 500;
+
+/// How long feed entries (and the webhook deliveries of them that ended) are kept by default: 30
+/// days, far longer than the event log keeps its records (7), so a record read again always finds
+/// the entry it appended.
+pub const DEFAULT_FEED_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
+
+/// Whether a reader that saw entry `after` can resume with what [`FeedReader::read_feed`]
+/// answered, whose first entry is numbered `first` (none when nothing came after). Numbers have no
+/// gaps, so a first entry past `after + 1` means retention removed those between: `Err` with
+/// that first number. Reading from the start (`after` 0) always resumes with what is kept.
+pub fn resumable(after: u64, first: Option<u64>) -> Result<(), u64> {
+    match first {
+        Some(first) if after > 0 && first > after + 1 => Err(first),
+        _ => Ok(()),
+    }
+}
 
 /// One applied event as the tenant sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,4 +120,17 @@ pub trait FeedReader: Send + Sync {
     /// The number of the tenant's latest entry (0 while it has none): where a reader that wants
     /// only what comes next starts. Adapters answer from an index, not by paging the feed.
     async fn feed_head(&self, tenant: &TenantId) -> PortResult<u64>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resumable;
+
+    #[test]
+    fn a_reader_resumes_unless_entries_after_what_it_saw_are_gone() {
+        assert_eq!(resumable(0, Some(40)), Ok(()), "from the start: what is kept");
+        assert_eq!(resumable(7, Some(8)), Ok(()));
+        assert_eq!(resumable(7, None), Ok(()), "nothing new yet");
+        assert_eq!(resumable(7, Some(40)), Err(40), "8 to 39 were removed");
+    }
 }

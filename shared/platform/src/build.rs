@@ -81,7 +81,7 @@ impl Platform {
         let generation = settings.generation.backend()?;
         let log = crate::flags::kafka::connect(kafka).await?;
         // The store on DynamoDB (table created against a local endpoint, required on AWS).
-        let store = crate::flags::dynamo::connect(dynamo).await?;
+        let store = crate::flags::dynamo::connect(dynamo, settings.feed_retention).await?;
         // Objects (full reports, large netlists, uploads) in S3 (bucket created only locally).
         let objects = crate::flags::s3::connect(s3).await?;
         let mut embedded = Embedded::new(&settings);
@@ -262,7 +262,7 @@ impl<'s> Embedded<'s> {
             None => EmbeddedDesignStore::open(dir, durability),
         }
         .with_context(|| format!("opening the design store in the data dir {}", dir.display()))?;
-        Ok(Arc::new(store))
+        Ok(Arc::new(store.with_feed_retention(self.settings.feed_retention)))
     }
 
     fn objects(&mut self) -> Result<Arc<dyn ObjectStore>> {

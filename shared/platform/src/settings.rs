@@ -121,6 +121,10 @@ pub struct Settings {
     /// Embedded log: how long dead letters are kept (nothing consumes them; an operator reads them).
     #[arg(long, env = "OPENQQ_DEAD_LETTER_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
     pub dead_letter_retention: Duration,
+    /// How long the design store (embedded or DynamoDB) keeps feed entries, and the webhook
+    /// deliveries of them that ended; a reader resuming past removed entries is answered 410.
+    #[arg(long, env = "OPENQQ_FEED_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
+    pub feed_retention: Duration,
     /// Reader connections of the embedded store (default one per core, two to eight).
     #[arg(long, env = "OPENQQ_STORE_READERS")]
     pub store_readers: Option<usize>,
@@ -272,6 +276,9 @@ impl Settings {
     pub fn check(&self) -> anyhow::Result<()> {
         if self.log_retention.is_zero() {
             anyhow::bail!("--log-retention (OPENQQ_LOG_RETENTION) must be longer than 0 s");
+        }
+        if self.feed_retention < Duration::from_secs(60) {
+            anyhow::bail!("--feed-retention (OPENQQ_FEED_RETENTION) must be at least a minute");
         }
         if self.dead_letter_retention.is_zero() {
             anyhow::bail!("--dead-letter-retention (OPENQQ_DEAD_LETTER_RETENTION) must be longer than 0 s");

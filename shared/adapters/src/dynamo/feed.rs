@@ -13,7 +13,7 @@ use super::error::classify;
 use super::reads::{get_item, prefix_range, query};
 use super::table::{
     feed_head_key, feed_once_sk, feed_pk, feed_sk, key, n, s, tenant_pk, Attrs, Item, FEED_HEAD_SK, FEED_PREFIX, PK,
-    SK, WEBHOOK_COUNT_SK,
+    SK, TTL, WEBHOOK_COUNT_SK,
 };
 use super::transact::{back_off, put_new, stored_nanos, transact};
 use super::webhooks::{delivery_item, webhooks_unchanged, webhooks_wanting};
@@ -78,6 +78,19 @@ pub(crate) fn once_item(tenant: &TenantId, once: String, seq: u64) -> Item {
     let mut marker = key(feed_pk(tenant), once);
     marker.extend([("item_type".to_owned(), s("feed_once")), ("seq".to_owned(), n(seq))]);
     marker
+}
+
+/// The TTL attribute's value for an entry that occurred at `at` and is kept for `keep`: epoch
+/// seconds, rounded up.
+pub(crate) fn expires_at(at: DateTime<Utc>, keep: std::time::Duration) -> u64 {
+    let at = u64::try_from(at.timestamp()).unwrap_or(0);
+    at.saturating_add(keep.as_secs()).saturating_add(u64::from(keep.subsec_nanos() > 0))
+}
+
+/// `item` with the TTL attribute set to `expires`.
+pub(crate) fn expiring(mut item: Item, expires: u64) -> Item {
+    item.insert(TTL.to_owned(), n(expires));
+    item
 }
 
 fn feed_entry(item: &Item) -> PortResult<FeedEntry> {
@@ -157,7 +170,16 @@ async fn read_held(client: &Client, table: &str, tenant: &TenantId, once: &str) 
     Err(PortError::Throttled { retry_after: None })
 }
 
-pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+/// Appends `new` (see the module documentation). Its entry, feed-once item and deliveries carry
+/// the TTL attribute: they expire `keep` after the entry occurred (the head item never does, so
+/// numbering goes on).
+pub(crate) async fn append(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    new: &NewFeedEntry<'_>,
+    keep: std::time::Duration,
+) -> PortResult<u64> {
     let e = new.entry;
     let once = feed_once_sk(new.design_id, e.kind, e.revision);
     for attempt in 0..MAX_APPEND_ATTEMPTS {
@@ -171,17 +193,18 @@ pub(crate) async fn append(client: &Client, table: &str, tenant: &TenantId, new:
         };
         let seq = held.head + 1;
         let entry = new.numbered(seq);
+        let expires = expires_at(entry.occurred_at, keep);
         let mut items = Vec::with_capacity(4 + wanting.len());
         items.push(head_write(table, tenant, held.head, seq));
-        items.push(put_new(table, entry_item(tenant, &entry)));
-        items.push(put_new(table, once_item(tenant, once.clone(), seq)));
+        items.push(put_new(table, expiring(entry_item(tenant, &entry), expires)));
+        items.push(put_new(table, expiring(once_item(tenant, once.clone(), seq), expires)));
         // The webhooks read above are still the tenant's webhooks.
         items.push(webhooks_unchanged(table, tenant, held.hooks));
         if !wanting.is_empty() {
             let json = entry.to_json()?;
             let now = stored_nanos(Utc::now());
             for id in &wanting {
-                items.push(put_new(table, delivery_item(tenant, id, seq, &json, now)));
+                items.push(put_new(table, expiring(delivery_item(tenant, id, seq, &json, now), expires)));
             }
         }
         match transact(client, "append to the feed", items).await? {

@@ -84,6 +84,9 @@ pub struct DynamoDesignStore {
     /// submission is written without a read (a hint: every write planned from it is conditional
     /// on it).
     memory: batch::Memory,
+    /// How long feed entries are kept before their TTL passes
+    /// (`openqq_core::feed::DEFAULT_FEED_RETENTION`).
+    feed_retention: std::time::Duration,
 }
 
 impl DynamoDesignStore {
@@ -98,7 +101,20 @@ impl DynamoDesignStore {
             )));
         }
         let client = Client::from_conf(client.config().to_builder().interceptor(requests::CountRequests).build());
-        Ok(Self { client, table, claim_cursor: Mutex::new(None), memory: batch::Memory::default() })
+        Ok(Self {
+            client,
+            table,
+            claim_cursor: Mutex::new(None),
+            memory: batch::Memory::default(),
+            feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
+        })
+    }
+
+    /// Keeps feed entries (their items, feed-once markers and deliveries) for `keep` instead of
+    /// the default: their TTL attribute passes then, and DynamoDB deletes them some time after.
+    pub fn with_feed_retention(mut self, keep: std::time::Duration) -> Self {
+        self.feed_retention = keep;
+        self
     }
 
     /// A store with the AWS settings and credentials of the environment. With an endpoint
@@ -235,7 +251,8 @@ impl DesignWrites for DynamoDesignStore {
         change: &Change,
     ) -> PortResult<Applied> {
         let op = ApplyOp { replayed, tenant, design, entry, change };
-        let mut done = batch::apply(&self.client, &self.table, &self.memory, std::slice::from_ref(&op)).await;
+        let mut done =
+            batch::apply(&self.client, &self.table, &self.memory, std::slice::from_ref(&op), self.feed_retention).await;
         match (done.error.take(), done.applied.first()) {
             (Some(e), _) => Err(e),
             (None, Some(applied)) => Ok(*applied),
@@ -246,11 +263,11 @@ impl DesignWrites for DynamoDesignStore {
     /// The whole batch from one read (per 100 keys) and in as few transactions as DynamoDB's
     /// limits allow.
     async fn apply_batch(&self, ops: &[ApplyOp<'_>]) -> BatchApplied {
-        batch::apply(&self.client, &self.table, &self.memory, ops).await
+        batch::apply(&self.client, &self.table, &self.memory, ops, self.feed_retention).await
     }
 
     async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
-        feed::append(&self.client, &self.table, tenant, new).await
+        feed::append(&self.client, &self.table, tenant, new, self.feed_retention).await
     }
 }
 

@@ -4,16 +4,20 @@
 //! gap, whichever process appends; in the same transaction it queues the entry's deliveries
 //! ([`super::webhooks`]: the outbox).
 //!
-//! Retention: the feed is kept, like the timeline it mirrors (one feed entry per timeline entry
-//! at most, so it grows no faster than the timeline). Nothing trims the feed by count: a reader
-//! resuming from any number it saw must miss nothing, so dropping old entries would need a
-//! "resume impossible" answer the feed does not have yet.
+//! Retention: entries older than the store's feed retention go, and with them the deliveries of
+//! theirs that ended (delivered or dead), in the append path: every [`SWEEP_EVERY`]th entry of a
+//! tenant removes up to [`SWEEP_MOST`] of that tenant's old ones in the same transaction, in
+//! primary-key order, so the cost is bounded and falls on the tenant that grows. The tenant's
+//! newest entry is never removed: the next number is `MAX(seq) + 1`. A reader that resumes past
+//! removed entries is told so (`openqq_core::feed::resumable`).
 
 use super::db::{begin_tx, commit_tx, corrupt, sqlite_error, time};
 use super::webhooks::queue_for_webhooks;
+use chrono::{DateTime, Utc};
 use openqq_core::ports::PortResult;
 use openqq_core::{CorrelationId, DesignId, EventKind, FeedEntry, NewFeedEntry, Verdict};
 use rusqlite::{params, Connection, OptionalExtension};
+use std::time::Duration;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS feed (
@@ -52,16 +56,17 @@ fn feed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FeedEntry> {
 
 /// Appends `new` to the tenant's feed (or finds the entry there) and queues its deliveries, in
 /// one transaction.
-pub(super) fn append(conn: &mut Connection, tenant: &str, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+pub(super) fn append(conn: &mut Connection, tenant: &str, new: &NewFeedEntry<'_>, keep: Duration) -> PortResult<u64> {
     let tx = begin_tx(conn)?;
-    let seq = append_tx(&tx, tenant, new)?;
+    let seq = append_tx(&tx, tenant, new, keep)?;
     commit_tx(tx)?;
     Ok(seq)
 }
 
 /// [`append`] inside a transaction of the caller's, which holds the writer lock (`BEGIN
 /// IMMEDIATE`): the design store's `apply_and_append` makes the write and its feed entry one.
-pub(super) fn append_tx(tx: &Connection, tenant: &str, new: &NewFeedEntry<'_>) -> PortResult<u64> {
+/// Entries older than `keep` are swept as it goes ([`sweep`]).
+pub(super) fn append_tx(tx: &Connection, tenant: &str, new: &NewFeedEntry<'_>, keep: Duration) -> PortResult<u64> {
     let e = new.entry;
     let (design, kind) = (new.design_id.as_str(), e.kind.as_str());
     let existing: Option<i64> = tx
@@ -96,7 +101,43 @@ pub(super) fn append_tx(tx: &Connection, tenant: &str, new: &NewFeedEntry<'_>) -
     })
     .map_err(|e| sqlite_error("append feed", e))?;
     queue_for_webhooks(tx, tenant, &entry)?;
+    if entry.seq.is_multiple_of(SWEEP_EVERY) {
+        let cutoff = chrono::Duration::from_std(keep).ok().and_then(|k| Utc::now().checked_sub_signed(k));
+        if let Some(cutoff) = cutoff {
+            sweep(tx, tenant, entry.seq, cutoff)?;
+        }
+    }
     Ok(entry.seq)
+}
+
+/// Every this many entries of a tenant, its old entries are swept.
+pub const SWEEP_EVERY: u64 = 64;
+/// Most entries one sweep removes (more than [`SWEEP_EVERY`], so a sweep keeps up).
+pub const SWEEP_MOST: i64 = 256;
+
+/// Removes `tenant`'s entries that occurred before `cutoff`, oldest first, at most
+/// [`SWEEP_MOST`], never `newest` or after, and their deliveries that ended. Returns how many
+/// entries went.
+pub(super) fn sweep(tx: &Connection, tenant: &str, newest: u64, cutoff: DateTime<Utc>) -> PortResult<usize> {
+    // Times are stored as RFC 3339 in UTC, which orders as text the way it orders in time.
+    let old: Vec<i64> = tx
+        .prepare_cached("SELECT seq FROM feed WHERE tenant=?1 AND seq < ?2 AND occurred_at < ?3 ORDER BY seq LIMIT ?4")
+        .and_then(|mut s| {
+            s.query_map(params![tenant, newest as i64, cutoff.to_rfc3339(), SWEEP_MOST], |r| r.get(0))?.collect()
+        })
+        .map_err(|e| sqlite_error("read old feed entries", e))?;
+    for seq in &old {
+        tx.prepare_cached("DELETE FROM feed WHERE tenant=?1 AND seq=?2")
+            .and_then(|mut s| s.execute(params![tenant, seq]))
+            .map_err(|e| sqlite_error("remove an old feed entry", e))?;
+        tx.prepare_cached(
+            "DELETE FROM deliveries WHERE tenant=?1 AND webhook_id IN (SELECT id FROM webhooks WHERE tenant=?1) \
+             AND seq=?2 AND status IN ('delivered', 'dead')",
+        )
+        .and_then(|mut s| s.execute(params![tenant, seq]))
+        .map_err(|e| sqlite_error("remove an old delivery", e))?;
+    }
+    Ok(old.len())
 }
 
 pub(super) fn read(conn: &Connection, tenant: &str, after: u64, limit: usize) -> PortResult<Vec<FeedEntry>> {

@@ -67,6 +67,8 @@ pub struct EmbeddedDesignStore {
     /// A pool: WAL readers never block each other or the writer, so concurrent GETs each take
     /// a connection instead of queueing behind one.
     reader: Db,
+    /// How long feed entries are kept (`openqq_core::feed::DEFAULT_FEED_RETENTION`).
+    feed_retention: Duration,
 }
 
 impl EmbeddedDesignStore {
@@ -96,7 +98,18 @@ impl EmbeddedDesignStore {
             .map_err(|e| sqlite_error("initialise schema", e))?;
         migrate(&writer)?;
         let readers = open_readers(&path, durability, readers)?;
-        Ok(Self { writer: Db::new(writer), reader: Db::pool(readers) })
+        Ok(Self {
+            writer: Db::new(writer),
+            reader: Db::pool(readers),
+            feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
+        })
+    }
+
+    /// Keeps feed entries (and the deliveries of them that ended) for `keep` instead of the
+    /// default; older ones are swept as the tenant's feed grows (see `feed.rs`).
+    pub fn with_feed_retention(mut self, keep: Duration) -> Self {
+        self.feed_retention = keep;
+        self
     }
 }
 
@@ -249,7 +262,8 @@ fn apply_one(conn: &Connection, op: &Owned, append: bool) -> PortResult<(Applied
     let outcome = apply_tx(conn, tenant, design.as_str(), &op.entry, &op.change, op.replayed)?;
     let append = append && outcome != Applied::Stale;
     if append {
-        feed::append_tx(conn, tenant, &openqq_core::ports::feed_entry(design, &op.entry, &op.change))?;
+        let new = openqq_core::ports::feed_entry(design, &op.entry, &op.change);
+        feed::append_tx(conn, tenant, &new, op.feed_retention)?;
     }
     Ok((outcome, outcome == Applied::Applied || append))
 }
@@ -261,16 +275,18 @@ struct Owned {
     design: DesignId,
     entry: TimelineEntry,
     change: Change,
+    feed_retention: Duration,
 }
 
-impl From<&ApplyOp<'_>> for Owned {
-    fn from(op: &ApplyOp<'_>) -> Self {
+impl Owned {
+    fn new(op: &ApplyOp<'_>, feed_retention: Duration) -> Self {
         Self {
             replayed: op.replayed,
             tenant: op.tenant.to_string(),
             design: op.design.clone(),
             entry: op.entry.clone(),
             change: op.change.clone(),
+            feed_retention,
         }
     }
 }
@@ -331,7 +347,7 @@ impl EmbeddedDesignStore {
         replay: bool,
         append: bool,
     ) -> PortResult<Applied> {
-        let op = Owned::from(&ApplyOp { replayed: replay, tenant, design, entry, change });
+        let op = Owned::new(&ApplyOp { replayed: replay, tenant, design, entry, change }, self.feed_retention);
         self.writer
             .call(move |conn| {
                 let tx = begin_immediate(conn)?;
@@ -422,7 +438,7 @@ impl DesignWrites for EmbeddedDesignStore {
             return BatchApplied::default();
         }
         count("apply_batch");
-        let ops: Vec<Owned> = ops.iter().map(Owned::from).collect();
+        let ops: Vec<Owned> = ops.iter().map(|op| Owned::new(op, self.feed_retention)).collect();
         self.writer
             .call(move |conn| Ok(apply_batch_tx(conn, &ops)))
             .await
@@ -431,14 +447,14 @@ impl DesignWrites for EmbeddedDesignStore {
 
     async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
         count("append_feed");
-        let tenant = tenant.to_string();
+        let (tenant, keep) = (tenant.to_string(), self.feed_retention);
         let (design, entry, verdict, elapsed_ms, batch) =
             (new.design_id.clone(), new.entry.clone(), new.verdict, new.elapsed_ms, new.batch.cloned());
         self.writer
             .call(move |conn| {
                 let new =
                     NewFeedEntry { design_id: &design, entry: &entry, verdict, elapsed_ms, batch: batch.as_ref() };
-                feed::append(conn, &tenant, &new)
+                feed::append(conn, &tenant, &new, keep)
             })
             .await
     }

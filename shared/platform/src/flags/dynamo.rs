@@ -73,11 +73,14 @@ pub fn settings(args: &DynamoArgs) -> Result<Option<DynamoSettings>> {
     Ok(None)
 }
 
-/// The design store on DynamoDB when `settings` says so (`None` when it stays embedded). A
-/// table that cannot be reached, or is missing on AWS, stops start-up with a sentence naming the
-/// setting.
+/// The design store on DynamoDB when `settings` says so (`None` when it stays embedded), keeping
+/// feed entries for `feed_retention`. A table that cannot be reached, or is missing on AWS, stops
+/// start-up with a sentence naming the setting.
 #[cfg(feature = "dynamodb")]
-pub async fn connect(settings: Option<DynamoSettings>) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
+pub async fn connect(
+    settings: Option<DynamoSettings>,
+    feed_retention: std::time::Duration,
+) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     use anyhow::Context;
     let Some(settings) = settings else { return Ok(None) };
     let where_ = settings.endpoint.as_deref().unwrap_or("AWS");
@@ -85,11 +88,14 @@ pub async fn connect(settings: Option<DynamoSettings>) -> Result<Option<std::syn
         format!("putting the design store on the DynamoDB table {} ({TABLE}) at {where_}", settings.table)
     })?;
     tracing::info!(table = settings.table, endpoint = where_, "The design store is on DynamoDB.");
-    Ok(Some(std::sync::Arc::new(store)))
+    Ok(Some(std::sync::Arc::new(store.with_feed_retention(feed_retention))))
 }
 
 #[cfg(not(feature = "dynamodb"))]
-pub async fn connect(settings: Option<DynamoSettings>) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
+pub async fn connect(
+    settings: Option<DynamoSettings>,
+    _feed_retention: std::time::Duration,
+) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     match settings {
         Some(never) => match never {},
         None => Ok(None),

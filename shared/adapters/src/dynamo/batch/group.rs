@@ -4,7 +4,7 @@
 use super::plan::{once_of, plan, Design, Planned, State};
 use super::MAX_TRANSACTION_ITEMS;
 use crate::dynamo::apply::Expr;
-use crate::dynamo::feed::{entry_item, head_write, once_item};
+use crate::dynamo::feed::{entry_item, expires_at, expiring, head_write, once_item};
 use crate::dynamo::table::{design_sk, feed_once_sk, items, key, n, s, tenant_pk};
 use crate::dynamo::transact::{put_new, stored_nanos};
 use crate::dynamo::webhooks::{delivery_item, webhooks_unchanged};
@@ -14,6 +14,7 @@ use openqq_core::ports::{feed_entry, ApplyOp, PortResult, USAGE_ROW_BYTES};
 use openqq_core::revision::{DesignWrite, HeldDesign};
 use openqq_core::{Applied, DesignId, NewFeedEntry, PortError, TenantId, WebhookId};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// What a group of writes may weigh: DynamoDB refuses a transaction over 4 MB; this leaves room
 /// for keys, names and the estimate's error.
@@ -94,7 +95,14 @@ impl Group {
     }
 
     /// Adds `op`'s writes, planned as `planned`, and moves `state` on past them.
-    fn add(&mut self, table: &str, state: &mut State, op: &ApplyOp<'_>, planned: Planned<'_>) -> PortResult<()> {
+    fn add(
+        &mut self,
+        table: &str,
+        state: &mut State,
+        op: &ApplyOp<'_>,
+        planned: Planned<'_>,
+        keep: Duration,
+    ) -> PortResult<()> {
         let (tenant, design, entry) = (op.tenant, op.design, op.entry);
         let now = Utc::now().to_rfc3339();
         let (_, added_bytes) = self.cost(state, op, &planned);
@@ -189,8 +197,10 @@ impl Group {
             self.heads[at].head = seq;
             let new: NewFeedEntry<'_> = feed_entry(design, entry, op.change);
             let numbered = new.numbered(seq);
-            self.items.push(put_new(table, entry_item(tenant, &numbered)));
-            self.items.push(put_new(table, once_item(tenant, feed_once_sk(design, entry.kind, entry.revision), seq)));
+            let expires = expires_at(numbered.occurred_at, keep);
+            self.items.push(put_new(table, expiring(entry_item(tenant, &numbered), expires)));
+            let once = once_item(tenant, feed_once_sk(design, entry.kind, entry.revision), seq);
+            self.items.push(put_new(table, expiring(once, expires)));
             state.once.insert(once_of(op, entry.kind), seq);
             let wanting: Vec<&WebhookId> = state.hooks.get(tenant).map_or_else(Vec::new, |hooks| {
                 hooks.iter().filter(|(_, kinds)| kinds.contains(&entry.kind)).map(|(id, _)| id).collect()
@@ -199,7 +209,7 @@ impl Group {
                 let json = numbered.to_json()?;
                 let due = stored_nanos(Utc::now());
                 for id in wanting {
-                    self.items.push(put_new(table, delivery_item(tenant, id, seq, &json, due)));
+                    self.items.push(put_new(table, expiring(delivery_item(tenant, id, seq, &json, due), expires)));
                 }
             }
         }
@@ -288,7 +298,8 @@ pub(super) struct Grouped {
 
 /// Plans `ops` in order over `state` into groups of at most [`MAX_TRANSACTION_ITEMS`] items and
 /// [`MAX_TRANSACTION_BYTES`]; stops at the first op that cannot be applied, with its error.
-pub(super) fn group(table: &str, state: &mut State, ops: &[ApplyOp<'_>]) -> Grouped {
+/// Feed entries (and their markers and deliveries) expire `keep` after they occurred.
+pub(super) fn group(table: &str, state: &mut State, ops: &[ApplyOp<'_>], keep: Duration) -> Grouped {
     let mut done = Grouped { groups: vec![Group::default()], stop: None, all_written: true };
     for op in ops {
         let planned = match plan(state, op) {
@@ -309,7 +320,7 @@ pub(super) fn group(table: &str, state: &mut State, ops: &[ApplyOp<'_>]) -> Grou
             done.groups.push(Group::default());
         }
         let current = done.groups.last_mut().expect("there is a group");
-        if let Err(e) = current.add(table, state, op, planned) {
+        if let Err(e) = current.add(table, state, op, planned, keep) {
             done.stop = Some(e);
             done.all_written = false;
             break;
@@ -365,7 +376,7 @@ mod tests {
         let owned: Vec<Owned> = (0..25).map(|i| submission("acme", &format!("d-{i}"))).collect();
         let ops = ops(&owned);
         let mut state = fresh(&ops, 0);
-        let grouped = group("openqq", &mut state, &ops);
+        let grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         assert!(grouped.stop.is_none() && grouped.all_written);
         // The first op: design, marker, timeline entry, head, webhook check, feed entry, feed-once
         // item (7); each next one 5: 7 + 18 * 5 = 97, and a 20th would make 102.
@@ -385,7 +396,7 @@ mod tests {
         let both = [EventKind::DesignSubmitted];
         let hooks = vec![(WebhookId::generate(), both.to_vec()), (WebhookId::generate(), both.to_vec())];
         state.hooks.insert(owned[0].tenant.clone(), Arc::new(hooks));
-        let grouped = group("openqq", &mut state, &ops);
+        let grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         // With two deliveries an op: 9 items for the first, 7 for each next: 9 + 13 * 7 = 100.
         let sizes: Vec<(usize, usize)> = grouped.groups.iter().map(|g| (g.ops, g.len())).collect();
         assert_eq!(sizes, [(14, 100), (1, 9)]);
@@ -397,7 +408,7 @@ mod tests {
             [submission("acme", "d-1"), op("acme", "d-1", 1, Change::ValidationStarted), submission("acme", "d-2")];
         let ops = ops(&owned);
         let mut state = fresh(&ops, 7);
-        let mut grouped = group("openqq", &mut state, &ops);
+        let mut grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         assert_eq!(grouped.groups.len(), 1);
         let only = grouped.groups.remove(0);
         let acme = &owned[0].tenant;
@@ -433,7 +444,7 @@ mod tests {
             design.held = Some(HeldDesign { revision: 1, status: DesignStatus::Validating });
             design.seq = 2;
         }
-        let grouped = group("openqq", &mut state, &ops);
+        let grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         assert!(grouped.stop.is_none() && grouped.all_written);
         // The first op: design, marker, timeline entry, report, head, check, entry, once (8
         // items); each next one 6. Eleven weigh 11 reports and 68 items: 3_518_464 bytes.
@@ -452,7 +463,7 @@ mod tests {
         let hooks = vec![(wants, vec![EventKind::DesignSubmitted]), (other, vec![EventKind::ResultsReady])];
         state.hooks.insert(acme.clone(), Arc::new(hooks));
         state.feeds.get_mut(acme).unwrap().hooks = Some((2, 9));
-        let mut grouped = group("openqq", &mut state, &ops);
+        let mut grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         let only = grouped.groups.remove(0);
         assert_eq!(only.len(), 7 + 1, "one delivery besides the usual items");
         let items = only.into_items("openqq");
@@ -469,7 +480,7 @@ mod tests {
             [submission("acme", "d-1"), op("acme", "d-2", 1, Change::ValidationStarted), submission("acme", "d-3")];
         let ops = ops(&owned);
         let mut state = fresh(&ops, 0);
-        let grouped = group("openqq", &mut state, &ops);
+        let grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         assert!(matches!(grouped.stop, Some(PortError::NotFound)), "{:?}", grouped.stop);
         assert!(!grouped.all_written);
         let planned: Vec<usize> = grouped.groups.iter().map(|g| g.ops).collect();
@@ -485,7 +496,7 @@ mod tests {
         let once = once_of(&ops[0], EventKind::ValidationStarted);
         state.markers.insert(once.clone());
         state.once.insert(once, 4);
-        let mut grouped = group("openqq", &mut state, &ops);
+        let mut grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         assert!(grouped.stop.is_none() && !grouped.all_written, "a duplicate rests on what was read");
         let only = grouped.groups.remove(0);
         assert_eq!((only.ops, only.outcomes.as_slice()), (1, &[Applied::Duplicate][..]));
@@ -500,7 +511,7 @@ mod tests {
         let design = state.designs.values_mut().next().unwrap();
         design.held = Some(HeldDesign { revision: 3, status: DesignStatus::Submitted });
         design.seq = 5;
-        let mut grouped = group("openqq", &mut state, &ops);
+        let mut grouped = group("openqq", &mut state, &ops, openqq_core::feed::DEFAULT_FEED_RETENTION);
         let items = grouped.groups.remove(0).into_items("openqq");
         let update = items[0].update().expect("an existing design is updated");
         assert_eq!(update.condition_expression(), Some("#seq = :v0 AND #revision = :v1"));

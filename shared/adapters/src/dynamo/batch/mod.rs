@@ -50,6 +50,7 @@ use openqq_core::ports::{ApplyOp, BatchApplied};
 use openqq_core::{PortError, TenantId};
 use plan::Feed;
 use read::{assume, list_hooks, read, readable};
+use std::time::Duration;
 
 /// Most items of one `TransactWriteItems` (DynamoDB's limit).
 pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -58,7 +59,14 @@ const MAX_ATTEMPTS: u32 = 32;
 
 /// Applies `ops` in order with their feed entries (`DesignWrites::apply_batch`'s contract): the
 /// outcomes of the prefix applied, and the error of the op that stopped the batch, if one did.
-pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[ApplyOp<'_>]) -> BatchApplied {
+/// Feed entries expire `keep` after they occurred.
+pub(crate) async fn apply(
+    client: &Client,
+    table: &str,
+    memory: &Memory,
+    ops: &[ApplyOp<'_>],
+    keep: Duration,
+) -> BatchApplied {
     let mut done = BatchApplied { applied: Vec::with_capacity(ops.len()), error: None };
     let (ops, refused) = match ops.iter().enumerate().find_map(|(i, op)| too_large(op.change).map(|e| (i, e))) {
         Some((i, e)) => (&ops[..i], Some(e)),
@@ -81,7 +89,7 @@ pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[
         if !lost {
             if let Some(mut state) = assume(memory, round) {
                 if list_hooks(client, table, memory, &mut state).await.is_ok() {
-                    let grouped = group(table, &mut state, round);
+                    let grouped = group(table, &mut state, round, keep);
                     if grouped.all_written {
                         planned = Some(grouped);
                     }
@@ -109,7 +117,7 @@ pub(crate) async fn apply(client: &Client, table: &str, memory: &Memory, ops: &[
                     done.error = Some(e);
                     return done;
                 }
-                group(table, &mut state, round)
+                group(table, &mut state, round, keep)
             }
         };
         for mut group in grouped.groups {
@@ -193,7 +201,8 @@ mod tests {
     async fn a_batch_that_starts_with_a_report_too_large_is_refused_before_any_request() {
         let (client, replay) = client_with_one_answer();
         let owned = [op("acme", "d-1", 1, finished(MAX_REPORT_ITEM_BYTES + 1)), submission("acme", "d-2")];
-        let done = apply(&client, "openqq", &Memory::default(), &ops(&owned)).await;
+        let done =
+            apply(&client, "openqq", &Memory::default(), &ops(&owned), openqq_core::feed::DEFAULT_FEED_RETENTION).await;
         assert!(done.applied.is_empty(), "nothing after the refused op is attempted: {:?}", done.applied);
         assert!(matches!(done.error, Some(PortError::Invalid { .. })), "{:?}", done.error);
         assert_eq!(replay.actual_requests().count(), 0);
