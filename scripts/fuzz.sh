@@ -33,10 +33,10 @@ targets=("$@")
 dir=${CARGO_TARGET_DIR:-$PWD/target}/fuzz
 host=$(rustc -vV | sed -n 's/^host: //p')
 # `--target` keeps these flags off build scripts and proc macros, which run in the compiler.
-export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
+flags=(-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
   -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table
-  -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks"
-RUSTFLAGS=$(echo $RUSTFLAGS) # one line
+  -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks)
+export RUSTFLAGS="${flags[*]}"
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 bins=()
 for t in "${targets[@]}"; do bins+=(--bin "$t"); done
