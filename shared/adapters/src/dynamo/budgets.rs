@@ -50,7 +50,9 @@ pub(crate) async fn charge(
         .expression_attribute_values(":n", n(tokens))
         .expression_attribute_values(":room", n(room))
         .expression_attribute_values(":type", super::table::s("token_budget"))
-        .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+        // All of the item: a charge of nothing (what syncing a count that did not grow sends)
+        // changes no attribute, and the updated ones alone could leave `spent` out.
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
         .send()
         .await;
     match out {

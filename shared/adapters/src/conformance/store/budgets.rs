@@ -17,6 +17,13 @@ pub async fn a_charge_passes_only_within_the_limit_and_a_refund_never_goes_below
     assert_eq!(store.charge_budget(&tenant, T, day, 60, 100).await.unwrap(), Charge::Charged { spent: 60 });
     assert_eq!(store.charge_budget(&tenant, T, day, 50, 100).await.unwrap(), Charge::Refused { spent: 60 });
     assert_eq!(store.charge_budget(&tenant, T, day, 40, 100).await.unwrap(), Charge::Charged { spent: 100 });
+    assert_eq!(
+        store.charge_budget(&tenant, T, day, 0, u64::MAX).await.unwrap(),
+        Charge::Charged { spent: 100 },
+        "a charge of nothing answers the total"
+    );
+    let fresh = TenantId::parse(unique("budget")).unwrap();
+    assert_eq!(store.charge_budget(&fresh, T, day, 0, u64::MAX).await.unwrap(), Charge::Charged { spent: 0 });
     assert_eq!(store.charge_budget(&tenant, T, day, 1, 100).await.unwrap(), Charge::Refused { spent: 100 });
     store.refund_budget(&tenant, T, day, 30).await.unwrap();
     assert_eq!(store.budget_spent(&tenant, T, day).await.unwrap(), 70);
