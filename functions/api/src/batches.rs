@@ -222,11 +222,8 @@ pub(crate) async fn submit_checked(
         checked.iter().filter_map(|i| i.submission.as_ref()).map(|s| budget::log_bytes_of_payload(s.get())).sum();
     // The batch's own records: this one, its `batch.completed`.
     let log_bytes = items_log_bytes + 2 * record.bytes() as u64;
-    let day = crate::limit::charge_log_bytes(state, tenant, log_bytes).await?;
-    if let Err(e) = state.log.publish(&state.topics.of(EventKind::BatchSubmitted), vec![record]).await {
-        crate::limit::refund_log_bytes(state, tenant, &day, log_bytes);
-        return Err(Problem::from_port(e, "publishing the batch"));
-    }
+    let (kind, doing) = (EventKind::BatchSubmitted, "publishing the batch");
+    crate::limit::publish_charged(state, tenant, log_bytes, kind, record, doing).await?;
     tracing::info!(tenant_id = %tenant, batch_id = %batch_id, items = total, rejected, "A batch was accepted.");
     let new = NewBatch { id: batch_id.clone(), name, max_failed, created_at: env.occurred_at };
     let items: Vec<_> = checked.into_iter().enumerate().map(|(i, item)| item.into_new(i as u32)).collect();

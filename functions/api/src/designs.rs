@@ -166,11 +166,8 @@ async fn publish(
         ));
     }
     let log_bytes = log_bytes_of_revision(record.bytes(), from_source);
-    let day = crate::limit::charge_log_bytes(state, &cause.tenant_id, log_bytes).await?;
-    if let Err(e) = state.log.publish(&state.topics.of(EventKind::DesignSubmitted), vec![record]).await {
-        crate::limit::refund_log_bytes(state, &cause.tenant_id, &day, log_bytes);
-        return Err(Problem::from_port(e, "publishing the design"));
-    }
+    let (kind, doing) = (EventKind::DesignSubmitted, "publishing the design");
+    crate::limit::publish_charged(state, &cause.tenant_id, log_bytes, kind, record, doing).await?;
     tracing::info!(tenant_id = %cause.tenant_id, design_id = %design, revision, "The design revision was accepted.");
     let marker = AcceptedRevision {
         design_id: design.clone(),

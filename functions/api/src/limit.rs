@@ -239,7 +239,7 @@ pub const OPEN_RETRY_SECS: u64 = 10;
 /// Charges `bytes` of the event log to `tenant`'s day
 /// ([`crate::tenant_guard::TenantLimits::log_bytes_per_day`], counted as [`crate::log_bytes`]
 /// says) before what they stand for is published. Over it: 429 `log-bytes-spent`, with
-/// `Retry-After` until the next day (UTC). Returns the day charged, for [`refund_log_bytes`].
+/// `Retry-After` until the next day (UTC). Returns the day charged, for a refund.
 pub async fn charge_log_bytes(state: &AppState, tenant: &TenantId, bytes: u64) -> Result<String, Problem> {
     let limit = state.tenants.limits.log_bytes_per_day;
     let charged = state
@@ -262,9 +262,23 @@ pub async fn charge_log_bytes(state: &AppState, tenant: &TenantId, bytes: u64) -
     }
 }
 
-/// Gives back a [`charge_log_bytes`] of `day` whose records were never published.
-pub fn refund_log_bytes(state: &AppState, tenant: &TenantId, day: &str, bytes: u64) {
-    state.log_bytes.refund(tenant, day, bytes);
+/// Publishes `record` on the topic of `kind` once `log_bytes` are charged to `tenant`'s day
+/// ([`charge_log_bytes`]); a publish that fails gives the charge back. `doing` names the publish
+/// in the problem a failure answers.
+pub async fn publish_charged(
+    state: &AppState,
+    tenant: &TenantId,
+    log_bytes: u64,
+    kind: openqq_core::EventKind,
+    record: openqq_core::ports::Record,
+    doing: &str,
+) -> Result<(), Problem> {
+    let day = charge_log_bytes(state, tenant, log_bytes).await?;
+    if let Err(e) = state.log.publish(&state.topics.of(kind), vec![record]).await {
+        state.log_bytes.refund(tenant, &day, log_bytes);
+        return Err(Problem::from_port(e, doing));
+    }
+    Ok(())
 }
 
 /// One weighted decision of `meter`, counted in the meter's decisions metric
