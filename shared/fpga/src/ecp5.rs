@@ -9,6 +9,7 @@ pub mod bitstream;
 pub(crate) mod constraints;
 pub mod device;
 pub(crate) mod dsp;
+pub(crate) mod globals;
 pub mod lpf;
 pub mod pack;
 pub(crate) mod ports;
@@ -75,6 +76,7 @@ pub(crate) fn validate(device: &'static Device, input: &Input<'_>) -> Report {
             let (rows, resource_findings) = resources(device, package, &module, &packed, input.files.netlist);
             utilization = rows;
             findings.extend(resource_findings);
+            findings.extend(globals::check(&module, device, &pin_rows, &packed, input.files.netlist));
             findings.extend(dsp::check(&module, input.files.netlist));
             findings.extend(constraint_findings);
         }

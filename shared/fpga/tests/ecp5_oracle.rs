@@ -20,14 +20,11 @@ const KNOWN_DIFFERENT: &[(&str, &str)] = &[
     ("bad_iotype-004", UNKNOWN_IO_TYPE),
     ("io_overflow-001", UNBONDED_IO),
     ("io_overflow-003", UNBONDED_IO),
-    ("clocks-007", FABRIC_CLOCK_ENTRY),
 ];
 
 const UNKNOWN_IO_TYPE: &str = "nextpnr-ecp5 accepts an IO_TYPE it does not know on an input through packing, placement, routing and writing the textual config (PIOA.BASE_TYPE INPUT_HSTL15_I); only ecppack, which the corpus does not run, has no such setting. We reject it at the LPF (IO_TYPE_UNKNOWN)";
 
 const UNBONDED_IO: &str = "more IO than the package bonds out: nextpnr-ecp5 puts the extra IO on the die's unbonded PIOs and writes the configuration (exit 0), so those ports reach no ball of the package; we refuse the design (IO_EXCEEDS_PACKAGE), on purpose (ECP5.md)";
-
-const FABRIC_CLOCK_ENTRY: &str = "not nextpnr's fault: its router cannot bring one of nine global clocks (a DCSC input from an ordinary pin, beside clocks from PCLKC pins and logic) into the global network on the 12F's TQFP144; the validator checks the count of global networks (16) but does not model which clock sources can reach them, so it passes the design";
 
 /// nextpnr-ecp5's first error, by a phrase in it, and the error codes of ours that say the same
 /// thing. When nextpnr fails, one of our errors must be one of these: the same verdict for
@@ -51,12 +48,18 @@ const CAUSES: &[(&str, &[&str])] = &[
     ("TERMINATION is not supported", &["TERMINATION_UNSUPPORTED"]),
     ("cannot route global from", &["GLOBAL_BUFFERS_EXCEEDED"]),
     // The router's own failure names no cause; the rules we know to end in it.
-    ("Routing design failed", &["DSP_CASCADE_INPUT"]),
+    ("Routing design failed", &["DSP_CASCADE_INPUT", "GLOBAL_CLOCK_UNROUTABLE"]),
     // A crash (the WebAssembly build traps on nextpnr's failed assertions) says nothing either:
     // the rules whose violation we have seen crash it (an unknown IO_TYPE on an output: ECP5.md).
     (
         "wasmtime._trap.Trap",
-        &["IO_TYPE_UNSUPPORTED", "IO_TYPE_UNKNOWN", "GLOBAL_BUFFERS_EXCEEDED", "RESOURCE_OVER_CAPACITY"],
+        &[
+            "IO_TYPE_UNSUPPORTED",
+            "IO_TYPE_UNKNOWN",
+            "GLOBAL_BUFFERS_EXCEEDED",
+            "GLOBAL_CLOCK_UNROUTABLE",
+            "RESOURCE_OVER_CAPACITY",
+        ],
     ),
 ];
 

@@ -37,12 +37,12 @@ use crate::report::{short_name, Finding, Location};
 const IOBUF_VALUES: &[(&str, &[&str])] =
     &[("PULLMODE", &["UP", "DOWN", "NONE", "KEEPER"]), ("SLEWRATE", &["FAST", "SLOW"]), ("OPENDRAIN", &["ON", "OFF"])];
 
-/// The row of the pin each placed port bit (by [`PortBits`] number) ended on, for the packer's
-/// IO logic.
-pub(crate) type PinRows = HashMap<usize, u8>;
+/// The pin each placed port bit (by [`PortBits`] number) ended on: its row for the packer's IO
+/// logic, its site for where nextpnr puts the global buffers of clocks from pins.
+pub(crate) type PinSites = HashMap<usize, &'static super::device::Pin>;
 
 /// Runs every constraint check. `text` is `None` when the design came without an LPF. Also
-/// returns the row of each placed port bit's pin, for the IO logic count.
+/// returns the pin of each placed port bit.
 pub(crate) fn check(
     device: &Device,
     package: &Package,
@@ -51,7 +51,7 @@ pub(crate) fn check(
     allow_unconstrained: bool,
     file: Option<&str>,
     deadline: &Deadline,
-) -> (Vec<Finding>, PinRows) {
+) -> (Vec<Finding>, PinSites) {
     let at = |a: At, port: Option<&str>, pin: Option<&str>| Location {
         file: file.map(str::to_owned),
         line: Some(a.line),
@@ -66,7 +66,7 @@ pub(crate) fn check(
             "no LPF was given, so nextpnr will place every IO automatically",
             Location::default(),
         );
-        return (vec![finding], PinRows::new());
+        return (vec![finding], PinSites::new());
     };
     let cells: HashSet<&str> = module.cells.iter().map(|c| c.name.as_ref()).collect();
     let (parsed, mut findings) = lpf::parse(text, file);
@@ -82,7 +82,7 @@ pub(crate) fn check(
     let mut site: HashMap<usize, (&str, &lpf::Locate)> = HashMap::new();
     for (k, locate) in parsed.locates.iter().enumerate() {
         if k % 1024 == 0 && deadline.passed() {
-            return (findings, PinRows::new());
+            return (findings, PinSites::new());
         }
         let comp = locate.comp.as_str();
         let bit = ports.lookup(comp).or_else(|| comp.strip_suffix("[0]").and_then(|c| ports.lookup(c)));
@@ -119,7 +119,7 @@ pub(crate) fn check(
     }
 
     // The pins: in the package, and one port each.
-    let mut rows = PinRows::new();
+    let mut rows = PinSites::new();
     let mut pin_owner: HashMap<&str, usize> = HashMap::new();
     let mut placed: Vec<(usize, &'static super::device::Pin, &lpf::Locate)> = Vec::new();
     let mut ordered: Vec<(&usize, &(&str, &lpf::Locate))> = site.iter().collect();
@@ -155,7 +155,7 @@ pub(crate) fn check(
             continue;
         }
         pin_owner.insert(p.name, bit);
-        rows.insert(bit, p.row);
+        rows.insert(bit, p);
         placed.push((bit, p, locate));
     }
 

@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::device::Device;
+use super::device::{Device, Pin};
 use super::ports::PortBits;
 use crate::budget::Deadline;
 use crate::netlist::{Bit, Direction, Module};
@@ -49,6 +49,9 @@ pub struct Packing {
     /// IO logic cells whose pin is not placed, which nextpnr rejects: (cell index, the
     /// [`PortBits`] number of the port bit it reaches, if any).
     pub unplaced_iologic: Vec<(usize, Option<usize>)>,
+    /// The nets global promotion takes, in its order (most clock users first): nextpnr places
+    /// their global buffers in that order (`super::globals`).
+    pub promoted: Vec<u32>,
 }
 
 /// Cell types nextpnr-ecp5 maps one to one onto a bel type of the same or another name.
@@ -115,7 +118,7 @@ struct NetStat {
 pub(crate) fn pack_within(
     m: &Module<'_>,
     device: &Device,
-    pin_rows: &HashMap<usize, u8>,
+    pin_rows: &HashMap<usize, &Pin>,
     deadline: &Deadline,
 ) -> Option<Packing> {
     let mut p = Packing::default();
@@ -253,7 +256,7 @@ pub(crate) fn pack_within(
                         Bit::Net(n) => port_of_net.get(&n).copied(),
                         _ => None,
                     });
-                    match pin.and_then(|bit| pin_rows.get(&bit).map(|row| (bit, *row))) {
+                    match pin.and_then(|bit| pin_rows.get(&bit).map(|pin| (bit, pin.row))) {
                         Some((name, row)) => {
                             let edge = row == 0 || u32::from(row) + 1 == device.height;
                             // The pin's IO logic takes the primitive's clock: one clock user of
@@ -310,6 +313,7 @@ pub(crate) fn pack_within(
     let mut new_dcca = 0;
     for (n, _) in candidates.into_iter().take(room) {
         promoted.insert(n);
+        p.promoted.push(n);
         if !nets[&n].by_clock_buffer {
             new_dcca += 1;
         }
