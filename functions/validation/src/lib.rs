@@ -524,6 +524,9 @@ mod tests {
         async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> openqq_core::ports::PortResult<()> {
             self.inner.adopt_upload(tenant, object).await
         }
+        async fn delete(&self, tenant: &TenantId, digest: &str) -> openqq_core::ports::PortResult<bool> {
+            self.inner.delete(tenant, digest).await
+        }
     }
 
     /// `luts` chained LUTs: tens of milliseconds of validation per ten thousand.

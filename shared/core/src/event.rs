@@ -81,6 +81,10 @@ pub enum EventKind {
     /// entry only: no topic carries it, so it is not in [`EventKind::ALL`].
     #[serde(rename = "design.failed")]
     DesignFailed,
+    /// The tenant deleted the design (`DELETE /v1/designs/{id}`): the audit entry of its
+    /// deletion. A feed entry only; its revision is the design's when it was deleted.
+    #[serde(rename = "design.deleted")]
+    DesignDeleted,
 }
 
 impl EventKind {
@@ -125,6 +129,7 @@ impl EventKind {
             EventKind::ValidationFinished => "validation.finished",
             EventKind::ResultsReady => "results.ready",
             EventKind::DesignFailed => "design.failed",
+            EventKind::DesignDeleted => "design.deleted",
             EventKind::BatchSubmitted => "batch.submitted",
             EventKind::BatchItemEnded => "batch.item.ended",
             EventKind::BatchCompleted => "batch.completed",
@@ -132,7 +137,7 @@ impl EventKind {
     }
 
     /// The kinds that are timeline entries only, never on a topic.
-    pub const TIMELINE_ONLY: [EventKind; 8] = [
+    pub const TIMELINE_ONLY: [EventKind; 9] = [
         EventKind::GenerationStarted,
         EventKind::GenerationFinished,
         EventKind::SynthesisStarted,
@@ -141,6 +146,7 @@ impl EventKind {
         EventKind::EquivalenceFinished,
         EventKind::DesignFailed,
         EventKind::BatchCompleted,
+        EventKind::DesignDeleted,
     ];
 
     pub fn parse(s: &str) -> Option<Self> {

@@ -21,6 +21,8 @@
 //! - [`schedule`]: tenants' schedules as the store keeps them, their fire ledger (the
 //!   exactly-once guarantee of a fire) and the scheduler's reads; the timetable itself is
 //!   `openqq_schedule`'s.
+//! - [`deletion`]: deleting a design: when it may be, the tombstone that keeps it deleted, and
+//!   which of its objects go with it.
 //! - [`feed`]: a tenant's events in the order applied, numbered without gaps, to resume from.
 //! - [`webhook`]: webhooks a tenant registers, and their durable deliveries.
 //! - [`ports`]: the traits adapters implement ([`EventLog`], [`LogSource`], [`DesignStore`],
@@ -30,6 +32,7 @@
 pub mod accepted;
 pub mod batch;
 pub mod budget;
+pub mod deletion;
 pub mod design;
 pub mod error;
 pub mod event;
@@ -49,6 +52,7 @@ pub mod webhook;
 pub use accepted::AcceptedRevision;
 pub use batch::{BatchId, Batches, ItemRef};
 pub use budget::{Budget, Charge, DailyBudgets};
+pub use deletion::{Deleted, Deletion, DesignDeletes};
 pub use design::{Change, DesignSpec, DesignStatus, DesignView, StoredReport, Verdict};
 pub use event::{DeadLetter, DeadLetterError, Envelope, EventKind, TimelineEntry, Topics};
 pub use feed::{FeedEntry, FeedReader, NewFeedEntry};

@@ -173,6 +173,10 @@ pub trait ObjectStore: Send + Sync {
     /// uploaded under that digest is [`PortError::NotFound`]; bytes that do not match are
     /// [`PortError::Invalid`].
     async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()>;
+    /// Deletes `tenant`'s object `digest` (a design's, once the design is deleted); `false` when
+    /// the tenant had no such object. Another tenant's object of the same digest is untouched. A
+    /// malformed digest is [`PortError::Invalid`].
+    async fn delete(&self, tenant: &TenantId, digest: &str) -> PortResult<bool>;
 }
 
 /// A capability of some object stores (S3): clients upload an object themselves, to a presigned

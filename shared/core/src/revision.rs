@@ -18,6 +18,10 @@
 //!    validation report is kept per revision whatever the design's current revision.
 //! 5. Every applied entry goes into the timeline.
 //!
+//! 0. **Deleted**: a design its tenant deleted (the store keeps a tombstone of it) takes no
+//!    write at all: every entry for it is **Stale**, replays included, so a record read again,
+//!    a late result or a dead letter replayed after the deletion never brings it back.
+//!
 //! A record replayed from the dead-letter topic is planned by [`plan_replay`], which adds one
 //! rule and keeps all of the above:
 //!
@@ -58,6 +62,8 @@ pub struct Held {
     pub latest_of_kind: Option<u64>,
     /// The design row, if the design has materialised.
     pub design: Option<HeldDesign>,
+    /// The tenant deleted the design: the store holds its tombstone (and no design row).
+    pub deleted: bool,
 }
 
 /// The two fields of a design row the rules look at.
@@ -137,6 +143,9 @@ impl PartialEq for ReportWrite<'_> {
 /// and the entry's kind.
 pub fn plan<'a>(held: &Held, entry: &TimelineEntry, change: &'a Change) -> Plan<'a> {
     let revision = entry.revision;
+    if held.deleted {
+        return Plan::Stale;
+    }
     // Duplicate first: a re-read of an applied revision must be recognised as such even after
     // newer revisions were applied (a crash can lose the events it was about to publish).
     if held.seen {
@@ -199,6 +208,9 @@ pub fn plan<'a>(held: &Held, entry: &TimelineEntry, change: &'a Change) -> Plan<
 /// at that revision failed because a record was dead-lettered.
 pub fn plan_replay<'a>(held: &Held, dead_lettered: bool, entry: &TimelineEntry, change: &'a Change) -> Plan<'a> {
     let revision = entry.revision;
+    if held.deleted {
+        return Plan::Stale;
+    }
     let at_revision = held.design.filter(|d| d.revision == revision);
     if let Change::Failed { reason } = change {
         // Seen: this revision was failed by a dead letter before. A design at that revision that

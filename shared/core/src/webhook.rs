@@ -33,7 +33,7 @@ pub const MAX_DESCRIPTION_CHARS: usize = 256;
 pub const MAX_DELIVERY_ERROR_BYTES: usize = 512;
 
 /// The kinds a webhook may subscribe to: those a tenant's feed carries.
-pub const SUBSCRIBABLE: [EventKind; 12] = [
+pub const SUBSCRIBABLE: [EventKind; 13] = [
     EventKind::DesignSubmitted,
     EventKind::GenerationStarted,
     EventKind::GenerationFinished,
@@ -46,6 +46,7 @@ pub const SUBSCRIBABLE: [EventKind; 12] = [
     EventKind::ResultsReady,
     EventKind::DesignFailed,
     EventKind::BatchCompleted,
+    EventKind::DesignDeleted,
 ];
 
 /// A webhook's id: a UUID, written `wh_` and its 32 hex digits.

@@ -1,5 +1,5 @@
 //! Object-store conformance: content addressing, digest checks, size limit, tenant isolation,
-//! `stat`, and adoption.
+//! `stat`, adoption, and deletion.
 //!
 //! Direct uploads are a capability ([`PresignedUploads`]). A store that has it (S3) goes through
 //! the whole flow: the suite uploads with an HTTP client using exactly the presigned method, URL
@@ -29,9 +29,32 @@ pub async fn run<S: ObjectStore + ?Sized>(store: &S, presigned: Option<&dyn Pres
     usage_counts_each_of_a_tenants_objects_once_and_nobody_elses(store).await;
     stat_gives_the_length_of_a_tenants_own_objects_only(store).await;
     adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_found(store).await;
+    a_deleted_object_is_gone_for_its_tenant_only(store).await;
     an_upload_through_the_returned_target_is_adopted_and_then_read_back(store, presigned).await;
     an_upload_of_other_bytes_than_presigned_is_never_adopted(store, presigned).await;
     another_tenant_can_neither_adopt_nor_read_an_upload(store, presigned).await;
+}
+
+pub async fn a_deleted_object_is_gone_for_its_tenant_only<S: ObjectStore + ?Sized>(store: &S) {
+    let (t, other) = (tenant(), tenant());
+    let r = store.put(&t, vec![9; 3000]).await.unwrap();
+    store.put(&other, vec![9; 3000]).await.unwrap();
+    assert!(!store.delete(&other, &unique_digest()).await.unwrap(), "nothing to delete is false");
+    assert!(store.delete(&t, &r.digest).await.unwrap(), "the object was there");
+    assert!(matches!(store.get(&t, &r.digest).await, Err(PortError::NotFound)), "it no longer reads");
+    assert_eq!(store.stat(&t, &r.digest).await.unwrap(), None);
+    assert_eq!(store.usage(&t).await.unwrap(), 0, "nor counts");
+    assert!(!store.delete(&t, &r.digest).await.unwrap(), "deleting it again finds nothing");
+    assert_eq!(store.get(&other, &r.digest).await.unwrap(), vec![9; 3000], "another tenant's copy stays");
+    assert!(matches!(store.delete(&t, "../../etc").await, Err(PortError::Invalid { .. })));
+    let again = store.put(&t, vec![9; 3000]).await.unwrap();
+    assert_eq!(store.get(&t, &again.digest).await.unwrap(), vec![9; 3000], "the same bytes may be stored again");
+}
+
+/// A well-formed digest no test stores.
+fn unique_digest() -> String {
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    format!("{id}{id}")
 }
 
 pub async fn usage_counts_each_of_a_tenants_objects_once_and_nobody_elses<S: ObjectStore + ?Sized>(store: &S) {

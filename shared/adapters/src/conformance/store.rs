@@ -4,7 +4,7 @@
 //! tenant's event feed ([`feed`]), its webhooks and deliveries ([`webhooks`]), a consumer
 //! batch's writes applied together ([`batch`]), generation token budgets ([`budgets`]),
 //! batches of design jobs ([`batches`]), schedules with their fire ledger ([`schedules`]), and the
-//! specifications kept for revalidations ([`specs`]).
+//! specifications kept for revalidations ([`specs`]), and deleting a design ([`deletes`]).
 
 use super::unique;
 use chrono::Utc;
@@ -19,6 +19,7 @@ pub mod batch;
 pub mod batches;
 pub mod budgets;
 pub mod combined;
+pub mod deletes;
 pub mod feed;
 pub mod replay;
 pub mod schedules;
@@ -72,6 +73,8 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     an_idempotency_key_replays_its_response_and_refuses_another_request(store).await;
     a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again(store).await;
     racing_writers_on_one_design_each_land_once(store).await;
+    deletes::deleting_a_design_removes_its_rows_and_enters_the_feed_once(store).await;
+    deletes::no_write_after_a_deletion_brings_the_design_back(store).await;
     feed::the_feed_numbers_a_tenants_entries_one_by_one_across_designs(store).await;
     feed::appending_the_same_design_kind_and_revision_again_returns_its_number(store).await;
     feed::concurrent_appends_take_every_number_once(store).await;

@@ -52,8 +52,11 @@ struct Snapshot {
 
 impl Snapshot {
     /// No design item and no applied marker: what a new design's first write is planned from.
-    const NOTHING_HELD: Snapshot =
-        Snapshot { held: Held { seen: false, latest_of_kind: None, design: None }, dead_lettered: false, seq: 0 };
+    const NOTHING_HELD: Snapshot = Snapshot {
+        held: Held { deleted: false, seen: false, latest_of_kind: None, design: None },
+        dead_lettered: false,
+        seq: 0,
+    };
 }
 
 pub(crate) async fn apply(
@@ -126,8 +129,16 @@ async fn read(
     let design_item = responses.first().and_then(|r| r.item()).filter(|i| !i.is_empty());
     let seen = responses.get(1).and_then(|r| r.item()).is_some_and(|i| !i.is_empty());
     let dead_lettered = replay && responses.get(2).and_then(|r| r.item()).is_some_and(|i| !i.is_empty());
+    if let Some(tombstone) = design_item.filter(|i| super::deletes::is_tombstone(i)) {
+        let held = Held { deleted: true, seen, latest_of_kind: None, design: None };
+        return Ok(Snapshot { held, dead_lettered, seq: tombstone.num("seq")? });
+    }
     let Some(item) = design_item else {
-        return Ok(Snapshot { held: Held { seen, latest_of_kind: None, design: None }, dead_lettered, seq: 0 });
+        return Ok(Snapshot {
+            held: Held { deleted: false, seen, latest_of_kind: None, design: None },
+            dead_lettered,
+            seq: 0,
+        });
     };
     let status = DesignStatus::parse(item.str_attr("status")?).ok_or_else(|| super::table::corrupt("status"))?;
     let latest_of_kind = match item.get("latest").and_then(|l| l.as_m().ok()).and_then(|m| m.get(entry.kind.as_str())) {
@@ -135,7 +146,12 @@ async fn read(
         None => None,
     };
     Ok(Snapshot {
-        held: Held { seen, latest_of_kind, design: Some(HeldDesign { revision: item.num("revision")?, status }) },
+        held: Held {
+            deleted: false,
+            seen,
+            latest_of_kind,
+            design: Some(HeldDesign { revision: item.num("revision")?, status }),
+        },
         dead_lettered,
         seq: item.num("seq")?,
     })

@@ -180,36 +180,10 @@ pub(crate) async fn append(
     new: &NewFeedEntry<'_>,
     keep: std::time::Duration,
 ) -> PortResult<u64> {
-    let e = new.entry;
-    let once = feed_once_sk(new.design_id, e.kind, e.revision);
     for attempt in 0..MAX_APPEND_ATTEMPTS {
-        let held = read_held(client, table, tenant, &once).await?;
-        if let Some(seq) = held.existing {
-            return Ok(seq);
-        }
-        let wanting = match held.hooks {
-            Some((count, _)) if count > 0 => webhooks_wanting(client, table, tenant, e.kind).await?,
-            _ => Vec::new(),
-        };
-        let seq = held.head + 1;
-        let entry = new.numbered(seq);
-        let expires = expires_at(entry.occurred_at, keep);
-        let mut items = Vec::with_capacity(4 + wanting.len());
-        items.push(head_write(table, tenant, held.head, seq));
-        items.push(put_new(table, expiring(entry_item(tenant, &entry), expires)));
-        items.push(put_new(table, expiring(once_item(tenant, once.clone(), seq), expires)));
-        // The webhooks read above are still the tenant's webhooks.
-        items.push(webhooks_unchanged(table, tenant, held.hooks));
-        if !wanting.is_empty() {
-            let json = entry.to_json()?;
-            let now = stored_nanos(Utc::now());
-            for id in &wanting {
-                items.push(put_new(table, expiring(delivery_item(tenant, id, seq, &json, now), expires)));
-            }
-        }
-        match transact(client, "append to the feed", items).await? {
-            Ok(()) => return Ok(seq),
-            Err(_) => {
+        match try_append(client, table, tenant, new, keep, Vec::new()).await? {
+            Appended::New(seq) | Appended::Existing(seq) => return Ok(seq),
+            Appended::LostRace => {
                 tracing::debug!(%tenant, attempt, "A feed append lost a race; reading again.");
                 back_off(attempt).await;
             }
@@ -221,6 +195,62 @@ pub(crate) async fn append(
         )
         .into(),
     ))
+}
+
+/// What one attempt of [`try_append`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Appended {
+    /// The entry went in, numbered so, with the extra items.
+    New(u64),
+    /// The feed holds this design, kind and revision's entry already, numbered so: nothing was
+    /// written, the extra items neither.
+    Existing(u64),
+    /// Another write moved something read (or an extra item's condition failed): nothing was
+    /// written; read and try again.
+    LostRace,
+}
+
+/// One attempt of [`append`], whose transaction also writes `extra` (at most 80 items): a write
+/// whose feed entry must go in with it, or not at all (a design's deletion and its audit entry).
+pub(crate) async fn try_append(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    new: &NewFeedEntry<'_>,
+    keep: std::time::Duration,
+    extra: Vec<TransactWriteItem>,
+) -> PortResult<Appended> {
+    let e = new.entry;
+    let once = feed_once_sk(new.design_id, e.kind, e.revision);
+    let held = read_held(client, table, tenant, &once).await?;
+    if let Some(seq) = held.existing {
+        return Ok(Appended::Existing(seq));
+    }
+    let wanting = match held.hooks {
+        Some((count, _)) if count > 0 => webhooks_wanting(client, table, tenant, e.kind).await?,
+        _ => Vec::new(),
+    };
+    let seq = held.head + 1;
+    let entry = new.numbered(seq);
+    let expires = expires_at(entry.occurred_at, keep);
+    let mut items = Vec::with_capacity(4 + wanting.len() + extra.len());
+    items.push(head_write(table, tenant, held.head, seq));
+    items.push(put_new(table, expiring(entry_item(tenant, &entry), expires)));
+    items.push(put_new(table, expiring(once_item(tenant, once.clone(), seq), expires)));
+    // The webhooks read above are still the tenant's webhooks.
+    items.push(webhooks_unchanged(table, tenant, held.hooks));
+    if !wanting.is_empty() {
+        let json = entry.to_json()?;
+        let now = stored_nanos(Utc::now());
+        for id in &wanting {
+            items.push(put_new(table, expiring(delivery_item(tenant, id, seq, &json, now), expires)));
+        }
+    }
+    items.extend(extra);
+    Ok(match transact(client, "append to the feed", items).await? {
+        Ok(()) => Appended::New(seq),
+        Err(_) => Appended::LostRace,
+    })
 }
 
 pub(crate) async fn read(

@@ -27,6 +27,7 @@ mod apply;
 mod batch;
 mod batches;
 mod budgets;
+mod deletes;
 mod error;
 mod feed;
 mod idempotency;
@@ -357,6 +358,18 @@ impl openqq_core::DailyBudgets for DynamoDesignStore {
 
     async fn budget_spent(&self, tenant: &TenantId, budget: openqq_core::Budget, day: &str) -> PortResult<u64> {
         budgets::spent(&self.client, &self.table, tenant, &budget.key(day)).await
+    }
+}
+
+#[async_trait]
+impl openqq_core::DesignDeletes for DynamoDesignStore {
+    async fn delete_design(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        deletion: &openqq_core::Deletion,
+    ) -> PortResult<Option<openqq_core::Deleted>> {
+        deletes::delete(&self.client, &self.table, tenant, design, deletion, self.feed_retention).await
     }
 }
 

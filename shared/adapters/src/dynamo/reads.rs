@@ -1,5 +1,6 @@
 //! Reads of the DynamoDB store (all strongly consistent) and the accepted-revision markers.
 
+use super::deletes::{is_tombstone, DELETED_AT};
 use super::error::{classify, is_condition_failed};
 use super::table::{
     accepted_sk, design_pk, design_sk, key, n, s, tenant_pk, Attrs, Item, ACCEPTED_PREFIX, DESIGN_PREFIX, ENTRY_PREFIX,
@@ -79,15 +80,36 @@ pub(crate) async fn query(
     client: &Client,
     table: &str,
     pk: String,
+    range: (String, String),
+    newest_first: bool,
+    limit: usize,
+) -> PortResult<Vec<Item>> {
+    query_filtered(client, table, pk, range, newest_first, limit, None).await
+}
+
+/// The filter (as [`each_projected`] takes one) that passes every item but tombstones (of a
+/// deleted design, its accepted-revision marker or its kept specification).
+const LIVE: (&str, &str) = ("attribute_not_exists(#f)", DELETED_AT);
+
+/// [`query`] of only the items that pass `filter` (an expression naming one attribute as `#f`):
+/// `limit` of those, however many were filtered out on the way.
+pub(crate) async fn query_filtered(
+    client: &Client,
+    table: &str,
+    pk: String,
     (low, high): (String, String),
     newest_first: bool,
     limit: usize,
+    filter: Option<(&str, &str)>,
 ) -> PortResult<Vec<Item>> {
     let mut items = Vec::new();
     let mut start = None;
     while items.len() < limit {
-        let out = client
-            .query()
+        let mut request = client.query();
+        if let Some((expression, attribute)) = filter {
+            request = request.filter_expression(expression).expression_attribute_names("#f", attribute);
+        }
+        let out = request
             .table_name(table)
             .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :high")
             .expression_attribute_names("#pk", PK)
@@ -128,8 +150,8 @@ pub(crate) async fn get(
         get_item(client, table, tenant_pk(tenant), design_sk(design)),
         get_item(client, table, tenant_pk(tenant), accepted_sk(design)),
     )?;
-    let view = item.as_ref().map(design_view).transpose()?;
-    let marker = marker.as_ref().map(accepted).transpose()?;
+    let view = item.as_ref().filter(|i| !is_tombstone(i)).map(design_view).transpose()?;
+    let marker = marker.as_ref().filter(|i| !is_tombstone(i)).map(accepted).transpose()?;
     Ok(AcceptedRevision::overlay(marker.as_ref(), view))
 }
 
@@ -154,8 +176,8 @@ pub(crate) async fn list(
     };
     let below = |items: Vec<Item>| items.into_iter().filter(|i| i.opt_str("design_id") != cursor);
     let (designs, markers) = tokio::try_join!(
-        query(client, table, tenant_pk(tenant), range(DESIGN_PREFIX), true, limit + 2),
-        query(client, table, tenant_pk(tenant), range(ACCEPTED_PREFIX), true, limit + 2),
+        query_filtered(client, table, tenant_pk(tenant), range(DESIGN_PREFIX), true, limit + 2, Some(LIVE)),
+        query_filtered(client, table, tenant_pk(tenant), range(ACCEPTED_PREFIX), true, limit + 2, Some(LIVE)),
     )?;
     let designs = below(designs).take(limit + 1).map(|i| design_view(&i)).collect::<PortResult<Vec<_>>>()?;
     let markers = below(markers).take(limit + 1).map(|i| accepted(&i)).collect::<PortResult<Vec<_>>>()?;
@@ -197,8 +219,8 @@ pub(crate) async fn timeline(
         // The latest entries, newest first, reversed below into applied order.
         query(client, table, design_pk(tenant, design), prefix_range(ENTRY_PREFIX), true, MAX_TIMELINE_ENTRIES),
     )?;
-    let marker = marker.as_ref().map(accepted).transpose()?;
-    let applied = match exists {
+    let marker = marker.as_ref().filter(|i| !is_tombstone(i)).map(accepted).transpose()?;
+    let applied = match exists.filter(|i| !is_tombstone(i)) {
         None => None,
         Some(_) => {
             let mut entries = latest.iter().map(timeline_entry).collect::<PortResult<Vec<_>>>()?;
@@ -214,7 +236,7 @@ pub(crate) async fn timeline(
 pub(crate) async fn usage(client: &Client, table: &str, tenant: &TenantId) -> PortResult<Usage> {
     let mut usage = Usage::default();
     let range = prefix_range(DESIGN_PREFIX);
-    each_projected(client, table, tenant_pk(tenant), range, &["usage_bytes"], None, "usage", |item| {
+    each_projected(client, table, tenant_pk(tenant), range, &["usage_bytes"], Some(LIVE), "usage", |item| {
         usage.designs += 1;
         usage.bytes += item.opt_num("usage_bytes")?.unwrap_or(0);
         Ok(())

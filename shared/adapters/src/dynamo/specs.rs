@@ -57,6 +57,7 @@ pub(crate) async fn kept(
         .send()
         .await
         .map_err(|e| classify("read a kept specification", e))?;
-    let Some(item) = out.item else { return Ok(None) };
+    // A deleted design's specification is a tombstone.
+    let Some(item) = out.item.filter(|i| !super::deletes::is_tombstone(i)) else { return Ok(None) };
     Ok(Some(KeptSpec { revision: item.num("revision")?, submission: item.str_attr("submission")?.to_owned() }))
 }

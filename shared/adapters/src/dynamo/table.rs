@@ -20,6 +20,8 @@
 //! | feed once    | `T#{tenant}#F`      | `U#{design}#{kind}#{revision:020}` |
 //! | delivery     | `T#{tenant}#W#{wh}` | `S#{seq:020}`              |
 //!
+//! A deleted design's item stays as its tombstone (`deleted_at`, no status): see `deletes.rs`.
+//!
 //! Tenant, design and webhook ids never contain `#` (see `openqq_core::ids`), so keys cannot
 //! collide. Pending deliveries are also in the sparse index [`DUE_INDEX`].
 

@@ -51,3 +51,58 @@ pub(crate) fn put_new(table: &str, item: Item) -> TransactWriteItem {
         .expect("table and item are set");
     TransactWriteItem::builder().put(put).build()
 }
+
+/// Deletes every item of partition `pk`: its keys a page at a time, in batches of 25 (what
+/// `BatchWriteItem` takes), each batch's unprocessed items sent again.
+pub(crate) async fn delete_partition(client: &Client, table: &str, pk: String, operation: &str) -> PortResult<()> {
+    use super::error::classify;
+    use super::table::{s, SK};
+    use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+    loop {
+        let out = client
+            .query()
+            .table_name(table)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":pk", s(pk.clone()))
+            .projection_expression("#pk, #sk")
+            .consistent_read(true)
+            .limit(500)
+            .send()
+            .await
+            .map_err(|e| classify(operation, e))?;
+        let keys = out.items.unwrap_or_default();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        for chunk in keys.chunks(25) {
+            let mut requests: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|k| {
+                    let delete = DeleteRequest::builder().set_key(Some(k.clone())).build().expect("the key is set");
+                    WriteRequest::builder().delete_request(delete).build()
+                })
+                .collect();
+            for attempt in 0..MAX_DELETE_ATTEMPTS {
+                let out = client
+                    .batch_write_item()
+                    .request_items(table, requests)
+                    .send()
+                    .await
+                    .map_err(|e| classify(operation, e))?;
+                requests = out.unprocessed_items.and_then(|mut u| u.remove(table)).unwrap_or_default();
+                if requests.is_empty() {
+                    break;
+                }
+                back_off(attempt).await;
+            }
+            if !requests.is_empty() {
+                return Err(openqq_core::PortError::Throttled { retry_after: None });
+            }
+        }
+    }
+}
+
+/// Sends one batch of deletes at most this many times while DynamoDB leaves some unprocessed.
+const MAX_DELETE_ATTEMPTS: u32 = 16;

@@ -11,7 +11,7 @@ use super::error::{classify, is_condition_failed, Class};
 use super::reads::{get_item, prefix_range, query};
 use super::table::{
     deliveries_pk, delivery_sk, due_sk, key, n, parse_due_sk, s, tenant_pk, webhook_sk, Attrs, Item, DELIVERY_PREFIX,
-    DUE_INDEX, DUE_PARTITION, DUE_PK, DUE_SK, PK, SK, WEBHOOK_COUNT_SK, WEBHOOK_PREFIX,
+    DUE_INDEX, DUE_PARTITION, DUE_PK, DUE_SK, PK, WEBHOOK_COUNT_SK, WEBHOOK_PREFIX,
 };
 use super::transact::{back_off, put_new, stored_nanos, transact};
 use crate::embedded::webhooks::{
@@ -19,9 +19,7 @@ use crate::embedded::webhooks::{
     status_text, MAX_DELIVERY_PAGE,
 };
 use aws_sdk_dynamodb::primitives::Blob;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, DeleteRequest, ReturnValue, TransactWriteItem, Update, WriteRequest,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, ReturnValue, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::PortResult;
@@ -201,52 +199,9 @@ pub(crate) async fn delete(client: &Client, table: &str, tenant: &TenantId, id: 
     Ok(existed)
 }
 
-/// Deletes every delivery of a webhook: the partition's keys a page at a time, in batches of 25.
+/// Deletes every delivery of a webhook.
 async fn sweep_deliveries(client: &Client, table: &str, tenant: &TenantId, id: &WebhookId) -> PortResult<()> {
-    loop {
-        let out = client
-            .query()
-            .table_name(table)
-            .key_condition_expression("#pk = :pk")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(deliveries_pk(tenant, id)))
-            .projection_expression("#pk, #sk")
-            .consistent_read(true)
-            .limit(500)
-            .send()
-            .await
-            .map_err(|e| classify("list deliveries to delete", e))?;
-        let keys = out.items.unwrap_or_default();
-        if keys.is_empty() {
-            return Ok(());
-        }
-        for chunk in keys.chunks(25) {
-            let mut requests: Vec<WriteRequest> = chunk
-                .iter()
-                .map(|k| {
-                    let delete = DeleteRequest::builder().set_key(Some(k.clone())).build().expect("the key is set");
-                    WriteRequest::builder().delete_request(delete).build()
-                })
-                .collect();
-            for attempt in 0..MAX_ATTEMPTS {
-                let out = client
-                    .batch_write_item()
-                    .request_items(table, requests)
-                    .send()
-                    .await
-                    .map_err(|e| classify("delete deliveries", e))?;
-                requests = out.unprocessed_items.and_then(|mut u| u.remove(table)).unwrap_or_default();
-                if requests.is_empty() {
-                    break;
-                }
-                back_off(attempt).await;
-            }
-            if !requests.is_empty() {
-                return Err(PortError::Throttled { retry_after: None });
-            }
-        }
-    }
+    super::transact::delete_partition(client, table, deliveries_pk(tenant, id), "delete deliveries").await
 }
 
 pub(crate) async fn rotate(

@@ -18,11 +18,13 @@ CREATE TABLE IF NOT EXISTS accepted (
 const COLUMNS: &str = "design_id, revision, name, event_id, correlation_id, accepted_at";
 
 /// Keeps the higher of the stored marker and `a`; a name sent with a lower revision is kept when
-/// the higher one has none.
+/// the higher one has none. A deleted design's marker (a revision that raced its deletion) is not
+/// kept: it would show the design again.
 pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision) -> PortResult<()> {
     conn.prepare_cached(
         "INSERT INTO accepted(tenant, design_id, revision, name, event_id, correlation_id, accepted_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 \
+         WHERE NOT EXISTS (SELECT 1 FROM deleted_designs WHERE tenant=?1 AND design_id=?2) \
          ON CONFLICT(tenant, design_id) DO UPDATE SET revision=excluded.revision, \
          name=COALESCE(excluded.name, accepted.name), event_id=excluded.event_id, \
          correlation_id=excluded.correlation_id, accepted_at=excluded.accepted_at \

@@ -4,6 +4,7 @@ mod accepted;
 mod batches;
 mod budgets;
 mod db;
+mod deletes;
 pub(crate) mod feed;
 mod idempotency;
 mod limiter;

@@ -233,6 +233,16 @@ impl ObjectStore for EmbeddedObjectStore {
             Err(e) => Err(io_error("reading the size of", &path, e)),
         }
     }
+
+    async fn delete(&self, tenant: &TenantId, digest: &str) -> PortResult<bool> {
+        ObjectRef::check_digest(digest)?;
+        let path = self.tenant_dir(tenant).join(digest);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_error("deleting", &path, e)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,10 +13,12 @@ CREATE TABLE IF NOT EXISTS specs (
     PRIMARY KEY (tenant, design_id)) WITHOUT ROWID;
 ";
 
-/// Keeps `spec` unless a spec of the same or a later revision is kept, in one statement.
+/// Keeps `spec` unless a spec of the same or a later revision is kept, or the design was
+/// deleted, in one statement.
 pub(super) fn keep(conn: &Connection, tenant: &str, design: &str, spec: &KeptSpec) -> PortResult<()> {
     conn.prepare_cached(
-        "INSERT INTO specs(tenant, design_id, revision, submission) VALUES (?1, ?2, ?3, ?4) \
+        "INSERT INTO specs(tenant, design_id, revision, submission) SELECT ?1, ?2, ?3, ?4 \
+         WHERE NOT EXISTS (SELECT 1 FROM deleted_designs WHERE tenant=?1 AND design_id=?2) \
          ON CONFLICT(tenant, design_id) DO UPDATE SET revision=excluded.revision, submission=excluded.submission \
          WHERE excluded.revision > specs.revision",
     )

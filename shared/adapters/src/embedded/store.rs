@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{accepted, batches, budgets, feed, idempotency, schedules, specs, webhooks};
+use super::{accepted, batches, budgets, deletes, feed, idempotency, schedules, specs, webhooks};
 use openqq_core::batch::{BatchItem, BatchState, BatchView, Ended, ItemStatus, NewBatch, NewItem, Released};
 use openqq_core::schedule::{
     DueSchedule, FireOutcome, FireRecord, Recorded, RunnerState, ScheduleId, Schedules, Settle, StoredSchedule,
@@ -85,7 +85,8 @@ impl EmbeddedDesignStore {
         // webhooks and deliveries.
         writer
             .execute_batch(&format!(
-                "{}{}{}{}{}{}{}{}",
+                "{}{}{}{}{}{}{}{}{}",
+                deletes::SCHEMA,
                 accepted::SCHEMA,
                 idempotency::SCHEMA,
                 feed::SCHEMA,
@@ -141,7 +142,9 @@ fn apply_tx(
         }),
         None => None,
     };
-    let held = Held { seen, latest_of_kind: latest.map(|l| l as u64), design: held_design };
+    // Only a design with no row may have been deleted: its tombstone is read then alone.
+    let deleted = held_design.is_none() && deletes::is_deleted(tx, tenant, design)?;
+    let held = Held { deleted, seen, latest_of_kind: latest.map(|l| l as u64), design: held_design };
     let planned = match (replay, held_design) {
         (true, Some(d)) => {
             // Whether dead-lettering failed the design's revision: its `design.failed` entry.
@@ -840,6 +843,30 @@ impl DailyBudgets for EmbeddedDesignStore {
         count("budget_spent");
         let (tenant, key) = (tenant.to_string(), budget.key(day));
         self.reader.call(move |conn| budgets::spent(conn, &tenant, &key)).await
+    }
+}
+
+#[async_trait]
+impl openqq_core::DesignDeletes for EmbeddedDesignStore {
+    async fn delete_design(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        deletion: &openqq_core::Deletion,
+    ) -> PortResult<Option<openqq_core::Deleted>> {
+        count("delete_design");
+        let (tenant, design, deletion, keep) =
+            (tenant.to_string(), design.clone(), deletion.clone(), self.feed_retention);
+        self.writer
+            .call(move |conn| {
+                let tx = begin_immediate(conn)?;
+                let deleted = deletes::delete_tx(&tx, &tenant, &design, &deletion, keep)?;
+                if deleted.is_some() {
+                    tx.commit().map_err(|e| sqlite_error("commit", e))?;
+                }
+                Ok(deleted)
+            })
+            .await
     }
 }
 

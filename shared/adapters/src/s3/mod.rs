@@ -137,6 +137,10 @@ impl ObjectStore for S3ObjectStore {
     async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()> {
         objects::adopt_upload(&self.client, &self.bucket, tenant, object).await
     }
+
+    async fn delete(&self, tenant: &TenantId, digest: &str) -> PortResult<bool> {
+        objects::delete(&self.client, &self.bucket, tenant, digest).await
+    }
 }
 
 #[async_trait]

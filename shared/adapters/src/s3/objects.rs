@@ -131,6 +131,18 @@ pub(crate) async fn stat(client: &Client, bucket: &str, tenant: &TenantId, diges
     head(client, bucket, &key(OBJECTS, tenant, digest)).await
 }
 
+/// Deletes `objects/{tenant}/{digest}`. S3's delete answers alike whether or not the key
+/// existed, so the object is looked up first: `false` when there was none.
+pub(crate) async fn delete(client: &Client, bucket: &str, tenant: &TenantId, digest: &str) -> PortResult<bool> {
+    ObjectRef::check_digest(digest)?;
+    let key = key(OBJECTS, tenant, digest);
+    if head(client, bucket, &key).await?.is_none() {
+        return Ok(false);
+    }
+    client.delete_object().bucket(bucket).key(&key).send().await.map_err(|e| classify("delete object", e))?;
+    Ok(true)
+}
+
 /// A presigned `PUT` of exactly `object` to `uploads/{tenant}/{digest}`: its length and its
 /// SHA-256 are signed headers, so S3 refuses any other bytes.
 pub(crate) async fn presign_upload(

@@ -15,6 +15,7 @@
 //! | [`crate::batch::Batches`] | the batch function, the API's batch routes |
 //! | [`crate::schedule::Schedules`] | the API's schedule routes, the scheduler |
 //! | [`KeptSpecs`] | the design-job function (keeps), the API's revalidations (reads) |
+//! | [`crate::deletion::DesignDeletes`] | the API's `DELETE /v1/designs/{id}` |
 //!
 //! The delivery worker takes both webhook roles as [`crate::webhook::WebhookStore`].
 //!
@@ -290,6 +291,7 @@ pub trait DesignStore:
     + crate::batch::Batches
     + crate::schedule::Schedules
     + KeptSpecs
+    + crate::deletion::DesignDeletes
 {
 }
 
@@ -304,6 +306,7 @@ impl<T> DesignStore for T where
         + crate::batch::Batches
         + crate::schedule::Schedules
         + KeptSpecs
+        + crate::deletion::DesignDeletes
 {
 }
 

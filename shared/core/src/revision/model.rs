@@ -45,6 +45,7 @@ impl Model {
     pub fn held(&self, kind: EventKind, revision: u64) -> Held {
         let of_kind = || self.timeline.iter().filter(|(k, _)| *k == kind).map(|(_, r)| *r);
         Held {
+            deleted: false,
             seen: of_kind().any(|r| r == revision),
             latest_of_kind: of_kind().max(),
             design: self.row.as_ref().map(|r| HeldDesign { revision: r.revision, status: r.status }),

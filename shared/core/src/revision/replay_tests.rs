@@ -7,7 +7,12 @@ use crate::event::EventKind;
 use proptest::prelude::*;
 
 fn failed_at(revision: u64) -> Held {
-    Held { seen: false, latest_of_kind: None, design: Some(HeldDesign { revision, status: DesignStatus::Failed }) }
+    Held {
+        deleted: false,
+        seen: false,
+        latest_of_kind: None,
+        design: Some(HeldDesign { revision, status: DesignStatus::Failed }),
+    }
 }
 
 #[test]
@@ -85,6 +90,7 @@ fn a_replay_of_an_older_revision_leaves_a_newer_failed_revision_alone() {
 #[test]
 fn a_revived_revision_whose_replay_fails_again_is_failed_again() {
     let held = Held {
+        deleted: false,
         seen: true,
         latest_of_kind: Some(1),
         design: Some(HeldDesign { revision: 1, status: DesignStatus::Validating }),
@@ -136,6 +142,7 @@ fn change() -> impl Strategy<Value = (EventKind, Change)> {
 fn held() -> impl Strategy<Value = Held> {
     (any::<bool>(), prop::option::of(1..5u64), prop::option::of((1..5u64, status()))).prop_map(
         |(seen, latest_of_kind, design)| Held {
+            deleted: false,
             seen,
             latest_of_kind,
             design: design.map(|(revision, status)| HeldDesign { revision, status }),

@@ -12,7 +12,7 @@ fn at(revision: u64, status: DesignStatus) -> Option<HeldDesign> {
 
 #[test]
 fn a_seen_revision_is_a_duplicate_even_below_the_latest() {
-    let held = Held { seen: true, latest_of_kind: Some(5), design: at(5, DesignStatus::Ready) };
+    let held = Held { deleted: false, seen: true, latest_of_kind: Some(5), design: at(5, DesignStatus::Ready) };
     let change = Change::Submitted { name: None };
     assert_eq!(plan(&held, &entry(EventKind::DesignSubmitted, 2), &change), Plan::Duplicate);
     assert_eq!(Plan::Duplicate.outcome(), Some(Applied::Duplicate));
@@ -20,9 +20,22 @@ fn a_seen_revision_is_a_duplicate_even_below_the_latest() {
 
 #[test]
 fn an_unseen_revision_below_the_latest_of_its_kind_is_stale() {
-    let held = Held { seen: false, latest_of_kind: Some(3), design: at(3, DesignStatus::Submitted) };
+    let held = Held { deleted: false, seen: false, latest_of_kind: Some(3), design: at(3, DesignStatus::Submitted) };
     let change = Change::Submitted { name: Some("b".into()) };
     assert_eq!(plan(&held, &entry(EventKind::DesignSubmitted, 2), &change), Plan::Stale);
+}
+
+#[test]
+fn every_entry_for_a_deleted_design_is_stale_replays_included() {
+    let deleted = Held { deleted: true, ..Held::default() };
+    let submitted = Change::Submitted { name: Some("back".into()) };
+    assert_eq!(plan(&deleted, &entry(EventKind::DesignSubmitted, 1), &submitted), Plan::Stale, "never recreated");
+    assert_eq!(plan(&deleted, &entry(EventKind::DesignSubmitted, 9), &submitted), Plan::Stale, "nor revised");
+    let failed = Change::Failed { reason: "late".into() };
+    assert_eq!(plan(&deleted, &entry(EventKind::DesignFailed, 1), &failed), Plan::Stale);
+    let ready = Change::ResultsReady { verdict: Verdict::Pass };
+    assert_eq!(plan_replay(&deleted, true, &entry(EventKind::ResultsReady, 1), &ready), Plan::Stale);
+    assert_eq!(plan_replay(&deleted, false, &entry(EventKind::DesignSubmitted, 1), &submitted), Plan::Stale);
 }
 
 #[test]
@@ -36,7 +49,7 @@ fn a_first_submission_creates_the_design_and_a_later_one_revises_it() {
         failure_reason: None,
     };
     assert_eq!(first, Plan::Apply(Writes { design: insert, report: None }));
-    let held = Held { seen: false, latest_of_kind: Some(1), design: at(1, DesignStatus::Ready) };
+    let held = Held { deleted: false, seen: false, latest_of_kind: Some(1), design: at(1, DesignStatus::Ready) };
     let unnamed = Change::Submitted { name: None };
     let Plan::Apply(w) = plan(&held, &entry(EventKind::DesignSubmitted, 2), &unnamed) else { panic!() };
     assert_eq!(
@@ -70,7 +83,7 @@ fn a_failure_of_a_revision_that_never_materialised_creates_or_revises_the_design
             failure_reason: Some("undecodable")
         }
     );
-    let held = Held { seen: false, latest_of_kind: None, design: at(1, DesignStatus::Ready) };
+    let held = Held { deleted: false, seen: false, latest_of_kind: None, design: at(1, DesignStatus::Ready) };
     let Plan::Apply(w) = plan(&held, &entry(EventKind::DesignFailed, 2), &change) else { panic!() };
     assert_eq!(
         w.design,
@@ -86,7 +99,7 @@ fn a_failure_of_a_revision_that_never_materialised_creates_or_revises_the_design
 #[test]
 fn status_moves_only_forward_and_only_at_the_designs_revision() {
     let ready = Change::ResultsReady { verdict: Verdict::Fail };
-    let held = Held { seen: false, latest_of_kind: None, design: at(2, DesignStatus::Validating) };
+    let held = Held { deleted: false, seen: false, latest_of_kind: None, design: at(2, DesignStatus::Validating) };
     let Plan::Apply(w) = plan(&held, &entry(EventKind::ResultsReady, 2), &ready) else { panic!() };
     let to_ready = DesignWrite::Move {
         from: DesignStatus::Validating,
@@ -97,7 +110,7 @@ fn status_moves_only_forward_and_only_at_the_designs_revision() {
     assert_eq!(w.design, to_ready);
     let Plan::Apply(w) = plan(&held, &entry(EventKind::ResultsReady, 1), &ready) else { panic!() };
     assert_eq!(w.design, DesignWrite::Keep, "an older revision's result leaves the design alone");
-    let done = Held { seen: false, latest_of_kind: None, design: at(2, DesignStatus::Ready) };
+    let done = Held { deleted: false, seen: false, latest_of_kind: None, design: at(2, DesignStatus::Ready) };
     let Plan::Apply(w) = plan(&done, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted) else {
         panic!()
     };
@@ -110,7 +123,7 @@ fn status_moves_only_forward_and_only_at_the_designs_revision() {
 #[test]
 fn a_report_is_kept_for_its_revision_whatever_the_designs_revision() {
     let change = Change::ValidationFinished { verdict: Verdict::Pass, report: report(Verdict::Pass) };
-    let held = Held { seen: false, latest_of_kind: None, design: at(3, DesignStatus::Submitted) };
+    let held = Held { deleted: false, seen: false, latest_of_kind: None, design: at(3, DesignStatus::Submitted) };
     let Plan::Apply(w) = plan(&held, &entry(EventKind::ValidationFinished, 2), &change) else { panic!() };
     assert_eq!(w.design, DesignWrite::Keep);
     let r = w.report.expect("the report of revision 2 is written");

@@ -187,7 +187,8 @@ mod tests {
         let (acme, other, d1, d2) = (tenant("acme"), tenant("other"), design("d-1"), design("d-2"));
         let held = HeldDesign { revision: 2, status: DesignStatus::Validating };
         let latest = [("validation.started".to_owned(), 2)].into();
-        memory.remember_design(&(acme.clone(), d1.clone()), &Design { held: Some(held), seq: 3, latest });
+        memory
+            .remember_design(&(acme.clone(), d1.clone()), &Design { held: Some(held), seq: 3, latest, deleted: false });
         let found = memory.design(&acme, &d1).expect("remembered");
         assert_eq!((found.held, found.seq, found.latest.get("validation.started")), (Some(held), 3, Some(&2)));
         assert!(memory.design(&acme, &d2).is_none());

@@ -29,6 +29,8 @@ pub(super) struct Design {
     pub(super) seq: u64,
     /// The highest revision applied of each kind, by kind name.
     pub(super) latest: HashMap<String, u64>,
+    /// The item is the design's tombstone: its tenant deleted it.
+    pub(super) deleted: bool,
 }
 
 /// What the ops of one round depend on: read, or assumed for an unread submission, and then
@@ -63,7 +65,12 @@ pub(super) fn plan<'a>(state: &State, op: &ApplyOp<'a>) -> PortResult<Planned<'a
     let design = &state.designs[&(op.tenant.clone(), op.design.clone())];
     let kind = op.entry.kind;
     let seen = state.markers.contains(&once_of(op, kind));
-    let held = revision::Held { seen, latest_of_kind: design.latest.get(kind.as_str()).copied(), design: design.held };
+    let held = revision::Held {
+        deleted: design.deleted,
+        seen,
+        latest_of_kind: design.latest.get(kind.as_str()).copied(),
+        design: design.held,
+    };
     let plan = match op.replayed {
         true => {
             let dead_lettered = state.markers.contains(&once_of(op, EventKind::DesignFailed));
@@ -96,7 +103,7 @@ mod tests {
     }
 
     fn at(revision: u64, status: DesignStatus) -> Design {
-        Design { held: Some(HeldDesign { revision, status }), seq: 1, latest: HashMap::new() }
+        Design { held: Some(HeldDesign { revision, status }), seq: 1, latest: HashMap::new(), deleted: false }
     }
 
     #[test]

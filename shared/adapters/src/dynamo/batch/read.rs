@@ -126,6 +126,9 @@ pub(super) async fn read(client: &Client, table: &str, ops: &[ApplyOp<'_>]) -> P
 
 fn parse_design(item: &Item) -> PortResult<Design> {
     let corrupt = crate::dynamo::table::corrupt;
+    if crate::dynamo::deletes::is_tombstone(item) {
+        return Ok(Design { held: None, seq: item.num("seq")?, latest: HashMap::new(), deleted: true });
+    }
     let status = DesignStatus::parse(item.str_attr("status")?).ok_or_else(|| corrupt("status"))?;
     let mut latest = HashMap::new();
     if let Some(map) = item.get("latest") {
@@ -134,7 +137,8 @@ fn parse_design(item: &Item) -> PortResult<Design> {
             latest.insert(kind.clone(), revision);
         }
     }
-    Ok(Design { held: Some(HeldDesign { revision: item.num("revision")?, status }), seq: item.num("seq")?, latest })
+    let held = Some(HeldDesign { revision: item.num("revision")?, status });
+    Ok(Design { held, seq: item.num("seq")?, latest, deleted: false })
 }
 
 /// The state an unread write of `ops` assumes, when no op is a replay and the store remembers
@@ -286,7 +290,7 @@ mod tests {
         assert!(assume(&memory, &[op.op()]).is_none(), "a design that may not exist is read");
         let held = HeldDesign { revision: 1, status: DesignStatus::Submitted };
         let key = (op.tenant.clone(), op.design.clone());
-        memory.remember_design(&key, &Design { held: Some(held), seq: 1, latest: HashMap::new() });
+        memory.remember_design(&key, &Design { held: Some(held), seq: 1, latest: HashMap::new(), deleted: false });
         let state = assume(&memory, &[op.op()]).expect("the design is remembered");
         assert_eq!((state.designs[&key].held, state.designs[&key].seq), (Some(held), 1));
     }

@@ -1,0 +1,100 @@
+//! Deleting a design in the embedded store (see `openqq_core::deletion`): one transaction
+//! removes the design's rows (design, timeline, reports, accepted-revision marker, kept
+//! specification), records its tombstone and appends its `design.deleted` feed entry with that
+//! entry's deliveries. The tombstone is a row of `deleted_designs`: `apply` reads it only when
+//! no design row is there, so a deleted design costs the hot path nothing.
+
+use super::db::sqlite_error;
+use super::feed;
+use openqq_core::deletion::{object_digests, Deleted, Deletion};
+use openqq_core::ports::PortResult;
+use openqq_core::{DesignId, EventKind, NewFeedEntry, TimelineEntry};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS deleted_designs (
+    tenant TEXT NOT NULL, design_id TEXT NOT NULL, revision INTEGER NOT NULL, deleted_at TEXT NOT NULL,
+    correlation_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, design_id)) WITHOUT ROWID;
+";
+
+/// Whether `tenant` deleted `design`.
+pub(super) fn is_deleted(conn: &Connection, tenant: &str, design: &str) -> PortResult<bool> {
+    conn.prepare_cached("SELECT EXISTS(SELECT 1 FROM deleted_designs WHERE tenant=?1 AND design_id=?2)")
+        .and_then(|mut s| s.query_row(params![tenant, design], |r| r.get(0)))
+        .map_err(|e| sqlite_error("read tombstone", e))
+}
+
+/// Deletes `design` inside the caller's transaction, which holds the writer lock.
+pub(super) fn delete_tx(
+    tx: &Connection,
+    tenant: &str,
+    design: &DesignId,
+    deletion: &Deletion,
+    feed_retention: Duration,
+) -> PortResult<Option<Deleted>> {
+    let id = design.as_str();
+    let revision: Option<i64> = tx
+        .prepare_cached("SELECT revision FROM designs WHERE tenant=?1 AND design_id=?2")
+        .and_then(|mut s| s.query_row(params![tenant, id], |r| r.get(0)).optional())
+        .map_err(|e| sqlite_error("read design", e))?;
+    let Some(revision) = revision else { return Ok(None) };
+    let objects = only_its_objects(tx, tenant, id)?;
+    for table in ["designs", "timeline", "reports", "accepted", "specs"] {
+        tx.prepare_cached(&format!("DELETE FROM {table} WHERE tenant=?1 AND design_id=?2"))
+            .and_then(|mut s| s.execute(params![tenant, id]))
+            .map_err(|e| sqlite_error(&format!("delete from {table}"), e))?;
+    }
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO deleted_designs(tenant, design_id, revision, deleted_at, correlation_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![tenant, id, revision, deletion.occurred_at.to_rfc3339(), deletion.correlation_id.as_str()])
+    })
+    .map_err(|e| sqlite_error("record tombstone", e))?;
+    let entry = TimelineEntry {
+        event_id: deletion.event_id,
+        kind: EventKind::DesignDeleted,
+        revision: revision as u64,
+        correlation_id: deletion.correlation_id.clone(),
+        occurred_at: deletion.occurred_at,
+    };
+    let new = NewFeedEntry { design_id: design, entry: &entry, verdict: None, elapsed_ms: None, batch: None };
+    let seq = feed::append_tx(tx, tenant, &new, feed_retention)?;
+    Ok(Some(Deleted { revision: revision as u64, seq, objects }))
+}
+
+/// The objects the design's kept specification and reports name that no other design's kept
+/// specification names.
+fn only_its_objects(tx: &Connection, tenant: &str, design: &str) -> PortResult<BTreeSet<String>> {
+    let texts = |sql: &str, what: &str| -> PortResult<Vec<String>> {
+        tx.prepare_cached(sql)
+            .and_then(|mut s| s.query_map(params![tenant, design], |r| r.get(0))?.collect())
+            .map_err(|e| sqlite_error(what, e))
+    };
+    let mut objects = BTreeSet::new();
+    let own = texts("SELECT submission FROM specs WHERE tenant=?1 AND design_id=?2", "read kept specification")?;
+    let reports = texts("SELECT report FROM reports WHERE tenant=?1 AND design_id=?2", "read reports")?;
+    for text in own.iter().chain(&reports) {
+        objects.extend(object_digests(text));
+    }
+    if objects.is_empty() {
+        return Ok(objects);
+    }
+    let mut others = tx
+        .prepare_cached("SELECT submission FROM specs WHERE tenant=?1 AND design_id<>?2")
+        .map_err(|e| sqlite_error("read kept specifications", e))?;
+    let mut rows = others.query(params![tenant, design]).map_err(|e| sqlite_error("read kept specifications", e))?;
+    while let Some(row) = rows.next().map_err(|e| sqlite_error("read kept specifications", e))? {
+        let text: String = row.get(0).map_err(|e| sqlite_error("read kept specifications", e))?;
+        if objects.iter().any(|d| text.contains(d.as_str())) {
+            for digest in object_digests(&text) {
+                objects.remove(&digest);
+            }
+        }
+    }
+    Ok(objects)
+}

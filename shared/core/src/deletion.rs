@@ -1,0 +1,170 @@
+//! Deleting a design (`DELETE /v1/designs/{id}`): what may be deleted, what a deletion removes,
+//! and the store role that does it.
+//!
+//! A design may be deleted once its latest accepted revision has ended (`ready` or `failed`):
+//! while a revision is in flight the API answers 409 and the client retries, so every object
+//! the design's records name is known when it goes ([`deletable`]). A deletion is one atomic
+//! write of the store: the design row becomes a **tombstone** (ids and the time, nothing the
+//! tenant submitted), its timeline, reports, applied markers, accepted-revision marker and kept
+//! specification go, and a `design.deleted` entry enters the tenant's feed (with its webhook
+//! deliveries): the audit record, with the correlation id of the request that deleted it. The
+//! tombstone makes every later write for the design a no-op ([`crate::revision::plan`], rule 0),
+//! so a record read again or a dead letter replayed afterwards never brings the design back.
+//! Its feed entries stay (the feed numbers without gaps) until the feed's retention removes them.
+//!
+//! The store answers the objects the design's kept specification and reports name that no other
+//! design's kept specification names ([`Deleted::objects`]); the caller removes those from the
+//! object store. Objects are content-addressed per tenant, so two designs may share one: an
+//! object another design still names stays.
+
+use crate::design::{DesignStatus, DesignView};
+use crate::error::PortResult;
+use crate::ids::{CorrelationId, DesignId, TenantId};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::collections::BTreeSet;
+use uuid::Uuid;
+
+/// The audit facts of a deletion: they become its `design.deleted` feed entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deletion {
+    /// The feed entry's event id.
+    pub event_id: Uuid,
+    /// The request's correlation id.
+    pub correlation_id: CorrelationId,
+    pub occurred_at: DateTime<Utc>,
+}
+
+impl Deletion {
+    /// A deletion now, under `correlation_id`.
+    pub fn now(correlation_id: CorrelationId) -> Self {
+        Self { event_id: Uuid::now_v7(), correlation_id, occurred_at: Utc::now() }
+    }
+}
+
+/// What a deletion removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deleted {
+    /// The design's revision when it was deleted (its `design.deleted` entry's).
+    pub revision: u64,
+    /// The number of its `design.deleted` entry in the tenant's feed.
+    pub seq: u64,
+    /// Digests of the objects only this design named: the caller deletes them from the object
+    /// store.
+    pub objects: BTreeSet<String>,
+}
+
+/// Why a design may not be deleted yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// The revision still in flight.
+    pub revision: u64,
+    pub status: DesignStatus,
+}
+
+/// Whether the design `view` shows (the latest accepted revision overlaid on the stored design)
+/// may be deleted now: only once that revision has ended, `ready` or `failed`.
+pub fn deletable(view: &DesignView) -> Result<(), InFlight> {
+    match view.status {
+        DesignStatus::Ready | DesignStatus::Failed => Ok(()),
+        status => Err(InFlight { revision: view.revision, status }),
+    }
+}
+
+/// The store role that deletes designs (the API's `DELETE /v1/designs/{id}`).
+#[async_trait]
+pub trait DesignDeletes: Send + Sync {
+    /// Deletes `design` of `tenant` as the module documentation says, in one atomic write, and
+    /// appends its `design.deleted` entry (made from `deletion`) to the tenant's feed. `None`
+    /// when the tenant has no such design (never had one, deleted it already, or it is another
+    /// tenant's). The caller has checked [`deletable`]; a revision that raced the deletion is
+    /// discarded by the tombstone.
+    async fn delete_design(
+        &self,
+        tenant: &TenantId,
+        design: &DesignId,
+        deletion: &Deletion,
+    ) -> PortResult<Option<Deleted>>;
+}
+
+/// The object digests `json` names: every JSON object with a `digest` of 64 lower-case hex
+/// digits beside a numeric `bytes` (an [`crate::ObjectRef`], wherever it sits: a netlist, a
+/// source file, a full report). Text that is not JSON names none.
+pub fn object_digests(json: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(json) {
+        collect(&value, &mut found);
+    }
+    found
+}
+
+fn collect(value: &serde_json::Value, found: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let (Some(serde_json::Value::String(digest)), Some(serde_json::Value::Number(_))) =
+                (map.get("digest"), map.get("bytes"))
+            {
+                if is_digest(digest) {
+                    found.insert(digest.clone());
+                }
+            }
+            map.values().for_each(|v| collect(v, found));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect(v, found)),
+        _ => {}
+    }
+}
+
+/// Whether `text` is a SHA-256 as object references write it: 64 lower-case hex digits.
+pub fn is_digest(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn the_digests_of_every_object_reference_are_found_wherever_they_sit() {
+        let json = format!(
+            r#"{{"spec": {{"netlist_ref": {{"digest": "{A}", "bytes": 20000}}, "name": "x"}},
+                "files": [{{"path": "top.v", "object": {{"digest": "{B}", "bytes": 3}}}}],
+                "full_report": {{"digest": "{A}", "bytes": 7}}}}"#
+        );
+        assert_eq!(object_digests(&json), BTreeSet::from([A.to_owned(), B.to_owned()]));
+    }
+
+    #[test]
+    fn what_only_looks_like_a_reference_is_not_one() {
+        let upper = A.to_uppercase();
+        let json = format!(
+            r#"{{"a": {{"digest": "{A}"}}, "b": {{"digest": "{upper}", "bytes": 1}},
+                "c": {{"digest": "abc", "bytes": 1}}, "d": {{"digest": "{A}", "bytes": "1"}}}}"#
+        );
+        assert!(object_digests(&json).is_empty(), "{:?}", object_digests(&json));
+        assert!(object_digests("not json").is_empty());
+    }
+
+    #[test]
+    fn only_a_design_whose_latest_revision_ended_may_be_deleted() {
+        let view = |status| DesignView {
+            design_id: DesignId::generate(),
+            name: "n".into(),
+            revision: 3,
+            status,
+            verdict: None,
+            updated_at: Utc::now(),
+            failure_reason: None,
+        };
+        assert_eq!(deletable(&view(DesignStatus::Ready)), Ok(()));
+        assert_eq!(deletable(&view(DesignStatus::Failed)), Ok(()));
+        assert_eq!(
+            deletable(&view(DesignStatus::Validating)),
+            Err(InFlight { revision: 3, status: DesignStatus::Validating })
+        );
+        assert!(deletable(&view(DesignStatus::Submitted)).is_err());
+    }
+}
