@@ -22,8 +22,11 @@
 //!
 //! Not modelled: a buffer whose source nextpnr pins with a `BEL` attribute (skipped), the centre
 //! `DCC`s (they have no fabric entry, so `place_dcc_dcs` never picks them for these clocks),
-//! and PLL outputs on a dead entry (the router may reach the bel from the PLL directly, once the
-//! PLL is placed; such a buffer is never reported).
+//! PLL outputs on a dead entry (the router may reach the bel from the PLL directly, once the
+//! PLL is placed; such a buffer is never reported), and nextpnr's exact order: its cells in the
+//! order of a hash map its packer reshuffles, and promoted clocks of equal weight in the order
+//! of another. When the clocks competing for an edge all come through the fabric the verdict
+//! does not depend on it, only which clock the finding names.
 
 use std::collections::{HashMap, HashSet};
 
@@ -385,8 +388,10 @@ pub(crate) fn check(
 
     // Every placement in nextpnr's order; the last one of a buffer is where it stays.
     let mut order: Vec<(Buffer, Source)> = Vec::new();
-    // The design's DCCAs first, as `get_clocks` lists them (nextpnr's cell order, the reverse
-    // of the netlist's), then the promoted clocks, then each DCSC input (DCSCs in that order).
+    // The design's DCCAs first, as `get_clocks` lists them, then the promoted clocks, then each
+    // DCSC input. nextpnr goes through its cells in the order of its hash map, which its packer
+    // reshuffles as it removes cells; taken here as the netlist's, reversed for the DCCAs and
+    // not for the DCSCs, as nextpnr-ecp5 0.11.1's log showed on the corpus's designs.
     for &i in dccas.iter().rev() {
         if !pinned(i) {
             order.push((Buffer::Cell(i), source(net_of(i, "CLKI"))));
@@ -399,7 +404,7 @@ pub(crate) fn check(
             order.push((Buffer::Net(n), source(Some(n))));
         }
     }
-    for &d in dcscs.iter().rev() {
+    for &d in &dcscs {
         for port in ["CLK0", "CLK1"] {
             let Some(n) = net_of(d, port) else { continue };
             if let Some(&i) = dcca_on.get(&n) {
@@ -416,6 +421,8 @@ pub(crate) fn check(
     let mut placer = Placer { die: &die, taken: HashSet::new(), claimed: HashSet::new() };
     let mut final_bel: HashMap<Buffer, (Edge, usize, Option<u8>, Source)> = HashMap::new();
     let mut findings = Vec::new();
+    // Which of the clocks competing for an edge lands on the dead entry depends on nextpnr's
+    // order; the verdict does not, when they are all through the fabric.
     let describe = |buffer: Buffer, src: Source| -> (String, Option<String>) {
         let clock = match buffer {
             Buffer::Cell(i) => net_of(i, "CLKI"),
@@ -475,7 +482,7 @@ pub(crate) fn check(
         findings.push(Finding::error(
             "GLOBAL_CLOCK_UNROUTABLE",
             format!(
-                "{what} is placed by nextpnr-ecp5 on DCC bel {}DCC{bel} of the {}, whose only fabric entry, {}, nothing reaches on this die: its router cannot route the clock into the global network (\"Failed to find a route for arc\", \"Routing design failed\"). place_dcc_dcs (ecp5/globals.cc) takes the nearest DCC bel with an unclaimed entry, and the buffers placed before it (a DCSC input that is already global is placed twice) claimed the edge's other entries; feed the clock from a primary clock pin (PCLKT) or move it to another edge's pin",
+                "{what} is placed by nextpnr-ecp5 on DCC bel {}DCC{bel} of the {}, whose only fabric entry, {}, nothing reaches on this die (which of the edge's fabric clocks lands there follows nextpnr's cell order): its router cannot route the clock into the global network (\"Failed to find a route for arc\", \"Routing design failed\"). place_dcc_dcs (ecp5/globals.cc) takes the nearest DCC bel with an unclaimed entry, and the buffers placed before it (a DCSC input that is already global is placed twice) claimed the edge's other entries; feed the clock from a primary clock pin (PCLKT) or move it to another edge's pin",
                 edge.name(),
                 device.name,
                 edge.entries()[usize::from(q)]
