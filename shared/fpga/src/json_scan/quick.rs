@@ -43,16 +43,54 @@ impl Specials {
 /// The special bytes of the (up to) 64 bytes from `base`, one bit each.
 fn block_mask(b: &[u8], base: usize) -> u64 {
     match b.get(base..base + 64) {
-        Some(block) => block.chunks_exact(8).enumerate().fold(0, |mask, (i, w)| {
-            let high_bits = special(u64::from_le_bytes(w.try_into().unwrap_or_default()));
-            // Gathers the eight high bits into the top byte, byte 0's lowest.
-            mask | (high_bits.wrapping_mul(0x0002_0408_1020_4081) >> 56) << (8 * i)
-        }),
+        Some(block) => full_block_mask(block),
         None => b[base..]
             .iter()
             .enumerate()
             .fold(0, |mask, (i, c)| mask | u64::from(*c == b'"' || *c == b'\\' || *c < 0x20) << i),
     }
+}
+
+/// [`block_mask`] of 64 bytes, sixteen at a time with SSE2 (part of every x86-64 processor):
+/// three byte compares and one `pmovmskb` per sixteen bytes, where the word-at-a-time version
+/// took a dozen arithmetic steps per eight. The netlist reader spends about a tenth of its
+/// time here on large netlists.
+#[cfg(target_arch = "x86_64")]
+fn full_block_mask(block: &[u8]) -> u64 {
+    assert!(block.len() >= 64);
+    // SAFETY: SSE2 is part of the x86-64 architecture, so every processor this runs on has it.
+    unsafe { sse2_block_mask(block) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn sse2_block_mask(block: &[u8]) -> u64 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let quote = _mm_set1_epi8(b'"' as i8);
+    let backslash = _mm_set1_epi8(b'\\' as i8);
+    let below_space = _mm_set1_epi8(0x1F);
+    let mut mask = 0u64;
+    for chunk in block[..64].chunks_exact(16) {
+        // SAFETY: `chunk` is sixteen bytes; `loadu` takes any alignment.
+        let v = unsafe { _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>()) };
+        // A byte is below 0x20 where the unsigned maximum of it and 0x1F is 0x1F.
+        let control = _mm_cmpeq_epi8(_mm_max_epu8(v, below_space), below_space);
+        let special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), control);
+        mask = mask >> 16 | u64::from(_mm_movemask_epi8(special) as u16) << 48;
+    }
+    mask
+}
+
+/// [`block_mask`] of 64 bytes, a word of eight at a time.
+#[cfg(not(target_arch = "x86_64"))]
+fn full_block_mask(block: &[u8]) -> u64 {
+    block.chunks_exact(8).take(8).enumerate().fold(0, |mask, (i, w)| {
+        let high_bits = special(u64::from_le_bytes(w.try_into().unwrap_or_default()));
+        // Gathers the eight high bits into the top byte, byte 0's lowest.
+        mask | (high_bits.wrapping_mul(0x0002_0408_1020_4081) >> 56) << (8 * i)
+    })
 }
 
 /// Where the string opening at `b[start]` (a quote) ends, just past its closing quote, if it
@@ -188,6 +226,7 @@ pub(super) fn plain_value_end(b: &[u8], specials: &mut Specials, start: usize, m
 /// The high bit of every byte of `w` that is `"`, `\` or below 0x20, and no other bit. Exact
 /// for every byte: no sum carries from one byte into the next.
 #[inline]
+#[cfg(any(test, not(target_arch = "x86_64")))]
 pub(super) fn special(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const LOW7: u64 = ONES * 0x7F;

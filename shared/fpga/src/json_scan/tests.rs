@@ -114,3 +114,15 @@ fn a_ten_digit_net_number_is_read_without_overflow() {
     let text = include_str!("../../fixtures/fuzz/netlist-ten-digit-bit.json");
     let _ = crate::netlist::parse(text, None);
 }
+
+#[test]
+fn every_byte_value_at_every_place_of_a_block_is_found_exactly_when_it_is_special() {
+    for value in 0..=255u8 {
+        for at in 0..128 {
+            let mut text = [b'a'; 160];
+            text[at] = value;
+            let expected = if is_special(value) { at } else { text.len() };
+            assert_eq!(Specials::new().next(&text, 0), expected, "byte {value:#04x} at {at}");
+        }
+    }
+}
