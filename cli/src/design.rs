@@ -3,6 +3,8 @@
 //! source files, each generation attempt, each check's verdict and duration, and for a failing
 //! testbench when it first failed and where its waveform is. The formatting is pure
 //! (`design_format.rs`, `design_wave.rs`); this module asks the API.
+//!
+//! `openqq design delete ID`: `DELETE /v1/designs/{id}` (docs/API.md, "Deleting a design").
 
 use crate::design_format::{show, waveforms};
 use crate::design_wave::draw;
@@ -23,6 +25,24 @@ enum Action {
     /// Print one design: its status and verdict, source files, generation attempts, and each
     /// check's verdict, with the first failure and waveform of a failing testbench.
     Show(ShowArgs),
+    /// Delete one design: its reports, timeline and the objects only it names. Refused while a
+    /// revision of it is in flight; with --wait, asks again until that revision has ended.
+    Delete(DeleteArgs),
+}
+
+#[derive(Args)]
+struct DeleteArgs {
+    /// The design's id.
+    id: String,
+    /// The API's address.
+    #[arg(long, env = "OPENQQ_URL", default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// A bearer token of the design's tenant.
+    #[arg(long, env = "OPENQQ_TOKEN", hide_env_values = true)]
+    token: String,
+    /// While a revision is in flight (409), ask again for up to this many seconds.
+    #[arg(long, default_value_t = 0)]
+    wait: u64,
 }
 
 #[derive(Args)]
@@ -47,16 +67,50 @@ struct ShowArgs {
 }
 
 pub fn run(args: DesignArgs) -> Result<()> {
-    let Action::Show(args) = args.action;
-    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(show_design(args))
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    match args.action {
+        Action::Show(args) => runtime.block_on(show_design(args)),
+        Action::Delete(args) => runtime.block_on(delete_design(args)),
+    }
+}
+
+/// A design id as a path segment: letters, digits, `-` and `_` only.
+fn path_id(raw: &str) -> Result<&str> {
+    let id = raw.trim();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        bail!("{raw:?} is not a design id");
+    }
+    Ok(id)
+}
+
+async fn delete_design(args: DeleteArgs) -> Result<()> {
+    let api = Api::new(&args.url, &args.token)?;
+    let id = path_id(&args.id)?;
+    let path = format!("/v1/designs/{id}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(args.wait);
+    loop {
+        let url = api.base.join(&path)?;
+        let resp = api.http.delete(url.clone()).bearer_auth(&api.token).send().await;
+        let resp = resp.with_context(|| format!("asking {url}: is the platform up there? (--url, OPENQQ_URL)"))?;
+        let status = resp.status();
+        match status {
+            StatusCode::NO_CONTENT => {
+                println!("Deleted design {id}.");
+                return Ok(());
+            }
+            StatusCode::NOT_FOUND => bail!("design {id} was not found for this token's tenant"),
+            StatusCode::CONFLICT if tokio::time::Instant::now() < deadline => {
+                let after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(1);
+                tokio::time::sleep(Duration::from_secs(after).min(deadline - tokio::time::Instant::now())).await;
+            }
+            s => return Err(refused("DELETE", s, &resp.text().await.unwrap_or_default(), &path)),
+        }
+    }
 }
 
 async fn show_design(args: ShowArgs) -> Result<()> {
     let api = Api::new(&args.url, &args.token)?;
-    let id = args.id.trim();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        bail!("{:?} is not a design id", args.id);
-    }
+    let id = path_id(&args.id)?;
     let design = match api.json(&format!("/v1/designs/{id}")).await? {
         Some(d) => d,
         None => bail!("design {id} was not found for this token's tenant"),
@@ -108,7 +162,7 @@ impl Api {
         match resp.status() {
             StatusCode::NOT_FOUND => Ok(None),
             s if s.is_success() => Ok(Some(resp.json().await.with_context(|| format!("reading {path}"))?)),
-            s => Err(refused(s, &resp.text().await.unwrap_or_default(), path)),
+            s => Err(refused("GET", s, &resp.text().await.unwrap_or_default(), path)),
         }
     }
 
@@ -118,16 +172,16 @@ impl Api {
         let resp = self.get(&path).await?;
         match resp.status() {
             s if s.is_success() => Ok(resp.bytes().await?.to_vec()),
-            s => Err(refused(s, &resp.text().await.unwrap_or_default(), &path)),
+            s => Err(refused("GET", s, &resp.text().await.unwrap_or_default(), &path)),
         }
     }
 }
 
 /// An error answer as a sentence: the problem document's detail, or the status.
-fn refused(status: StatusCode, body: &str, path: &str) -> anyhow::Error {
+fn refused(method: &str, status: StatusCode, body: &str, path: &str) -> anyhow::Error {
     let detail = serde_json::from_str::<Value>(body)
         .ok()
         .and_then(|p| p["detail"].as_str().or(p["title"].as_str()).map(str::to_owned));
     let hint = if status == StatusCode::UNAUTHORIZED { " (--token, OPENQQ_TOKEN: is it this server's?)" } else { "" };
-    anyhow!("GET {path} answered {status}{}{hint}", detail.map_or(String::new(), |d| format!(": {d}")))
+    anyhow!("{method} {path} answered {status}{}{hint}", detail.map_or(String::new(), |d| format!(": {d}")))
 }

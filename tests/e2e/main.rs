@@ -7,6 +7,7 @@ mod batch_fairness;
 mod batches;
 mod contract;
 mod dead_letters;
+mod deletes;
 mod disk_full;
 mod durability;
 mod dynamo;

@@ -36,6 +36,9 @@ pub struct Claims {
 #[derive(Deserialize)]
 struct Verified {
     tenant_id: String,
+    /// Who the token speaks for within the tenant, for audit records.
+    #[serde(default)]
+    sub: Option<String>,
     #[serde(default)]
     iat: Option<u64>,
     exp: u64,
@@ -282,6 +285,11 @@ impl JwtKeys {
 
     /// The tenant of a valid token.
     pub fn verify(&self, token: &str) -> Result<TenantId, AuthError> {
+        self.verify_caller(token).map(|caller| caller.tenant)
+    }
+
+    /// The tenant and subject of a valid token.
+    pub fn verify_caller(&self, token: &str) -> Result<Caller, AuthError> {
         let data = decode::<Verified>(token, &self.decoding, &self.validation).map_err(AuthError::Invalid)?;
         let now = chrono::Utc::now().timestamp().max(0) as u64;
         if let Some(iat) = data.claims.iat.filter(|iat| *iat > now + LEEWAY_SECS) {
@@ -292,7 +300,35 @@ impl JwtKeys {
         if lifetime > self.rules.max_lifetime.as_secs() + LEEWAY_SECS {
             return Err(AuthError::TooLongLived { lifetime, max: self.rules.max_lifetime.as_secs() });
         }
-        TenantId::parse(data.claims.tenant_id).map_err(AuthError::Tenant)
+        let tenant = TenantId::parse(data.claims.tenant_id).map_err(AuthError::Tenant)?;
+        Ok(Caller { tenant, subject: Subject::of(data.claims.sub) })
+    }
+}
+
+/// Who made a request: the token's tenant and, when it names one, its subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub tenant: TenantId,
+    pub subject: Subject,
+}
+
+/// The `sub` claim of the request's token, for audit records (who deleted a design); in the
+/// request's extensions beside the tenant. Never used for access: the tenant is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subject(pub Option<String>);
+
+/// Longest subject kept, in characters: a longer claim is cut there.
+pub const MAX_SUBJECT_CHARS: usize = 256;
+
+impl Subject {
+    /// The subject of a `sub` claim: absent or empty is none, a long one is cut.
+    pub fn of(sub: Option<String>) -> Self {
+        Subject(sub.filter(|s| !s.is_empty()).map(|s| s.chars().take(MAX_SUBJECT_CHARS).collect()))
+    }
+
+    /// The subject as a log field writes it (`-` when the token named none).
+    pub fn as_str(&self) -> &str {
+        self.0.as_deref().unwrap_or("-")
     }
 }
 
@@ -307,12 +343,14 @@ fn bearer(req: &Request) -> Result<&str, AuthError> {
 
 /// The tenant a request speaks for, or the 401 to answer. The cause is logged at debug level
 /// (never the token).
-pub fn authenticate(state: &AppState, req: &Request) -> Result<TenantId, Problem> {
+pub fn authenticate(state: &AppState, req: &Request) -> Result<Caller, Problem> {
     let tenant = match state.identity {
-        Identity::Token => bearer(req).and_then(|t| state.keys.verify(t)),
+        Identity::Token => bearer(req).and_then(|t| state.keys.verify_caller(t)),
         Identity::Gateway => match req.extensions().get::<GatewayClaims>() {
-            Some(GatewayClaims { tenant_id: Some(id) }) => TenantId::parse(id.clone()).map_err(AuthError::Tenant),
-            Some(GatewayClaims { tenant_id: None }) => Err(AuthError::NoTenantClaim),
+            Some(GatewayClaims { tenant_id: Some(id), sub }) => TenantId::parse(id.clone())
+                .map(|tenant| Caller { tenant, subject: Subject::of(sub.clone()) })
+                .map_err(AuthError::Tenant),
+            Some(GatewayClaims { tenant_id: None, .. }) => Err(AuthError::NoTenantClaim),
             None => Err(AuthError::Missing),
         },
     };
@@ -340,13 +378,15 @@ pub enum Identity {
 #[derive(Debug, Clone, Default)]
 pub struct GatewayClaims {
     pub tenant_id: Option<String>,
+    /// The token's `sub`, for audit records.
+    pub sub: Option<String>,
 }
 
 /// Authenticates, then applies the tenant's rate limit; the tenant goes into the request's
 /// extensions for the handlers.
 pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let tenant = match authenticate(&state, &req) {
-        Ok(t) => t,
+    let Caller { tenant, subject } = match authenticate(&state, &req) {
+        Ok(caller) => caller,
         Err(p) => {
             crate::body::drain(req.into_body(), state.max_body_bytes).await;
             return p.into_response();
@@ -363,6 +403,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
     };
     tracing::Span::current().record("tenant_id", tenant.as_str());
     req.extensions_mut().insert(tenant.clone());
+    req.extensions_mut().insert(subject);
     let mut resp = next.run(req).await;
     limit::add_headers(resp.headers_mut(), &decision);
     // For the request metrics by tenant ([`crate::observe`]).

@@ -15,8 +15,8 @@
 //! 5. [`pool`]: a fixed number of requests in progress, a bounded queue behind them, and an
 //!    immediate 503 when the queue is full; handlers get the body already buffered.
 //! 6. [`downstream`] (off by default): a simulated slow dependency for overload experiments.
-//! 7. The handler in [`designs`], [`batches`], [`schedules`], [`uploads`], [`webhooks`] or
-//!    [`stream`]. `GET /v1/events/stream` ([`stream::live`]) skips steps 4 to 6: it has no body
+//! 7. The handler in [`designs`], [`deletes`], [`batches`], [`schedules`], [`uploads`],
+//!    [`webhooks`] or [`stream`]. `GET /v1/events/stream` ([`stream::live`]) skips steps 4 to 6: it has no body
 //!    and does no work but wait, and caps its own streams per tenant.
 //!
 //! `PUT /v1/uploads/{digest}` ([`uploads::receive`]) passes through steps 1 and 2 only: its
@@ -48,6 +48,7 @@ pub mod auth;
 pub mod batches;
 pub mod body;
 pub mod correlation;
+pub mod deletes;
 pub mod designs;
 pub mod dev_tokens;
 pub mod downstream;
@@ -139,6 +140,8 @@ pub struct AppState {
     pub(crate) schedules: Arc<dyn openqq_core::Schedules>,
     /// Each design's latest specification, which a revalidation submits again.
     pub(crate) specs: Arc<dyn openqq_core::KeptSpecs>,
+    /// Deletes designs (`DELETE /v1/designs/{id}`, [`deletes`]).
+    pub(crate) deletes: Arc<dyn openqq_core::DesignDeletes>,
     /// The time the schedule routes and the scheduler read, and the scheduler's wake-up.
     pub(crate) clock: schedules::ScheduleClock,
 }
@@ -198,7 +201,8 @@ impl AppState {
             log_bytes: Arc::new(log_bytes::LogBytes::new(store.clone())),
             batches: store.clone(),
             schedules: store.clone(),
-            specs: store,
+            specs: store.clone(),
+            deletes: store,
             clock: schedules::ScheduleClock::default(),
         })
     }
@@ -316,7 +320,7 @@ pub fn router(state: AppState, pool: PoolConfig) -> Router {
     let state = AppState { log: Arc::new(grouped::GroupedAppends::new(grouped::Appends(state.log))), ..state };
     let v1 = Router::new()
         .route("/v1/designs", post(designs::submit).get(designs::list))
-        .route("/v1/designs/{id}", get(designs::get_one))
+        .route("/v1/designs/{id}", get(designs::get_one).delete(deletes::delete))
         .route("/v1/designs/{id}/revisions", post(designs::revise))
         .route("/v1/designs/{id}/report", get(designs::report))
         .route("/v1/designs/{id}/report/full", get(report_full::full_report))

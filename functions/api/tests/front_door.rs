@@ -199,7 +199,7 @@ async fn behind_api_gateway_the_tenant_is_the_claim_its_authorizer_verified_and_
     let app = app_with(one_worker(), TenantLimits::default(), 1 << 20, Identity::Gateway);
     let with_claims = |tenant_id: Option<&str>| {
         let mut req = Request::get("/v1/designs").body(Body::empty()).unwrap();
-        req.extensions_mut().insert(GatewayClaims { tenant_id: tenant_id.map(str::to_owned) });
+        req.extensions_mut().insert(GatewayClaims { tenant_id: tenant_id.map(str::to_owned), sub: None });
         req
     };
     let ok = app.send(with_claims(Some("acme"))).await;

@@ -244,3 +244,42 @@ async fn a_claim_that_reaches_its_query_budget_leaves_the_other_tenants_to_the_n
     let expected: Vec<String> = (0..tenants).map(|i| format!("{prefix}-{i:03}")).collect();
     assert_eq!(all, expected, "each tenant's delivery once between the two claims");
 }
+
+/// Idempotency keys are purged on DynamoDB by its TTL: the table has TTL on `expires_at`, and a
+/// kept response's item carries its expiry there (rounded up to the second), so DynamoDB deletes
+/// expired keys without a sweep of ours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_carries_its_expiry_in_the_ttl_attribute_the_table_expires_items_by() {
+    use openqq_core::{IdempotencyKey, IdempotencyKeys, KeptResponse};
+    let Some(store) = store().await else { return };
+    let client = conformance::dynamodb_client(&std::env::var(ENDPOINT_VAR).unwrap());
+    let ttl = client.describe_time_to_live().table_name(store.table()).send().await.unwrap();
+    let spec = ttl.time_to_live_description().expect("the table describes its TTL");
+    assert_eq!(spec.attribute_name(), Some("expires_at"), "{spec:?}");
+    assert_eq!(spec.time_to_live_status().map(|s| s.as_str()), Some("ENABLED"), "{spec:?}");
+
+    let (t, k) = (TenantId::parse(conformance::unique("idem")).unwrap(), IdempotencyKey::parse("ttl-1").unwrap());
+    let fp = [7u8; 32];
+    let response = KeptResponse { status: 202, headers: vec![], body: b"{}".to_vec() };
+    let keep = std::time::Duration::from_secs(3600);
+    let before = chrono::Utc::now().timestamp();
+    store.claim_idempotency_key(&t, &k, &fp, std::time::Duration::from_secs(60)).await.unwrap();
+    store.complete_idempotency_key(&t, &k, &fp, &response, keep).await.unwrap();
+    let after = chrono::Utc::now().timestamp();
+    let item = client
+        .get_item()
+        .table_name(store.table())
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("T#{t}")))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("I#ttl-1".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the key's item");
+    let expires: i64 = item["expires_at"].as_n().unwrap().parse().unwrap();
+    assert!(
+        (before + 3600..=after + 3601).contains(&expires),
+        "the completed key expires an hour on ({expires}, now {after})"
+    );
+}

@@ -12,10 +12,11 @@
 //! so a record read again or a dead letter replayed afterwards never brings the design back.
 //! Its feed entries stay (the feed numbers without gaps) until the feed's retention removes them.
 //!
-//! The store answers the objects the design's kept specification and reports name that no other
-//! design's kept specification names ([`Deleted::objects`]); the caller removes those from the
-//! object store. Objects are content-addressed per tenant, so two designs may share one: an
-//! object another design still names stays.
+//! The store answers the objects the design's kept specifications (every revision's: the store
+//! records what each one named) and reports name that no other design's kept specifications name
+//! ([`Deleted::objects`]); the caller removes those from the object store. Objects are
+//! content-addressed per tenant, so two designs may share one: an object another design still
+//! names stays.
 
 use crate::design::{DesignStatus, DesignView};
 use crate::error::PortResult;

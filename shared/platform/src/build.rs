@@ -244,11 +244,7 @@ impl<'s> Embedded<'s> {
     fn log(&mut self) -> Result<crate::flags::kafka::LogHandles> {
         let s = self.settings;
         let dir = self.dir()?;
-        // Records every consumer group has read are deleted after the retention, in the background.
-        let mut retention = openqq_adapters::embedded::Retention::days(7);
-        retention.default = s.log_retention;
-        retention.per_topic.insert(s.topics().dead_letter(), s.dead_letter_retention);
-        let log = EmbeddedEventLog::open_with_retention(dir, s.partitions, self.durability(), retention)
+        let log = EmbeddedEventLog::open_with_retention(dir, s.partitions, self.durability(), log_retention(s))
             .with_context(|| format!("opening the event log in the data dir {}", dir.display()))?;
         let log = Arc::new(log);
         Ok((log.clone(), log))
@@ -270,5 +266,59 @@ impl<'s> Embedded<'s> {
         let objects = EmbeddedObjectStore::open(dir)
             .with_context(|| format!("opening the object store in the data dir {}", dir.display()))?;
         Ok(Arc::new(objects))
+    }
+}
+
+/// How long the embedded log keeps records: `--log-retention` on every topic but the dead-letter
+/// topic, which keeps its records for `--dead-letter-retention` (nobody consumes it, so it is
+/// trimmed by age alone). Records every consumer group has read go after that, in the background.
+fn log_retention(s: &Settings) -> openqq_adapters::embedded::Retention {
+    let mut retention = openqq_adapters::embedded::Retention::days(7);
+    retention.default = s.log_retention;
+    retention.per_topic.insert(s.topics().dead_letter(), s.dead_letter_retention);
+    retention
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openqq_core::{EventLog, LogSource, Record};
+
+    #[test]
+    fn the_dead_letter_topic_keeps_its_records_for_the_dead_letter_retention() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap();
+        let args = ["--data-dir", data_dir, "--log-retention", "2d", "--dead-letter-retention", "9d"];
+        let settings = Settings::from_args(args).unwrap();
+        let retention = log_retention(&settings);
+        assert_eq!(retention.default, Duration::from_secs(2 * 86_400));
+        let dead_letters = settings.topics().dead_letter();
+        assert_eq!(retention.per_topic.get(&dead_letters), Some(&Duration::from_secs(9 * 86_400)));
+        assert_eq!(retention.per_topic.len(), 1, "every other topic keeps the log's retention");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dead_letters_older_than_the_dead_letter_retention_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap();
+        let args = ["--data-dir", data_dir, "--log-retention", "30d", "--dead-letter-retention", "3d"];
+        let settings = Settings::from_args(args).unwrap();
+        let log = EmbeddedEventLog::open(dir.path(), 1, Durability::Process).unwrap();
+        let (topic, other) = (settings.topics().dead_letter(), settings.topics().of(EventKind::DesignSubmitted));
+        let record = || Record { key: "acme".into(), value: b"{}".to_vec(), headers: Vec::new() };
+        log.publish(&topic, vec![record(), record()]).await.unwrap();
+        log.publish(&other, vec![record()]).await.unwrap();
+        log.commit("design-job", &other, 0, 1).await.unwrap();
+        let day_ms = 86_400_000i64;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        let kept = |topic: String| {
+            let log = &log;
+            async move { log.read(&topic, 0, 0, 10).await.unwrap().len() }
+        };
+        log.compact(&log_retention(&settings), now + 2 * day_ms).await.unwrap();
+        assert_eq!(kept(topic.clone()).await, 2, "dead letters younger than 3 days stay");
+        log.compact(&log_retention(&settings), now + 4 * day_ms).await.unwrap();
+        assert_eq!(kept(topic.clone()).await, 0, "dead letters older than 3 days are removed");
+        assert_eq!(kept(other).await, 1, "a consumed topic keeps the log's own 30 days");
     }
 }

@@ -89,11 +89,9 @@ async fn flush_metrics(req: axum::extract::Request, next: axum::middleware::Next
 async fn pass_on_gateway_claims(mut req: axum::extract::Request) -> axum::extract::Request {
     use lambda_http::request::RequestContext;
     let claims = match req.extensions().get::<RequestContext>() {
-        Some(RequestContext::ApiGatewayV2(ctx)) => ctx
-            .authorizer
-            .as_ref()
-            .and_then(|a| a.jwt.as_ref())
-            .map(|jwt| GatewayClaims { tenant_id: jwt.claims.get("tenant_id").cloned() }),
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.authorizer.as_ref().and_then(|a| a.jwt.as_ref()).map(|jwt| {
+            GatewayClaims { tenant_id: jwt.claims.get("tenant_id").cloned(), sub: jwt.claims.get("sub").cloned() }
+        }),
         _ => None,
     };
     if let Some(claims) = claims {

@@ -16,6 +16,7 @@
 
 use super::feed::{try_append, Appended};
 use super::reads::{each_projected, get_item, prefix_range};
+use super::specs::OBJECTS;
 use super::table::{accepted_sk, design_pk, design_sk, key, n, s, tenant_pk, Attrs, Item, REPORT_PREFIX, SK};
 use super::transact::{back_off, delete_partition};
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
@@ -34,6 +35,11 @@ const SPEC_PREFIX: &str = "SPEC#";
 
 /// Reads and writes at most this many times when the design keeps moving meanwhile.
 const MAX_ATTEMPTS: u32 = 16;
+
+/// The digests a specification item's `objects` set holds (every kept revision's).
+fn named_objects(item: &Item) -> Vec<String> {
+    item.get(OBJECTS).and_then(|v| v.as_ss().ok()).cloned().unwrap_or_default()
+}
 
 /// Whether a design item is a tombstone.
 pub(crate) fn is_tombstone(item: &Item) -> bool {
@@ -128,8 +134,9 @@ fn removal(
     ]
 }
 
-/// The objects the design's kept specification and reports name that no other design's kept
-/// specification names: one query of the design's reports, one of the tenant's specifications.
+/// The objects the design's kept specifications (every revision's) and reports name that no other
+/// design's kept specifications name: one query of the design's reports, one read of its
+/// specification, one query of the tenant's specifications.
 async fn only_its_objects(
     client: &Client,
     table: &str,
@@ -146,16 +153,24 @@ async fn only_its_objects(
     let own = format!("{SPEC_PREFIX}{design}");
     if let Some(spec) = get_item(client, table, tenant_pk(tenant), own.clone()).await? {
         objects.extend(object_digests(spec.opt_str("submission").unwrap_or_default()));
+        objects.extend(named_objects(&spec));
     }
     if objects.is_empty() {
         return Ok(objects);
     }
     // Each other specification is looked at as it arrives, so memory holds one page at a time.
     let range = prefix_range(SPEC_PREFIX);
-    let attributes = [SK, "submission"];
+    let attributes = [SK, "submission", OBJECTS];
     each_projected(client, table, tenant_pk(tenant), range, &attributes, None, "read kept specifications", |item| {
+        if item.opt_str(SK) == Some(own.as_str()) {
+            return Ok(());
+        }
+        for digest in named_objects(item) {
+            objects.remove(&digest);
+        }
+        // A specification kept before `objects` was recorded names its objects only in its text.
         let text = item.opt_str("submission").unwrap_or_default();
-        if item.opt_str(SK) != Some(own.as_str()) && objects.iter().any(|d| text.contains(d.as_str())) {
+        if objects.iter().any(|d| text.contains(d.as_str())) {
             for digest in object_digests(text) {
                 objects.remove(&digest);
             }

@@ -6,9 +6,14 @@
 
 use super::error::{classify, is_condition_failed};
 use super::table::{key, n, s, tenant_pk, Attrs, PK};
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use openqq_core::deletion::object_digests;
 use openqq_core::ports::PortResult;
 use openqq_core::{DesignId, KeptSpec, TenantId};
+
+/// The attribute of a specification item that holds the digests every kept revision named.
+pub(crate) const OBJECTS: &str = "objects";
 
 fn spec_key(tenant: &TenantId, design: &DesignId) -> super::table::Item {
     key(tenant_pk(tenant), format!("SPEC#{design}"))
@@ -21,20 +26,29 @@ pub(crate) async fn keep(
     design: &DesignId,
     spec: &KeptSpec,
 ) -> PortResult<()> {
-    let mut item = spec_key(tenant, design);
-    item.insert("item_type".into(), s("spec"));
-    item.insert("revision".into(), n(spec.revision));
-    item.insert("submission".into(), s(spec.submission.as_str()));
-    let out = client
-        .put_item()
+    // `objects` gathers what every kept revision named (a string set, added to), so a deleted
+    // design's earlier netlists go with it.
+    let objects: Vec<String> = object_digests(&spec.submission).into_iter().collect();
+    let mut update = "SET #t = :t, #r = :r, #s = :s".to_owned();
+    let mut request = client
+        .update_item()
         .table_name(table)
-        .set_item(Some(item))
+        .set_key(Some(spec_key(tenant, design)))
         .condition_expression("attribute_not_exists(#pk) OR #r < :r")
         .expression_attribute_names("#pk", PK)
+        .expression_attribute_names("#t", "item_type")
         .expression_attribute_names("#r", "revision")
+        .expression_attribute_names("#s", "submission")
+        .expression_attribute_values(":t", s("spec"))
         .expression_attribute_values(":r", n(spec.revision))
-        .send()
-        .await;
+        .expression_attribute_values(":s", s(spec.submission.as_str()));
+    if !objects.is_empty() {
+        update.push_str(" ADD #o :o");
+        request = request
+            .expression_attribute_names("#o", OBJECTS)
+            .expression_attribute_values(":o", AttributeValue::Ss(objects));
+    }
+    let out = request.update_expression(update).send().await;
     match out {
         Ok(_) => Ok(()),
         // The specification of this revision or a later one is kept already.

@@ -42,7 +42,7 @@ pub(super) fn delete_tx(
         .map_err(|e| sqlite_error("read design", e))?;
     let Some(revision) = revision else { return Ok(None) };
     let objects = only_its_objects(tx, tenant, id)?;
-    for table in ["designs", "timeline", "reports", "accepted", "specs"] {
+    for table in ["designs", "timeline", "reports", "accepted", "specs", "spec_objects"] {
         tx.prepare_cached(&format!("DELETE FROM {table} WHERE tenant=?1 AND design_id=?2"))
             .and_then(|mut s| s.execute(params![tenant, id]))
             .map_err(|e| sqlite_error(&format!("delete from {table}"), e))?;
@@ -67,8 +67,8 @@ pub(super) fn delete_tx(
     Ok(Some(Deleted { revision: revision as u64, seq, objects }))
 }
 
-/// The objects the design's kept specification and reports name that no other design's kept
-/// specification names.
+/// The objects the design's kept specifications (every revision's) and reports name that no other
+/// design's kept specifications name.
 fn only_its_objects(tx: &Connection, tenant: &str, design: &str) -> PortResult<BTreeSet<String>> {
     let texts = |sql: &str, what: &str| -> PortResult<Vec<String>> {
         tx.prepare_cached(sql)
@@ -81,9 +81,26 @@ fn only_its_objects(tx: &Connection, tenant: &str, design: &str) -> PortResult<B
     for text in own.iter().chain(&reports) {
         objects.extend(object_digests(text));
     }
+    objects.extend(texts("SELECT digest FROM spec_objects WHERE tenant=?1 AND design_id=?2", "read objects")?);
     if objects.is_empty() {
         return Ok(objects);
     }
+    let mut named_elsewhere = tx
+        .prepare_cached("SELECT EXISTS(SELECT 1 FROM spec_objects WHERE tenant=?1 AND digest=?2 AND design_id<>?3)")
+        .map_err(|e| sqlite_error("read objects", e))?;
+    let mut shared = Vec::new();
+    for digest in &objects {
+        let named: bool = named_elsewhere
+            .query_row(params![tenant, digest, design], |r| r.get(0))
+            .map_err(|e| sqlite_error("read objects", e))?;
+        if named {
+            shared.push(digest.clone());
+        }
+    }
+    for digest in shared {
+        objects.remove(&digest);
+    }
+    // Specifications kept before their objects were recorded name theirs only in their text.
     let mut others = tx
         .prepare_cached("SELECT submission FROM specs WHERE tenant=?1 AND design_id<>?2")
         .map_err(|e| sqlite_error("read kept specifications", e))?;

@@ -1,8 +1,10 @@
 //! Kept specifications of the embedded store: one row per design with the latest revision's
 //! `design.submitted` payload, replaced only by a later revision's (see
-//! `openqq_core::ports::KeptSpecs`).
+//! `openqq_core::ports::KeptSpecs`), and the objects every kept revision named
+//! (`spec_objects`), so a deleted design's earlier netlists go with it.
 
 use super::db::sqlite_error;
+use openqq_core::deletion::object_digests;
 use openqq_core::ports::PortResult;
 use openqq_core::KeptSpec;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -11,6 +13,10 @@ pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS specs (
     tenant TEXT NOT NULL, design_id TEXT NOT NULL, revision INTEGER NOT NULL, submission TEXT NOT NULL,
     PRIMARY KEY (tenant, design_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS spec_objects (
+    tenant TEXT NOT NULL, design_id TEXT NOT NULL, digest TEXT NOT NULL,
+    PRIMARY KEY (tenant, design_id, digest)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS spec_objects_by_digest ON spec_objects (tenant, digest);
 ";
 
 /// Keeps `spec` unless a spec of the same or a later revision is kept, or the design was
@@ -24,6 +30,16 @@ pub(super) fn keep(conn: &Connection, tenant: &str, design: &str, spec: &KeptSpe
     )
     .and_then(|mut s| s.execute(params![tenant, design, spec.revision as i64, spec.submission]))
     .map_err(|e| sqlite_error("keep a specification", e))?;
+    // Whichever revision is kept, its objects are the design's: a later revision's replaces the
+    // specification, never the record of what the earlier ones named.
+    for digest in object_digests(&spec.submission) {
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO spec_objects(tenant, design_id, digest) SELECT ?1, ?2, ?3 \
+             WHERE NOT EXISTS (SELECT 1 FROM deleted_designs WHERE tenant=?1 AND design_id=?2)",
+        )
+        .and_then(|mut s| s.execute(params![tenant, design, digest]))
+        .map_err(|e| sqlite_error("record a specification's objects", e))?;
+    }
     Ok(())
 }
 

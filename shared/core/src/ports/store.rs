@@ -222,7 +222,8 @@ pub struct KeptSpec {
 pub trait KeptSpecs: Send + Sync {
     /// Keeps `spec` as `design`'s specification unless one of the same or a later revision is
     /// kept already (a re-read record, or one that arrives after a newer revision, changes
-    /// nothing). A submission over [`crate::design::MAX_DESIGN_RECORD_BYTES`] is
+    /// nothing), and records the objects it names as the design's (what its deletion removes).
+    /// A deleted design keeps nothing. A submission over [`crate::design::MAX_DESIGN_RECORD_BYTES`] is
     /// [`PortError::Invalid`].
     async fn keep_spec(&self, tenant: &TenantId, design: &DesignId, spec: &KeptSpec) -> PortResult<()>;
     /// The specification kept for `design` of `tenant`, if any.

@@ -45,12 +45,15 @@ fn deletion(tag: &str) -> Deletion {
 pub async fn deleting_a_design_removes_its_rows_and_enters_the_feed_once<S: DesignStore + ?Sized>(store: &S) {
     let (t, d) = ids();
     let shared = digest('c');
-    let (netlist, full) = (digest('a'), digest('b'));
+    let (netlist, full, newer) = (digest('a'), digest('b'), digest('f'));
     ready_design(store, &t, &d, &full, &[&netlist, &shared]).await;
-    // Another design of the tenant names one of the same objects: it must stay.
+    // A later specification replaces the first, whose objects are still the design's.
+    store.keep_spec(&t, &d, &spec_naming(2, &[&newer])).await.unwrap();
+    // Another design of the tenant named one of the same objects in an earlier revision: it stays.
     let keeper = DesignId::parse(super::unique("d")).unwrap();
     store.apply(&t, &keeper, &entry(EventKind::DesignSubmitted, 1), &submitted("keeper")).await.unwrap();
     store.keep_spec(&t, &keeper, &spec_naming(1, &[&shared])).await.unwrap();
+    store.keep_spec(&t, &keeper, &spec_naming(2, &[&digest('9')])).await.unwrap();
     let before = store.usage(&t).await.unwrap();
     // Another tenant cannot delete it: to them it does not exist.
     let stranger = TenantId::parse(super::unique("t")).unwrap();
@@ -62,7 +65,11 @@ pub async fn deleting_a_design_removes_its_rows_and_enters_the_feed_once<S: Desi
     let deleted = store.delete_design(&t, &d, &how).await.unwrap().expect("the design existed");
     assert_eq!(deleted.revision, 1);
     assert_eq!(deleted.seq, head + 1, "its entry is the feed's next");
-    assert_eq!(deleted.objects, BTreeSet::from([netlist, full]), "the objects only it named, not the shared one");
+    assert_eq!(
+        deleted.objects,
+        BTreeSet::from([netlist, full, newer]),
+        "the objects only it named, in any revision, and not the one another design named"
+    );
 
     assert!(store.get(&t, &d).await.unwrap().is_none(), "the design is gone");
     assert!(store.timeline(&t, &d).await.unwrap().is_none(), "with its timeline");
