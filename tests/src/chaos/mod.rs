@@ -131,13 +131,15 @@ impl std::fmt::Display for Report {
             f.delivery_problems.len(),
             f.redelivered
         )?;
+        let grace: Vec<String> = f.failed_in_grace.iter().map(|(k, n)| format!("{n} after {k}")).collect();
         writeln!(
             out,
-            "  requests: {}; 5xx or no answer: {} inside down windows, {} within {} s after one, {} outside",
+            "  requests: {}; 5xx or no answer: {} inside down windows, {} within {} s after one ({}), {} outside",
             f.requests,
             f.failed_in_windows,
-            f.failed_in_grace,
+            f.failed_in_grace.values().sum::<usize>(),
             check::SETTLE_GRACE.as_secs(),
+            grace.join(", "),
             f.failed_outside.len()
         )?;
         writeln!(
