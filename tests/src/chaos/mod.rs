@@ -18,7 +18,7 @@ pub mod workload;
 
 use check::Findings;
 use journal::Journal;
-use openqq_adapters::{EmbeddedEventLog, KafkaEventLog, KafkaSettings};
+use openqq_adapters::{KafkaEventLog, KafkaSettings};
 use openqq_core::{LogRecord, LogSource};
 use platform::Platform;
 use receiver::Receiver;
@@ -274,16 +274,18 @@ async fn dead_letters(p: &Platform, expected: usize) -> anyhow::Result<Vec<LogRe
     };
     loop {
         let mut server = p.server.lock().await;
-        let mut all = Vec::new();
-        match &kafka {
-            Some(log) => all = read_all(log, &topic).await?,
+        let all = match &kafka {
+            Some(log) => read_all(log, &topic).await?,
             None => {
                 server.terminate()?;
-                let log =
-                    EmbeddedEventLog::open(&p.data_dir, platform::PARTITIONS, openqq_adapters::Durability::Process)?;
-                all.extend(read_all(&log, &topic).await?);
+                tokio::task::block_in_place(|| {
+                    p.on_embedded_log(|log| {
+                        let topic = &topic;
+                        async move { read_all(&log, topic).await }
+                    })
+                })?
             }
-        }
+        };
         if all.len() >= expected || Instant::now() > deadline {
             return Ok(all);
         }

@@ -196,12 +196,33 @@ impl Platform {
                 settings.timeout = Duration::from_secs(5);
                 KafkaEventLog::connect(settings).await?.publish(&topic, records).await?;
             }
-            None => {
-                EmbeddedEventLog::open(&self.data_dir, PARTITIONS, Durability::Process)?
-                    .publish(&topic, records)
-                    .await?
-            }
+            None => self.inject_embedded(&topic, records)?,
         }
         Ok(())
+    }
+
+    fn inject_embedded(&self, topic: &str, records: Vec<Record>) -> anyhow::Result<()> {
+        self.on_embedded_log(|log| async move { Ok(log.publish(topic, records).await?) })
+    }
+
+    /// Runs `work` on the embedded log (only while the server is down: its files are the
+    /// server's), on a thread and a runtime of their own that end with it, so that the log's
+    /// background tasks (retention) end too.
+    pub fn on_embedded_log<T, F, Fut>(&self, work: F) -> anyhow::Result<T>
+    where
+        T: Send,
+        F: FnOnce(EmbeddedEventLog) -> Fut + Send,
+        Fut: std::future::Future<Output = anyhow::Result<T>>,
+    {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                rt.block_on(async {
+                    work(EmbeddedEventLog::open(&self.data_dir, PARTITIONS, Durability::Process)?).await
+                })
+            })
+            .join()
+            .expect("the thread on the embedded log ran")
+        })
     }
 }
