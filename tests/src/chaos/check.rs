@@ -150,7 +150,7 @@ pub async fn designs(f: &mut Findings, e: &Entries, clients: &HashMap<String, Cl
             let revs = of_kind(&events, kind);
             for r in &posted.acknowledged {
                 match revs.iter().filter(|x| *x == r).count() {
-                    0 => f.lost.push(at(&format!("revision {r} has no {kind}"))),
+                    0 => f.lost.push(at(&format!("revision {r} has no {kind} (revisions with one: {revs:?})"))),
                     1 => {}
                     n => f.twice.push(at(&format!("revision {r} has {n} {kind}"))),
                 }
