@@ -4,57 +4,9 @@
 //! itself; every acknowledged design reaches `ready` and every SQLite file passes its integrity
 //! check. Mounting a tmpfs needs root (as in CI); elsewhere the test says it was skipped.
 
+use openqq_e2e::disk::{fill, Tmpfs};
 use openqq_e2e::{blink_design, compact_blink_design, Client, Server};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A tmpfs of `size` mounted at a fresh directory, unmounted when dropped.
-struct Tmpfs {
-    path: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn mount(size: &str) -> Option<Self> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("data");
-        std::fs::create_dir(&path).unwrap();
-        let options = format!("size={size},mode=0700");
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &options, "tmpfs"])
-            .arg(&path)
-            .status()
-            .is_ok_and(|s| s.success());
-        mounted.then_some(Self { path, _dir: dir })
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
-    }
-}
-
-/// Writes zeros to `path` until the file system is full; returns the bytes written.
-fn fill(path: &Path) -> u64 {
-    let mut f = std::fs::File::create(path).unwrap();
-    let chunk = vec![0u8; 64 << 10];
-    let mut written = 0;
-    loop {
-        match f.write(&chunk) {
-            Ok(0) => break,
-            Ok(n) => written += n as u64,
-            Err(e) => {
-                assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "the filler stops at a full file system: {e}");
-                break;
-            }
-        }
-    }
-    let _ = f.sync_all();
-    written
-}
 
 /// Posts `design` and says what the client was told: the design id on 202, the problem's type
 /// on 503 (with its `Retry-After`, which must be there).
@@ -94,7 +46,7 @@ async fn with_the_data_dirs_file_system_full_submissions_get_503_and_all_recover
     let wide = openqq_e2e::noisy::wide_port_design("wide", 20_000);
     let wide = submit(&acme, &wide).await.expect("accepted with room");
     let filler = tmpfs.path.join("filler");
-    let filled = fill(&filler);
+    let filled = fill(&filler).expect("the filler stops at a full file system");
     // Large designs put their netlist in the object store, small ones only write SQLite: both
     // must be refused cleanly, and whatever was acknowledged must have been kept.
     let (large, small) = (blink_design("large"), compact_blink_design("small"));

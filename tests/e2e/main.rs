@@ -5,6 +5,7 @@ mod artifacts;
 mod batch_cli;
 mod batch_fairness;
 mod batches;
+mod chaos;
 mod contract;
 mod dead_letters;
 mod deletes;

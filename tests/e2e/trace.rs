@@ -169,7 +169,8 @@ async fn records_dead_lettered_after_every_retry_show_in_their_trace() {
     // The consumer functions are invoked at an address where nothing listens: every batch fails
     // and, with no retries, goes to the dead-letter topic at once.
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--partitions", PARTITIONS, "--invoke", "http://127.0.0.1:9", "--max-retries", "0"];
+    let args =
+        ["--partitions", PARTITIONS, "--invoke", "http://127.0.0.1:9", "--max-retries", "0", "--give-up-after", "0s"];
     let server = Server::start(dir.path(), "127.0.0.1:0", &args).unwrap();
     let acme = Client::new(&server.url, &server.token("acme"));
     let id = "trace-e2e-exhausted-1";

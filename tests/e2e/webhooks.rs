@@ -8,13 +8,14 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use openqq_e2e::chaos::receiver::read_request;
 use openqq_e2e::{blink_design, Client, Server};
 use serde_json::{json, Value};
 use sha2::Sha256;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -65,36 +66,6 @@ pub async fn receiver(script: Vec<Reply>, default: Reply) -> (String, mpsc::Unbo
         }
     });
     (url, rx)
-}
-
-async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(HashMap<String, String>, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (head_end, length) = loop {
-        let n = sock.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-            let len = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map(|v| v.trim().parse().unwrap())
-                .unwrap_or(0);
-            break (i + 4, len);
-        }
-    };
-    while buf.len() < head_end + length {
-        let n = sock.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let headers = head
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
-        .collect();
-    Some((headers, buf[head_end..head_end + length].to_vec()))
 }
 
 /// Registers a webhook; its id and its signing key (decoded from the `whsec_` secret).

@@ -11,6 +11,8 @@ pub mod app;
 pub mod aws;
 pub mod batches;
 pub mod cargo_lambda;
+pub mod chaos;
+pub mod disk;
 pub mod hdl;
 pub mod noisy;
 pub mod ordering;

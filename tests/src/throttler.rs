@@ -44,6 +44,11 @@ impl Throttler {
         self.on.store(true, Ordering::Relaxed);
     }
 
+    /// Stops throttling: every request is forwarded again.
+    pub fn release(&self) {
+        self.on.store(false, Ordering::Relaxed);
+    }
+
     /// Requests answered with a throttling error so far.
     pub fn throttled(&self) -> u64 {
         self.throttled.load(Ordering::Relaxed)

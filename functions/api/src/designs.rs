@@ -140,7 +140,7 @@ pub struct Accepted {
 
 /// Publishes one revision and answers what the client is told: 202 with its `Location`. Once
 /// the record is durable, the accepted revision is recorded for reads; if that write fails the
-/// answer is still 202 (the log is the record) and the design shows once materialised.
+/// answer is the store's error (503 to retry), since the design would not read at once.
 async fn publish(
     state: &AppState,
     tenant: TenantId,
@@ -177,10 +177,16 @@ async fn publish(
         correlation_id: corr.clone(),
         accepted_at: env.occurred_at,
     };
-    if let Err(e) = state.accepted.submit((cause.tenant_id.clone(), marker)).await {
-        tracing::warn!(error = %e, tenant_id = %cause.tenant_id, design_id = %design, revision,
-            "The accepted revision could not be recorded for reads; it shows once materialised.");
-    }
+    // A 202 promises the design reads at once: without its marker, a new design would be
+    // unknown (404, even to its own revisions) until materialised, which a faulty store or a
+    // stopped consumer can put off for long. So the client is asked to retry; a revision sent
+    // again changes nothing, a new design sent again is a new design (the first shows as well,
+    // once materialised).
+    state
+        .accepted
+        .submit((cause.tenant_id.clone(), marker))
+        .await
+        .map_err(|e| Problem::from_port(e, "recording the accepted revision"))?;
     let body = Accepted { design_id: design.clone(), revision, status: "submitted".into(), correlation_id: corr };
     Ok(KeptResponse {
         status: StatusCode::ACCEPTED.as_u16(),

@@ -11,8 +11,8 @@
 
 use crate::fallback_limiter::{FallbackRateLimiter, RedisDownPolicy};
 use crate::redis_limiter::RedisRateLimiter;
-use openqq_core::ports::PortError;
-use openqq_core::RateLimiter;
+use openqq_core::ports::{PortError, PortResult};
+use openqq_core::{Decision, Meter, Quota, RateLimiter, TenantId};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,10 +101,72 @@ async fn redis(url: &str, settings: &LimiterSettings) -> Result<Arc<dyn RateLimi
         "" => String::new(),
         a => format!(" at {a}"),
     };
-    let redis = RedisRateLimiter::connect(url, settings.timeout)
-        .await
-        .map_err(|source| LimiterChoiceError::Redis { at, source })?;
-    Ok(Arc::new(FallbackRateLimiter::new(Arc::new(redis), settings.policy)))
+    let primary: Arc<dyn RateLimiter> = match RedisRateLimiter::connect(url, settings.timeout).await {
+        Ok(redis) => Arc::new(redis),
+        // Down rather than misconfigured: start under the Redis-down policy, as a running
+        // process would, so that a restart during an outage does not take the API down with it.
+        Err(PortError::Unavailable(e)) => {
+            tracing::warn!(
+                redis = address(url),
+                error = %e,
+                "Redis did not answer at start-up; applying the Redis-down policy until it does."
+            );
+            Arc::new(LateRedis::new(url, settings.timeout))
+        }
+        Err(source) => return Err(LimiterChoiceError::Redis { at, source }),
+    };
+    Ok(Arc::new(FallbackRateLimiter::new(primary, settings.policy)))
+}
+
+/// The Redis limiter of a process that started while Redis was unreachable: a decision connects
+/// (one attempt at a time, at most one a second) and is `Unavailable` until that succeeds, so the
+/// Redis-down policy answers meanwhile.
+struct LateRedis {
+    /// May carry a password: never logged.
+    url: String,
+    timeout: Duration,
+    connected: tokio::sync::OnceCell<RedisRateLimiter>,
+    last_attempt: tokio::sync::Mutex<Option<std::time::Instant>>,
+}
+
+/// How often a process that started without Redis tries to connect.
+const LATE_CONNECT_EVERY: Duration = Duration::from_secs(1);
+
+impl LateRedis {
+    fn new(url: &str, timeout: Duration) -> Self {
+        Self {
+            url: url.to_owned(),
+            timeout,
+            connected: tokio::sync::OnceCell::new(),
+            last_attempt: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    async fn redis(&self) -> PortResult<&RedisRateLimiter> {
+        if let Some(redis) = self.connected.get() {
+            return Ok(redis);
+        }
+        let not_yet = || PortError::Unavailable("redis has not answered since start-up".into());
+        let Ok(mut last) = self.last_attempt.try_lock() else { return Err(not_yet()) };
+        if last.is_some_and(|at| at.elapsed() < LATE_CONNECT_EVERY) {
+            return Err(not_yet());
+        }
+        *last = Some(std::time::Instant::now());
+        let redis = RedisRateLimiter::connect(&self.url, self.timeout).await?;
+        tracing::info!(redis = address(&self.url), "Redis answers; the limiter is shared through it again.");
+        Ok(self.connected.get_or_init(|| async { redis }).await)
+    }
+}
+
+#[async_trait::async_trait]
+impl RateLimiter for LateRedis {
+    async fn check(&self, tenant: &TenantId, quota: Quota) -> PortResult<Decision> {
+        self.redis().await?.check(tenant, quota).await
+    }
+
+    async fn check_weighted(&self, tenant: &TenantId, meter: Meter, quota: Quota, cost: u32) -> PortResult<Decision> {
+        self.redis().await?.check_weighted(tenant, meter, quota, cost).await
+    }
 }
 
 /// The longest ElastiCache cache name (serverless caches and replication groups alike).
@@ -156,14 +218,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_unreachable_redis_names_its_address_but_never_its_password() {
+    async fn an_unreachable_redis_starts_under_the_redis_down_policy_and_never_shows_its_password() {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let url = format!("redis://:hunter2@127.0.0.1:{port}");
         let local: Arc<dyn RateLimiter> = Arc::new(InProcessRateLimiter::new());
-        let err = build_limiter(&settings(LimiterBackend::Redis { url }), local).await.err().unwrap();
-        let chain = format!("{err} / {}", std::error::Error::source(&err).unwrap());
-        assert!(chain.contains(&format!("127.0.0.1:{port}")), "{chain}");
-        assert!(!chain.contains("hunter2"), "{chain}");
+        let mut closed = settings(LimiterBackend::Redis { url });
+        closed.policy = RedisDownPolicy::FailClosed;
+        let limiter = build_limiter(&closed, local).await.expect("a Redis that is down does not stop start-up");
+        let quota = Quota { limit: 10, window: Duration::from_secs(1) };
+        let err = limiter.check(&TenantId::parse("acme").unwrap(), quota).await.unwrap_err();
+        assert!(matches!(err, PortError::Unavailable(_)), "fail-closed while Redis is down: {err}");
+        assert!(!format!("{err:?}").contains("hunter2"), "{err:?}");
     }
 
     #[cfg(not(feature = "elasticache"))]

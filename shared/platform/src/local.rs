@@ -44,6 +44,9 @@ pub struct UpArgs {
     /// Retries of a failed batch before its records go to the dead-letter topic.
     #[arg(long, env = "OPENQQ_MAX_RETRIES", default_value_t = 5)]
     pub max_retries: u32,
+    /// And how long the batch must have been failing by then.
+    #[arg(long, env = "OPENQQ_GIVE_UP_AFTER", default_value = "1m", value_parser = humantime::parse_duration)]
+    pub give_up_after: Duration,
     /// Batches in flight per consumer function (on distinct partitions).
     #[arg(long, env = "OPENQQ_CONSUMER_CONCURRENCY", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub consumer_concurrency: u32,
@@ -185,6 +188,7 @@ impl UpArgs {
         cfg.batch_size = self.batch_size as usize;
         cfg.batch_window = self.batch_window;
         cfg.max_retries = self.max_retries;
+        cfg.give_up_after = self.give_up_after;
         cfg.concurrency = self.consumer_concurrency as usize;
         cfg.group = Some(format!("{}{}", self.platform.topic_prefix, crate::consumer_group(function, kind, batch)));
         cfg

@@ -13,7 +13,8 @@
 //! where it got: a failed partition backs off exponentially while the others go on, and is read
 //! again from its failed record. After `max_retries` retries the handler is told which records
 //! it never got past (so their revisions become `failed`), those records go to the dead-letter
-//! topic with the reason, and the partition moves on. A handler that panics fails every
+//! topic with the reason, and the partition moves on — once it has also been failing for
+//! `give_up_after` (a minute), so that an outage of a few seconds fails no revision. A handler that panics fails every
 //! partition of its batch from the start: the worker goes on and its partitions are released.
 
 use crate::consumer::BatchHandler;
@@ -50,6 +51,10 @@ pub struct MappingConfig {
     pub linger: Duration,
     /// Retries after the first attempt before a batch is dead-lettered.
     pub max_retries: u32,
+    /// And how long it must have been failing by then: a failure that outlasts only the retries
+    /// (a few seconds of backoff) is an outage of the store, the log or a disk more often than a
+    /// record that can never succeed, and giving up would fail revisions that only had to wait.
+    pub give_up_after: Duration,
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
     /// Batches in flight at once (each on distinct partitions).
@@ -72,6 +77,7 @@ impl MappingConfig {
             batch_window: Duration::from_millis(500),
             linger: Duration::from_millis(5),
             max_retries: 5,
+            give_up_after: Duration::from_secs(60),
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(10),
             concurrency: 2,
@@ -96,6 +102,8 @@ struct Partition {
     claimed: bool,
     /// Failed attempts of the current batch.
     failures: u32,
+    /// When the current batch first failed.
+    failing_since: Option<Instant>,
     not_before: Option<Instant>,
 }
 
@@ -332,6 +340,7 @@ impl EventSourceMapping {
                     let st = &mut parts[p as usize];
                     st.next = next;
                     st.failures = 0;
+                    st.failing_since = None;
                     st.not_before = None;
                 }
                 Err(e) => {
@@ -346,14 +355,14 @@ impl EventSourceMapping {
     /// dead-letter topic and it moves on.
     async fn fail_partition(&self, batch: &[LogRecord], failure: &Failure) {
         let (partition, reason) = (failure.partition, failure.reason.as_str());
-        let attempts = {
+        let (attempts, failing_for) = {
             let mut parts = self.parts.lock().unwrap();
             let st = &mut parts[partition as usize];
             st.failures += 1;
             st.not_before = Some(Instant::now() + self.cfg.backoff(st.failures));
-            st.failures
+            (st.failures, st.failing_since.get_or_insert_with(Instant::now).elapsed())
         };
-        if attempts <= self.cfg.max_retries {
+        if attempts <= self.cfg.max_retries || failing_for < self.cfg.give_up_after {
             warn!(function = self.function(), attempt = attempts, partition, %reason,
                 "The partition failed; it waits and retries from the failed record.");
             return;

@@ -207,6 +207,7 @@ async fn when_retries_run_out_the_revisions_fail_and_the_records_are_dead_letter
     cfg.batch_window = Duration::ZERO;
     cfg.initial_backoff = Duration::from_millis(10);
     cfg.max_retries = 1;
+    cfg.give_up_after = Duration::ZERO;
     let handler: Arc<dyn BatchHandler> = Arc::new(rig.consumer());
     let esm = EventSourceMapping::new(rig.b.source.clone(), rig.b.log.clone(), handler, cfg).await.unwrap();
     let (stop, rx) = tokio::sync::watch::channel(false);

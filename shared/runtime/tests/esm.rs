@@ -95,6 +95,7 @@ fn config(window_ms: u64) -> MappingConfig {
     c.batch_window = Duration::from_millis(window_ms);
     c.initial_backoff = Duration::from_millis(20);
     c.max_retries = 2;
+    c.give_up_after = Duration::ZERO;
     c
 }
 
@@ -359,4 +360,24 @@ async fn a_batch_holds_at_most_its_byte_bound_but_always_one_record_and_every_re
     let batches = h.batches.lock().unwrap().clone();
     assert!(batches.iter().all(|n| *n <= 3), "no batch holds more than its byte bound allows: {batches:?}");
     assert!(batches.contains(&1), "the record over the bound went in a batch of its own: {batches:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_failing_for_less_than_give_up_after_is_retried_past_max_retries_not_dead_lettered() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(EmbeddedEventLog::open(dir.path(), 4, Durability::Process).unwrap());
+    log.publish("in", vec![rec("a", 0)]).await.unwrap();
+    // Fails 8 times (an outage that outlasts the 2 retries), then succeeds.
+    let h = Arc::new(Script { poison: vec![(b"a:0".to_vec(), 8)], ..Script::default() });
+    let mut cfg = config(0);
+    cfg.initial_backoff = Duration::from_millis(10);
+    cfg.max_backoff = Duration::from_millis(40);
+    cfg.give_up_after = Duration::from_secs(30);
+    let (stop, task) = start(log.clone(), h.clone(), cfg).await;
+    until("the record, once the outage is over", Duration::from_secs(10), || h.seen.lock().unwrap().len() == 1).await;
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert_eq!(*h.failures.lock().unwrap().get(&b"a:0".to_vec()).unwrap(), 8, "retried past max_retries = 2");
+    assert!(h.told.lock().unwrap().is_empty(), "no revision was failed");
+    assert!(log.end_offsets("dlq").await.unwrap().iter().all(|e| *e == 0), "nothing dead-lettered");
 }
