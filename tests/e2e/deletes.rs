@@ -4,7 +4,7 @@
 //! could not delete it (and got what an unknown id gets), and the same design submitted again is
 //! a new design that validates.
 
-use openqq_e2e::{blink_design, openqq_bin, App, Client};
+use openqq_e2e::{blink_design, openqq_bin, Client, Server};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -50,12 +50,31 @@ async fn delete(client: &Client, path: &str, correlation_id: &str) -> (u16, Stri
 }
 
 /// `openqq design delete ID` against `server` with `token`.
-fn cli_delete(server: &App, token: &str, id: &str) -> Output {
+fn cli_delete(server: &Server, token: &str, id: &str) -> Output {
     Command::new(openqq_bin())
         .args(["design", "delete", id, "--wait", "30", "--url", &server.url])
         .env("OPENQQ_TOKEN", token)
         .output()
         .expect("openqq design delete runs")
+}
+
+/// The log line of the deletion made under `correlation_id`, as `openqq up` writes it to the data
+/// dir's log (its fields flattened), once it is there.
+async fn audit_line(data_dir: &Path, correlation_id: &str) -> Value {
+    let log = data_dir.join("logs").join("openqq.jsonl");
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|l| if l["fields"].is_object() { l["fields"].clone() } else { l })
+            .find(|l| l["message"] == "A design was deleted." && l["correlation_id"] == correlation_id);
+        if let Some(line) = found {
+            return line;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no audit line for {correlation_id} in {}", log.display());
 }
 
 /// The tenant's feed entries after `after`.
@@ -68,7 +87,7 @@ async fn feed_after(client: &Client, after: u64) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_design_is_gone_with_its_objects_audited_in_the_feed_and_can_be_submitted_again() {
     let dir = tempfile::tempdir().unwrap();
-    let server = App::start(dir.path(), &SLOW_CONSUMERS).unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &SLOW_CONSUMERS).unwrap();
     let alpha = Client::new(&server.url, &server.token("alpha"));
     let beta = Client::new(&server.url, &server.token("beta"));
 
@@ -113,6 +132,12 @@ async fn a_deleted_design_is_gone_with_its_objects_audited_in_the_feed_and_can_b
         "{entry}"
     );
     assert!(feed_after(&beta, 0).await.iter().all(|e| e["design_id"] != *id), "beta's feed never names it");
+    let line = audit_line(&server.data_dir, "delete-doomed-1").await;
+    assert_eq!(
+        (&line["tenant_id"], &line["subject"], &line["design_id"]),
+        (&"alpha".into(), &"alpha".into(), &id.as_str().into()),
+        "{line}"
+    );
 
     let (status, _, _) = delete(&alpha, &path, "delete-doomed-2").await;
     assert_eq!(status, 404, "a design is deleted once");
