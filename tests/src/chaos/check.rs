@@ -43,8 +43,9 @@ pub struct Findings {
     pub redelivered: usize,
     pub requests: usize,
     pub failed_in_windows: usize,
-    /// Failed within [`SETTLE_GRACE`] after a window, by the fault of the window they follow.
-    pub failed_in_grace: BTreeMap<&'static str, usize>,
+    /// Failed within [`SETTLE_GRACE`] after a window, by the fault of the window they follow and
+    /// what they got (a status, or `no answer`).
+    pub failed_in_grace: BTreeMap<(&'static str, String), usize>,
     pub failed_outside: Vec<String>,
     pub unexpected: Vec<String>,
 }
@@ -339,16 +340,18 @@ async fn settled_deliveries(c: &Client, hook: &Hook, within: Duration) -> Vec<Va
 pub fn availability(f: &mut Findings, e: &Entries, end: Instant) {
     f.requests = e.requests.len();
     f.unexpected = e.unexpected.clone();
-    let spans: Vec<(Instant, Instant, &str)> =
+    let spans: Vec<(Instant, Instant, &'static str)> =
         e.windows.iter().map(|w| (w.start, w.end.unwrap_or(end), w.fault)).collect();
     for r in e.requests.iter().filter(|r| r.status.is_none_or(|s| s >= 500)) {
         let overlapping = |grace: Duration| spans.iter().find(|(s, end, _)| r.sent <= *end + grace && r.answered >= *s);
         if overlapping(Duration::ZERO).is_some() {
             f.failed_in_windows += 1;
-        } else if let Some((_, _, fault)) = overlapping(SETTLE_GRACE) {
-            *f.failed_in_grace.entry(fault).or_default() += 1;
+            continue;
+        }
+        let status = r.status.map_or("no answer".to_owned(), |s| s.to_string());
+        if let Some((_, _, fault)) = overlapping(SETTLE_GRACE) {
+            *f.failed_in_grace.entry((fault, status)).or_default() += 1;
         } else {
-            let status = r.status.map_or("no answer".to_owned(), |s| s.to_string());
             f.failed_outside.push(format!("{} {}: {status} after {:?}", r.tenant, r.what, r.answered - r.sent));
         }
     }

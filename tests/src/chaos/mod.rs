@@ -131,7 +131,8 @@ impl std::fmt::Display for Report {
             f.delivery_problems.len(),
             f.redelivered
         )?;
-        let grace: Vec<String> = f.failed_in_grace.iter().map(|(k, n)| format!("{n} after {k}")).collect();
+        let grace: Vec<String> =
+            f.failed_in_grace.iter().map(|((fault, got), n)| format!("{n}× {got} after {fault}")).collect();
         writeln!(
             out,
             "  requests: {}; 5xx or no answer: {} inside down windows, {} within {} s after one ({}), {} outside",
