@@ -2,8 +2,9 @@
 //! revision is in flight, then the design is 404 everywhere, its objects are gone from the data
 //! dir, the deletion is in the tenant's feed with the request's correlation id, another tenant
 //! could not delete it (and got what an unknown id gets), and the same design submitted again is
-//! a new design that validates.
+//! a new design that validates; and a full report goes with its design alone.
 
+use openqq_e2e::noisy::wide_port_design;
 use openqq_e2e::{blink_design, openqq_bin, Client, Server};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -166,4 +167,36 @@ async fn a_deleted_design_is_gone_with_its_objects_audited_in_the_feed_and_can_b
     let out = cli_delete(&server, &alpha.token, &new_id);
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success() && said.contains("was not found"), "a second deletion fails: {said}");
+}
+
+/// Two designs with the very same findings each have their own full report: deleting one takes
+/// its full report from the data dir and leaves the other's readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_design_takes_its_full_report_and_leaves_an_identical_designs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), "127.0.0.1:0", &[]).unwrap();
+    let alpha = Client::new(&server.url, &server.token("alpha"));
+    let mut full_reports = Vec::new();
+    for name in ["wide-1", "wide-2"] {
+        let (status, accepted) = alpha.post("/v1/designs", &wide_port_design("wide", 20_000)).await.unwrap();
+        assert_eq!(status, 202, "{name}: {accepted}");
+        let id = accepted["design_id"].as_str().unwrap().to_owned();
+        alpha.wait_for(&id, Duration::from_secs(60), |d| d["status"] == "ready").await.unwrap();
+        let (_, report) = alpha.get(&format!("/v1/designs/{id}/report")).await.unwrap();
+        let digest = report["full_report"]["digest"].as_str().expect("a capped report").to_owned();
+        assert_eq!(report["full_report"]["design_id"], id.as_str(), "{name}: the pointer names its design");
+        full_reports.push((id, digest));
+    }
+    let [(doomed, doomed_full), (twin, twin_full)] = full_reports.as_slice() else { unreachable!() };
+    assert_ne!(doomed_full, twin_full, "the same findings, yet each design's full report is its own object");
+
+    let (status, _, body) = delete(&alpha, &format!("/v1/designs/{doomed}"), "delete-wide").await;
+    assert_eq!(status, 204, "{body}");
+    let objects = objects_of(&server.data_dir, "alpha");
+    assert!(!objects.contains(doomed_full), "the deleted design's full report is gone");
+    assert!(objects.contains(twin_full), "the other's stays");
+    let (status, full) = alpha.get(&format!("/v1/designs/{twin}/report/full")).await.unwrap();
+    assert_eq!(status, 200, "{full}");
+    assert!(full["findings"].as_array().unwrap().len() >= 20_000, "every finding of the other design");
+    assert_eq!(full["design_id"], twin.as_str());
 }

@@ -10,7 +10,10 @@
 //! The report that travels in `validation.finished` and is stored is capped
 //! ([`openqq_fpga::Report::capped`]): a netlist asking for tens of thousands of findings cannot
 //! make a record over the log's limit. When anything was cut, the full report goes to the object
-//! store and the capped one points at it as `"full_report": {"digest", "bytes"}`.
+//! store and the capped one points at it as `"full_report": {"digest", "bytes", "design_id"}`.
+//! The full report names its design (`"design_id"`), so its object is that design's alone even
+//! when another design has the very same findings: deleting a design can delete it
+//! ([`openqq_core::deletion::own_report_objects`]).
 //!
 //! Payloads travel by reference ([`openqq_core::design::INLINE_PAYLOAD_MAX_BYTES`]): a netlist,
 //! constraints file or bitstream the API stored is read back from the object store (which checks
@@ -25,7 +28,7 @@ use base64::Engine;
 use openqq_core::design::{Payload, INLINE_PAYLOAD_MAX_BYTES};
 use openqq_core::event::{ValidationFinished, ValidationRequested, ValidationStarted};
 use openqq_core::{
-    Applied, Change, DesignSpec, Envelope, EventKind, ObjectRef, ObjectStore, PortError, TenantId, Verdict,
+    Applied, Change, DesignId, DesignSpec, Envelope, EventKind, ObjectRef, ObjectStore, PortError, TenantId, Verdict,
 };
 use openqq_fpga::{FileNames, Finding, Input, Location, Report, MAX_REPORT_FINDINGS};
 use openqq_runtime::{Outbox, RecordError, RecordHandler, Step, Write};
@@ -286,7 +289,7 @@ impl Validation {
         };
         let failed_check = checks.as_ref().is_some_and(|c| !c.passed);
         let verdict = if report.has_errors() || failed_check { Verdict::Fail } else { Verdict::Pass };
-        let report = self.keep(&cause.tenant_id, report, checks.map(|c| c.report)).await?;
+        let report = self.keep(&cause.tenant_id, &cause.design_id, report, checks.map(|c| c.report)).await?;
         let payload = self.finished(&cause.tenant_id, verdict, &report).await?;
 
         let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, payload);
@@ -308,10 +311,26 @@ struct Kept<'a> {
     #[serde(flatten)]
     report: &'a Report,
     #[serde(skip_serializing_if = "Option::is_none")]
-    full_report: Option<ObjectRef>,
+    full_report: Option<FullReportRef>,
     /// What the HDL checks found, for a revision given as source.
     #[serde(skip_serializing_if = "Option::is_none")]
     checks: Option<Box<RawValue>>,
+}
+
+/// Where a full report is, and whose it is: the object holds that design's report alone.
+#[derive(Serialize)]
+struct FullReportRef {
+    #[serde(flatten)]
+    object: ObjectRef,
+    design_id: DesignId,
+}
+
+/// A full report as kept in the object store: the report, naming its design first.
+#[derive(Serialize)]
+struct FullReport<'a> {
+    design_id: &'a DesignId,
+    #[serde(flatten)]
+    report: &'a Report,
 }
 
 impl Validation {
@@ -373,19 +392,20 @@ impl Validation {
         Ok(ValidationFinished { verdict, report: None, report_ref: Some(reference) })
     }
 
-    /// Caps `report` to fit any record; when that cut something, stores the full report as an
-    /// object of `tenant` and points at it.
+    /// Caps `report` to fit any record; when that cut something, stores the full report (naming
+    /// `design`) as an object of `tenant` and points at it.
     async fn keep(
         &self,
         tenant: &TenantId,
+        design: &DesignId,
         report: Report,
         checks: Option<Box<RawValue>>,
     ) -> Result<Box<RawValue>, RecordError> {
-        let full = serde_json::to_vec(&report).expect("reports serialise");
+        let full = serde_json::to_vec(&FullReport { design_id: design, report: &report }).expect("reports serialise");
         let (capped, cut) = report.capped(MAX_REPORT_FINDINGS);
         let full_report = if cut {
             match self.objects.put(tenant, full).await {
-                Ok(reference) => Some(reference),
+                Ok(object) => Some(FullReportRef { object, design_id: design.clone() }),
                 Err(e) if e.is_retriable() => return Err(e.into()),
                 Err(e) => {
                     tracing::warn!(error = %e, "The full report could not be kept; only the capped one is stored.");

@@ -55,6 +55,7 @@ async fn a_report_with_a_finding_per_bit_of_a_20000_bit_port_is_capped_and_kept_
     let kept = report["findings"].as_array().unwrap().len();
     assert!(kept > 0 && kept < 20_000, "{kept} findings kept");
     let full: ObjectRef = serde_json::from_value(report["full_report"].clone()).expect("a full_report reference");
+    assert_eq!(report["full_report"]["design_id"], cause.design_id.as_str(), "the pointer says whose it is");
 
     // The store keeps the same capped report.
     let stored = b.store.report(&cause.tenant_id, &cause.design_id, None).await.unwrap().unwrap();
@@ -67,6 +68,7 @@ async fn a_report_with_a_finding_per_bit_of_a_20000_bit_port_is_capped_and_kept_
     let whole: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(whole["findings"].as_array().unwrap().len() as u64, total, "every finding");
     assert!(whole.get("truncated").is_none() && whole.get("full_report").is_none());
+    assert_eq!(whole["design_id"], cause.design_id.as_str(), "its own design's alone, whatever the findings");
     let other = TenantId::parse("globex").unwrap();
     assert!(matches!(b.objects.get(&other, &full.digest).await, Err(PortError::NotFound)));
 }

@@ -21,7 +21,7 @@ use super::table::{accepted_sk, design_pk, design_sk, key, n, s, tenant_pk, Attr
 use super::transact::{back_off, delete_partition};
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
-use openqq_core::deletion::{object_digests, Deleted, Deletion};
+use openqq_core::deletion::{object_digests, own_report_objects, Deleted, Deletion};
 use openqq_core::ports::PortResult;
 use openqq_core::{DesignId, EventKind, NewFeedEntry, PortError, TenantId, TimelineEntry};
 use std::collections::BTreeSet;
@@ -134,9 +134,9 @@ fn removal(
     ]
 }
 
-/// The objects the design's kept specifications (every revision's) and reports name that no other
-/// design's kept specifications name: one query of the design's reports, one read of its
-/// specification, one query of the tenant's specifications.
+/// The objects the design's kept specifications (every revision's) and its reports' full reports
+/// name that no other design's kept specifications name: one query of the design's reports, one
+/// read of its specification, one query of the tenant's specifications.
 async fn only_its_objects(
     client: &Client,
     table: &str,
@@ -146,7 +146,7 @@ async fn only_its_objects(
     let mut objects = BTreeSet::new();
     let range = prefix_range(REPORT_PREFIX);
     each_projected(client, table, design_pk(tenant, design), range, &["report"], None, "read reports", |item| {
-        objects.extend(item.opt_str("report").map(object_digests).unwrap_or_default());
+        objects.extend(own_report_objects(item.opt_str("report").unwrap_or_default(), design));
         Ok(())
     })
     .await?;

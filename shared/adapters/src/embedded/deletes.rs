@@ -6,7 +6,7 @@
 
 use super::db::sqlite_error;
 use super::feed;
-use openqq_core::deletion::{object_digests, Deleted, Deletion};
+use openqq_core::deletion::{object_digests, own_report_objects, Deleted, Deletion};
 use openqq_core::ports::PortResult;
 use openqq_core::{DesignId, EventKind, NewFeedEntry, TimelineEntry};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -41,7 +41,7 @@ pub(super) fn delete_tx(
         .and_then(|mut s| s.query_row(params![tenant, id], |r| r.get(0)).optional())
         .map_err(|e| sqlite_error("read design", e))?;
     let Some(revision) = revision else { return Ok(None) };
-    let objects = only_its_objects(tx, tenant, id)?;
+    let objects = only_its_objects(tx, tenant, design)?;
     for table in ["designs", "timeline", "reports", "accepted", "specs", "spec_objects"] {
         tx.prepare_cached(&format!("DELETE FROM {table} WHERE tenant=?1 AND design_id=?2"))
             .and_then(|mut s| s.execute(params![tenant, id]))
@@ -67,19 +67,22 @@ pub(super) fn delete_tx(
     Ok(Some(Deleted { revision: revision as u64, seq, objects }))
 }
 
-/// The objects the design's kept specifications (every revision's) and reports name that no other
-/// design's kept specifications name.
-fn only_its_objects(tx: &Connection, tenant: &str, design: &str) -> PortResult<BTreeSet<String>> {
+/// The objects the design's kept specifications (every revision's) and its reports' full reports
+/// name that no other design's kept specifications name.
+fn only_its_objects(tx: &Connection, tenant: &str, design: &DesignId) -> PortResult<BTreeSet<String>> {
+    let id = design.as_str();
     let texts = |sql: &str, what: &str| -> PortResult<Vec<String>> {
         tx.prepare_cached(sql)
-            .and_then(|mut s| s.query_map(params![tenant, design], |r| r.get(0))?.collect())
+            .and_then(|mut s| s.query_map(params![tenant, id], |r| r.get(0))?.collect())
             .map_err(|e| sqlite_error(what, e))
     };
     let mut objects = BTreeSet::new();
     let own = texts("SELECT submission FROM specs WHERE tenant=?1 AND design_id=?2", "read kept specification")?;
-    let reports = texts("SELECT report FROM reports WHERE tenant=?1 AND design_id=?2", "read reports")?;
-    for text in own.iter().chain(&reports) {
+    for text in &own {
         objects.extend(object_digests(text));
+    }
+    for report in texts("SELECT report FROM reports WHERE tenant=?1 AND design_id=?2", "read reports")? {
+        objects.extend(own_report_objects(&report, design));
     }
     objects.extend(texts("SELECT digest FROM spec_objects WHERE tenant=?1 AND design_id=?2", "read objects")?);
     if objects.is_empty() {
@@ -91,7 +94,7 @@ fn only_its_objects(tx: &Connection, tenant: &str, design: &str) -> PortResult<B
     let mut shared = Vec::new();
     for digest in &objects {
         let named: bool = named_elsewhere
-            .query_row(params![tenant, digest, design], |r| r.get(0))
+            .query_row(params![tenant, digest, id], |r| r.get(0))
             .map_err(|e| sqlite_error("read objects", e))?;
         if named {
             shared.push(digest.clone());
@@ -104,7 +107,7 @@ fn only_its_objects(tx: &Connection, tenant: &str, design: &str) -> PortResult<B
     let mut others = tx
         .prepare_cached("SELECT submission FROM specs WHERE tenant=?1 AND design_id<>?2")
         .map_err(|e| sqlite_error("read kept specifications", e))?;
-    let mut rows = others.query(params![tenant, design]).map_err(|e| sqlite_error("read kept specifications", e))?;
+    let mut rows = others.query(params![tenant, id]).map_err(|e| sqlite_error("read kept specifications", e))?;
     while let Some(row) = rows.next().map_err(|e| sqlite_error("read kept specifications", e))? {
         let text: String = row.get(0).map_err(|e| sqlite_error("read kept specifications", e))?;
         if objects.iter().any(|d| text.contains(d.as_str())) {

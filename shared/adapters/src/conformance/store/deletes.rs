@@ -21,21 +21,31 @@ fn spec_naming(revision: u64, digests: &[&str]) -> KeptSpec {
     KeptSpec { revision, submission: format!(r#"{{"spec":{{"name":"n","refs":[{}]}}}}"#, refs.join(",")) }
 }
 
-/// A design taken to `ready` at revision 1, with a report naming `full` and a kept specification
-/// naming `inputs`.
-async fn ready_design<S: DesignStore + ?Sized>(store: &S, t: &TenantId, d: &DesignId, full: &str, inputs: &[&str]) {
-    store.apply(t, d, &entry(EventKind::DesignSubmitted, 1), &submitted("gone")).await.unwrap();
-    store.keep_spec(t, d, &spec_naming(1, inputs)).await.unwrap();
-    store.record_accepted(t, &accepted(d, 1, Some("gone"))).await.unwrap();
-    store.apply(t, d, &entry(EventKind::ValidationStarted, 1), &Change::ValidationStarted).await.unwrap();
-    let report =
-        RawValue::from_string(format!(r#"{{"verdict":"pass","full_report":{{"digest":"{full}","bytes":9}}}}"#))
-            .unwrap();
-    let finished = Change::ValidationFinished { verdict: Verdict::Pass, report };
-    store.apply(t, d, &entry(EventKind::ValidationFinished, 1), &finished).await.unwrap();
+/// A stored report pointing at its full report `full`: naming its design `owner`, as every full
+/// report kept now does, or naming none, as reports kept before did.
+fn pointing_at(full: &str, owner: Option<&DesignId>) -> String {
+    let owner = owner.map(|d| format!(r#","design_id":"{d}""#)).unwrap_or_default();
+    format!(r#"{{"verdict":"pass","full_report":{{"digest":"{full}","bytes":9{owner}}}}}"#)
+}
+
+/// Takes `d`'s `revision` through to `ready` with `report`.
+async fn validated<S: DesignStore + ?Sized>(store: &S, t: &TenantId, d: &DesignId, revision: u64, report: String) {
+    store.apply(t, d, &entry(EventKind::DesignSubmitted, revision), &submitted("gone")).await.unwrap();
+    store.record_accepted(t, &accepted(d, revision, Some("gone"))).await.unwrap();
+    store.apply(t, d, &entry(EventKind::ValidationStarted, revision), &Change::ValidationStarted).await.unwrap();
+    let finished =
+        Change::ValidationFinished { verdict: Verdict::Pass, report: RawValue::from_string(report).unwrap() };
+    store.apply(t, d, &entry(EventKind::ValidationFinished, revision), &finished).await.unwrap();
     let ready = Change::ResultsReady { verdict: Verdict::Pass };
-    store.apply_and_append(false, t, d, &entry(EventKind::ResultsReady, 1), &ready).await.unwrap();
+    store.apply_and_append(false, t, d, &entry(EventKind::ResultsReady, revision), &ready).await.unwrap();
     assert_eq!(store.get(t, d).await.unwrap().unwrap().status, DesignStatus::Ready);
+}
+
+/// A design taken to `ready` at revision 1, with a report whose full report `full` names it and a
+/// kept specification naming `inputs`.
+async fn ready_design<S: DesignStore + ?Sized>(store: &S, t: &TenantId, d: &DesignId, full: &str, inputs: &[&str]) {
+    store.keep_spec(t, d, &spec_naming(1, inputs)).await.unwrap();
+    validated(store, t, d, 1, pointing_at(full, Some(d))).await;
 }
 
 fn deletion(tag: &str) -> Deletion {
@@ -45,8 +55,11 @@ fn deletion(tag: &str) -> Deletion {
 pub async fn deleting_a_design_removes_its_rows_and_enters_the_feed_once<S: DesignStore + ?Sized>(store: &S) {
     let (t, d) = ids();
     let shared = digest('c');
-    let (netlist, full, newer) = (digest('a'), digest('b'), digest('f'));
+    let (netlist, full, newer, legacy) = (digest('a'), digest('b'), digest('f'), digest('8'));
     ready_design(store, &t, &d, &full, &[&netlist, &shared]).await;
+    // Revision 2's full report was kept before full reports named their design: another design's
+    // identical report might name the same object, so it stays.
+    validated(store, &t, &d, 2, pointing_at(&legacy, None)).await;
     // A later specification replaces the first, whose objects are still the design's.
     store.keep_spec(&t, &d, &spec_naming(2, &[&newer])).await.unwrap();
     // Another design of the tenant named one of the same objects in an earlier revision: it stays.
@@ -63,18 +76,20 @@ pub async fn deleting_a_design_removes_its_rows_and_enters_the_feed_once<S: Desi
     let head = store.feed_head(&t).await.unwrap();
     let how = deletion("own");
     let deleted = store.delete_design(&t, &d, &how).await.unwrap().expect("the design existed");
-    assert_eq!(deleted.revision, 1);
+    assert_eq!(deleted.revision, 2);
     assert_eq!(deleted.seq, head + 1, "its entry is the feed's next");
     assert_eq!(
         deleted.objects,
         BTreeSet::from([netlist, full, newer]),
-        "the objects only it named, in any revision, and not the one another design named"
+        "the objects only it named, in any revision, with its own full report, not the one another design \
+         named, nor a full report that does not name its design"
     );
 
     assert!(store.get(&t, &d).await.unwrap().is_none(), "the design is gone");
     assert!(store.timeline(&t, &d).await.unwrap().is_none(), "with its timeline");
     assert!(store.report(&t, &d, None).await.unwrap().is_none(), "its reports");
     assert!(store.report(&t, &d, Some(1)).await.unwrap().is_none());
+    assert!(store.report(&t, &d, Some(2)).await.unwrap().is_none());
     assert_eq!(store.kept_spec(&t, &d).await.unwrap(), None, "and its kept specification");
     let listed = store.list(&t, None, 100).await.unwrap();
     assert!(listed.items.iter().all(|v| v.design_id != d), "nor listed, marker or row");
@@ -86,7 +101,7 @@ pub async fn deleting_a_design_removes_its_rows_and_enters_the_feed_once<S: Desi
 
     let feed = store.read_feed(&t, head, 10).await.unwrap();
     let [entry] = feed.as_slice() else { panic!("one entry for the deletion: {feed:?}") };
-    assert_eq!((entry.seq, entry.kind, entry.revision), (head + 1, EventKind::DesignDeleted, 1));
+    assert_eq!((entry.seq, entry.kind, entry.revision), (head + 1, EventKind::DesignDeleted, 2));
     assert_eq!((&entry.design_id, &entry.correlation_id), (&d, &how.correlation_id));
     assert_eq!((entry.event_id, entry.occurred_at.timestamp()), (how.event_id, how.occurred_at.timestamp()));
 
