@@ -139,7 +139,7 @@ pub async fn submit(
         None => [0; 32],
     };
     drop(body);
-    crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
+    crate::designs::idempotency::once(&state.idempotency, &tenant, key, fingerprint, || async {
         crate::limit::check_batch(&state, &tenant, lines.len()).await?;
         let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await.map_err(|mut p| {
             if p.slug == "invalid-items" {
@@ -408,7 +408,7 @@ pub async fn retry(
     }
     let key = openqq_core::IdempotencyKey::parse(&format!("batch-retry:{id}")).expect("a batch id makes a valid key");
     let fingerprint = crate::designs::idempotency::fingerprint("/v1/batches/retry", id.as_str().as_bytes());
-    crate::designs::idempotency::once(state.idempotency.as_ref(), &tenant, Some(key), fingerprint, || async {
+    crate::designs::idempotency::once(&state.idempotency, &tenant, Some(key), fingerprint, || async {
         let mut lines = Vec::new();
         let mut after = None;
         loop {

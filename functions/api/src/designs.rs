@@ -329,7 +329,7 @@ pub async fn submit(
     }
     let fingerprint = fingerprint(&key, "/v1/designs", &body);
     drop(body);
-    idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
+    idempotency::once(&state.idempotency, &tenant, key, fingerprint, || async {
         publish(&state, tenant.clone(), DesignId::generate(), 1, corr, spec).await
     })
     .await
@@ -364,7 +364,7 @@ pub async fn revise(
     }
     let fingerprint = fingerprint(&key, &format!("/v1/designs/{design}/revisions"), &body);
     drop(body);
-    idempotency::once(state.idempotency.as_ref(), &tenant, key, fingerprint, || async {
+    idempotency::once(&state.idempotency, &tenant, key, fingerprint, || async {
         // Only designs the tenant created (accepted or materialised) take revisions; another
         // tenant's design is as unknown as one that never existed.
         let known = state.reads.get(&tenant, &design).await.map_err(|e| Problem::from_port(e, "reading the design"))?;

@@ -74,8 +74,8 @@ pub mod webhooks;
 use axum::routing::{get, post, put};
 use axum::Router;
 use openqq_core::{
-    DeliveryQueue, DesignReads, DesignStore, EventLog, FeedReader, IdempotencyKeys, ObjectStore, PresignedUploads,
-    RateLimiter, Topics, WebhookRegistry,
+    DeliveryQueue, DesignReads, DesignStore, EventLog, FeedReader, ObjectStore, PresignedUploads, RateLimiter, Topics,
+    WebhookRegistry,
 };
 use std::sync::Arc;
 
@@ -95,7 +95,7 @@ pub struct AppState {
     pub(crate) reads: Arc<dyn DesignReads>,
     /// The store's accepted-revision markers, written together for concurrent submissions.
     pub(crate) accepted: Arc<grouped::Markers>,
-    pub(crate) idempotency: Arc<dyn IdempotencyKeys>,
+    pub(crate) idempotency: designs::idempotency::Idempotency,
     pub(crate) feed: Arc<dyn FeedReader>,
     pub(crate) webhooks: Arc<dyn WebhookRegistry>,
     pub(crate) deliveries: Arc<dyn DeliveryQueue>,
@@ -178,7 +178,10 @@ impl AppState {
             log,
             reads: store.clone(),
             accepted: grouped::markers(store.clone()),
-            idempotency: store.clone(),
+            idempotency: designs::idempotency::Idempotency {
+                keys: store.clone(),
+                window: designs::idempotency::DEFAULT_WINDOW,
+            },
             feed: store.clone(),
             webhooks: store.clone(),
             deliveries: store.clone(),
@@ -271,6 +274,13 @@ impl AppStateBuilder {
     /// What each tenant may keep (default: [`quota::StorageLimits::default`]).
     pub fn storage_limits(mut self, limits: quota::StorageLimits) -> Self {
         self.0.quota = Arc::new(quota::StorageQuota::new(limits));
+        self
+    }
+
+    /// How long an answer is replayed for its `Idempotency-Key` (default:
+    /// [`designs::idempotency::DEFAULT_WINDOW`]).
+    pub fn idempotency_window(mut self, window: std::time::Duration) -> Self {
+        self.0.idempotency.window = window;
         self
     }
 

@@ -1,10 +1,12 @@
 //! Reads of the embedded store are bounded whatever is stored: a report too large to serve is
-//! refused without being loaded, and a timeline read returns at most the latest entries.
+//! refused without being loaded, and a timeline read returns at most the latest entries; and
+//! accepted-revision markers past their retention leave the table.
 
 use openqq_adapters::{Durability, EmbeddedDesignStore};
 use openqq_core::ports::MAX_TIMELINE_ENTRIES;
 use openqq_core::{
-    Change, CorrelationId, DesignId, DesignReads, DesignWrites, EventKind, TenantId, TimelineEntry, Verdict,
+    AcceptedRevision, AcceptedRevisions, Change, CorrelationId, DesignId, DesignReads, DesignWrites, EventKind,
+    TenantId, TimelineEntry, Verdict,
 };
 use serde_json::value::RawValue;
 
@@ -54,4 +56,36 @@ async fn a_timeline_read_returns_only_the_latest_entries_in_applied_order() {
     let timeline = store.timeline(&t, &d).await.unwrap().unwrap();
     assert_eq!(timeline.len(), MAX_TIMELINE_ENTRIES);
     assert_eq!((timeline[0].revision, timeline.last().unwrap().revision), (201, revisions), "the latest, oldest first");
+}
+
+/// Accepted-revision markers past the retention leave the table, a batch at a time as markers
+/// are written, so it holds about a retention's worth of accepted designs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markers_past_the_retention_are_removed_as_new_ones_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = std::time::Duration::from_secs(3600);
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_accepted_retention(keep);
+    let t = TenantId::parse("t").unwrap();
+    let marker = |age: chrono::Duration| AcceptedRevision {
+        design_id: DesignId::generate(),
+        revision: 1,
+        name: None,
+        event_id: uuid::Uuid::now_v7(),
+        correlation_id: CorrelationId::parse("corr").unwrap(),
+        accepted_at: chrono::Utc::now() - age,
+    };
+    let old: Vec<_> = (0..100).map(|_| (t.clone(), marker(chrono::Duration::minutes(61)))).collect();
+    assert!(store.record_accepted_many(&old).await.iter().all(Result::is_ok));
+    let rows = || {
+        let db = rusqlite::Connection::open(dir.path().join("store.db")).unwrap();
+        db.query_row("SELECT COUNT(*) FROM accepted", [], |r| r.get::<_, i64>(0)).unwrap()
+    };
+    // Written already expired: each write removed up to 64 before it, and none is shown.
+    assert!(rows() < 100, "{} rows", rows());
+    assert!(store.list(&t, None, 100).await.unwrap().items.is_empty());
+    let fresh = marker(chrono::Duration::minutes(59));
+    store.record_accepted(&t, &fresh).await.unwrap();
+    store.record_accepted(&t, &marker(chrono::Duration::zero())).await.unwrap();
+    assert_eq!(rows(), 2, "only the markers within the retention are left");
+    assert!(store.get(&t, &fresh.design_id).await.unwrap().is_some());
 }

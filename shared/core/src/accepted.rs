@@ -5,13 +5,22 @@
 //! the API also leaves an [`AcceptedRevision`] marker in the store once the publish is durable.
 //! Reads overlay the latest marker on what the consumers materialised: a marker newer than the
 //! materialised revision shows that revision as `submitted`; an older one changes nothing. The
-//! functions here decide that, so every store adapter shows the same thing.
+//! functions here decide that, so every store adapter shows the same thing. A store keeps a
+//! marker for a retention after its revision was accepted ([`DEFAULT_ACCEPTED_RETENTION`]) and
+//! reads pass over an older one.
 
 use crate::design::{DesignStatus, DesignView};
 use crate::event::{EventKind, TimelineEntry};
 use crate::ids::{CorrelationId, DesignId};
 use crate::page::Page;
 use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// How long a store keeps a marker after its revision was accepted, unless set otherwise
+/// (`--accepted-retention`): as long as the embedded log keeps the record by default. A marker
+/// is redundant once its revision is applied; one older than this whose revision was never
+/// applied stops showing, since the record behind it has been given up on.
+pub const DEFAULT_ACCEPTED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A revision the API accepted (its `design.submitted` is durable in the log) that the
 /// consumers may not have materialised yet. A store keeps the highest revision per design.

@@ -81,7 +81,7 @@ impl Platform {
         let generation = settings.generation.backend()?;
         let log = crate::flags::kafka::connect(kafka).await?;
         // The store on DynamoDB (table created against a local endpoint, required on AWS).
-        let store = crate::flags::dynamo::connect(dynamo, settings.feed_retention).await?;
+        let store = crate::flags::dynamo::connect(dynamo, settings.store_retention()).await?;
         // Objects (full reports, large netlists, uploads) in S3 (bucket created only locally).
         let objects = crate::flags::s3::connect(s3).await?;
         let mut embedded = Embedded::new(&settings);
@@ -128,6 +128,7 @@ impl Platform {
             .webhooks_allow_private(s.webhooks_allow_private)
             .tenant_limits(s.tenant_limits())
             .storage_limits(s.storage_limits())
+            .idempotency_window(s.idempotency_window)
             .upload_limits(s.upload_limits())
             .presigned_uploads(b.presigned.clone())
             .generation(s.generation.policy())
@@ -258,7 +259,8 @@ impl<'s> Embedded<'s> {
             None => EmbeddedDesignStore::open(dir, durability),
         }
         .with_context(|| format!("opening the design store in the data dir {}", dir.display()))?;
-        Ok(Arc::new(store.with_feed_retention(self.settings.feed_retention)))
+        let retention = self.settings.store_retention();
+        Ok(Arc::new(store.with_feed_retention(retention.feed).with_accepted_retention(retention.accepted)))
     }
 
     fn objects(&mut self) -> Result<Arc<dyn ObjectStore>> {

@@ -121,6 +121,15 @@ pub struct Settings {
     /// Embedded log: how long dead letters are kept (nothing consumes them; an operator reads them).
     #[arg(long, env = "OPENQQ_DEAD_LETTER_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
     pub dead_letter_retention: Duration,
+    /// How long an answer is replayed for its `Idempotency-Key`; the store keeps each key that
+    /// long, then removes it (embedded: purged as new keys are claimed; DynamoDB: TTL).
+    #[arg(long, env = "OPENQQ_IDEMPOTENCY_WINDOW", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub idempotency_window: Duration,
+    /// How long the store keeps the API's marker of a revision it accepted (what shows a design
+    /// as `submitted` before the consumers have applied it); past it a revision not yet applied
+    /// no longer shows.
+    #[arg(long, env = "OPENQQ_ACCEPTED_RETENTION", default_value = "7d", value_parser = humantime::parse_duration)]
+    pub accepted_retention: Duration,
     /// How long the design store (embedded or DynamoDB) keeps feed entries, and the webhook
     /// deliveries of them that ended; a reader resuming past removed entries is answered 410.
     #[arg(long, env = "OPENQQ_FEED_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
@@ -193,6 +202,15 @@ impl Settings {
     pub fn webhook_schedule(&self) -> openqq_core::webhook::RetrySchedule {
         openqq_core::webhook::RetrySchedule { delays: self.webhook_retry_delays.0.clone(), jitter: 0.2 }
     }
+}
+
+/// How long the design store keeps feed entries (`--feed-retention`) and accepted-revision
+/// markers (`--accepted-retention`). Idempotency keys carry their own expiry
+/// (`--idempotency-window`, set by the API as it keeps each answer).
+#[derive(Debug, Clone, Copy)]
+pub struct StoreRetention {
+    pub feed: Duration,
+    pub accepted: Duration,
 }
 
 /// The values of `--bulkheads` and `--batch-lane`.
@@ -280,6 +298,12 @@ impl Settings {
         if self.feed_retention < Duration::from_secs(60) {
             anyhow::bail!("--feed-retention (OPENQQ_FEED_RETENTION) must be at least a minute");
         }
+        if self.idempotency_window < Duration::from_secs(60) {
+            anyhow::bail!("--idempotency-window (OPENQQ_IDEMPOTENCY_WINDOW) must be at least a minute");
+        }
+        if self.accepted_retention < Duration::from_secs(60) {
+            anyhow::bail!("--accepted-retention (OPENQQ_ACCEPTED_RETENTION) must be at least a minute");
+        }
         if self.dead_letter_retention.is_zero() {
             anyhow::bail!("--dead-letter-retention (OPENQQ_DEAD_LETTER_RETENTION) must be longer than 0 s");
         }
@@ -315,6 +339,11 @@ impl Settings {
             first_byte: self.upload_first_byte_timeout,
             ..Default::default()
         }
+    }
+
+    /// How long the design store keeps what it removes by age.
+    pub fn store_retention(&self) -> StoreRetention {
+        StoreRetention { feed: self.feed_retention, accepted: self.accepted_retention }
     }
 
     /// What each tenant may keep.

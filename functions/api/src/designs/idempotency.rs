@@ -1,6 +1,7 @@
 //! `Idempotency-Key` on every POST (draft-ietf-httpapi-idempotency-key-header): a retried
-//! request with the same key gets the first answer again, for [`KEY_TTL`], without publishing
-//! again.
+//! request with the same key gets the first answer again, for the window
+//! (`--idempotency-window`, [`DEFAULT_WINDOW`]), without publishing again. The store keeps a key
+//! that long, then removes it.
 //!
 //! - A key is 1 to 255 visible ASCII characters, as a bare token or a quoted string
 //!   (`Idempotency-Key: "…"`); anything else is 400 `invalid-idempotency-key`.
@@ -16,14 +17,22 @@ use axum::response::{IntoResponse, Response};
 use openqq_core::{IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, TenantId};
 use sha2::{Digest, Sha256};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";
 /// Set (`true`) on an answer replayed for a key.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
-/// How long a successful answer is replayed for its key.
-pub const KEY_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a successful answer is replayed for its key, unless set otherwise.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+/// The store's idempotency keys and how long each answer is kept for its key.
+#[derive(Clone)]
+pub struct Idempotency {
+    pub keys: Arc<dyn IdempotencyKeys>,
+    pub window: Duration,
+}
 /// How long a key stays claimed by a request that has not finished: past this, its handler is
 /// taken to have crashed and a retry is handled anew. Longer than any submission takes.
 pub const KEY_LEASE: Duration = Duration::from_secs(60);
@@ -59,7 +68,7 @@ pub fn fingerprint(path: &str, body: &[u8]) -> [u8; 32] {
 
 /// Runs `handle` at most once per tenant and key: its successful answer is kept and replayed.
 pub async fn once<F, Fut>(
-    store: &dyn IdempotencyKeys,
+    idempotency: &Idempotency,
     tenant: &TenantId,
     key: Option<IdempotencyKey>,
     fingerprint: [u8; 32],
@@ -70,6 +79,7 @@ where
     Fut: Future<Output = Result<KeptResponse, Problem>>,
 {
     let Some(key) = key else { return handle().await.map(|kept| respond(kept, false)) };
+    let store = idempotency.keys.as_ref();
     let claim = store
         .claim_idempotency_key(tenant, &key, &fingerprint, KEY_LEASE)
         .await
@@ -91,13 +101,17 @@ where
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "idempotency-key-reused",
                 "The Idempotency-Key was used for another request",
-                "this key was sent with a different request (path or body) in the last 24 hours; use a new key",
+                format!(
+                    "this key was sent with a different request (path or body) in the last {}; use a new key",
+                    humantime::format_duration(idempotency.window)
+                ),
             ))
         }
     }
     match handle().await {
         Ok(kept) => {
-            if let Err(e) = store.complete_idempotency_key(tenant, &key, &fingerprint, &kept, KEY_TTL).await {
+            if let Err(e) = store.complete_idempotency_key(tenant, &key, &fingerprint, &kept, idempotency.window).await
+            {
                 tracing::warn!(error = %e, "The answer could not be kept for its idempotency key; a retry may be handled again.");
             }
             Ok(respond(kept, false))
@@ -134,6 +148,11 @@ mod tests {
     use super::*;
     use openqq_adapters::{Durability, EmbeddedDesignStore};
 
+    fn keys(dir: &std::path::Path) -> Idempotency {
+        let store = EmbeddedDesignStore::open(dir, Durability::Process).unwrap();
+        Idempotency { keys: Arc::new(store), window: DEFAULT_WINDOW }
+    }
+
     fn accepted(body: &str) -> KeptResponse {
         KeptResponse {
             status: 202,
@@ -145,7 +164,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_retry_while_the_first_request_runs_is_409_and_after_it_gets_the_same_answer() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+        let store = keys(dir.path());
         let tenant = TenantId::parse("acme").unwrap();
         let k = IdempotencyKey::parse("retry-1").unwrap();
         let (release, held) = tokio::sync::oneshot::channel::<()>();
@@ -186,7 +205,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_request_releases_its_key_so_a_retry_is_handled_anew() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+        let store = keys(dir.path());
         let tenant = TenantId::parse("acme").unwrap();
         let k = IdempotencyKey::parse("retry-2").unwrap();
         let failed =
@@ -194,6 +213,25 @@ mod tests {
         assert_eq!(failed.unwrap_err().status, StatusCode::SERVICE_UNAVAILABLE);
         let retried = once(&store, &tenant, Some(k), [1; 32], || async { Ok(accepted("{}")) }).await.unwrap();
         assert_eq!(retried.status(), StatusCode::ACCEPTED);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answer_is_replayed_for_the_window_and_the_key_is_handled_anew_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Idempotency { window: Duration::from_millis(400), ..keys(dir.path()) };
+        let tenant = TenantId::parse("acme").unwrap();
+        let k = IdempotencyKey::parse("window-1").unwrap();
+        let answer = |n: u32| async move { Ok(accepted(&format!("{{\"n\":{n}}}"))) };
+        let body = |r: Response| async { axum::body::to_bytes(r.into_body(), 1024).await.unwrap() };
+        let first = once(&store, &tenant, Some(k.clone()), [1; 32], || answer(1)).await.unwrap();
+        assert_eq!(&body(first).await[..], b"{\"n\":1}");
+        let replay = once(&store, &tenant, Some(k.clone()), [1; 32], || answer(2)).await.unwrap();
+        assert!(replay.headers().contains_key(REPLAYED_HEADER), "within the window: the first answer");
+        assert_eq!(&body(replay).await[..], b"{\"n\":1}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let anew = once(&store, &tenant, Some(k), [2; 32], || answer(3)).await.unwrap();
+        assert!(!anew.headers().contains_key(REPLAYED_HEADER), "past the window: handled anew, whatever the body");
+        assert_eq!(&body(anew).await[..], b"{\"n\":3}");
     }
 
     fn headers(values: &[&str]) -> HeaderMap {

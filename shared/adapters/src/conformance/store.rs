@@ -70,6 +70,7 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     an_accepted_revision_reads_as_submitted_until_a_newer_one_is_materialised(store).await;
     listing_merges_accepted_and_materialised_designs_newest_first(store).await;
     markers_recorded_together_each_keep_the_highest_revision_of_their_own_design(store).await;
+    a_marker_older_than_the_retention_shows_nothing(store).await;
     an_idempotency_key_replays_its_response_and_refuses_another_request(store).await;
     a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again(store).await;
     racing_writers_on_one_design_each_land_once(store).await;
@@ -303,6 +304,42 @@ pub async fn an_accepted_revision_reads_as_submitted_until_a_newer_one_is_materi
     store.apply(&t, &d, &entry(EventKind::ValidationStarted, 2), &Change::ValidationStarted).await.unwrap();
     let v = store.get(&t, &d).await.unwrap().unwrap();
     assert_eq!((v.revision, v.status), (2, DesignStatus::Validating), "the marker never holds a design back");
+}
+
+/// A marker is kept for the store's retention (here the default) after its revision was
+/// accepted: past it, a design never materialised no longer shows, and a materialised one shows
+/// as materialised.
+pub async fn a_marker_older_than_the_retention_shows_nothing<S: DesignStore + ?Sized>(store: &S) {
+    let keep = chrono::Duration::from_std(openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION).unwrap();
+    let aged = |d: &DesignId, revision: u64, age: chrono::Duration| AcceptedRevision {
+        accepted_at: Utc::now() - age,
+        ..accepted(d, revision, Some("aged"))
+    };
+    let (t, gone) = ids();
+    let (kept, applied) = (DesignId::generate(), DesignId::generate());
+    store.record_accepted(&t, &aged(&gone, 1, keep + chrono::Duration::hours(1))).await.unwrap();
+    let together = [(t.clone(), aged(&kept, 1, keep - chrono::Duration::hours(1)))];
+    assert!(store.record_accepted_many(&together).await.iter().all(Result::is_ok));
+    store.apply(&t, &applied, &entry(EventKind::DesignSubmitted, 1), &submitted("applied")).await.unwrap();
+    store.record_accepted(&t, &aged(&applied, 2, keep + chrono::Duration::hours(1))).await.unwrap();
+
+    assert!(store.get(&t, &gone).await.unwrap().is_none(), "an expired marker of a design never applied");
+    assert!(store.timeline(&t, &gone).await.unwrap().is_none());
+    let v = store.get(&t, &kept).await.unwrap().expect("a marker within the retention shows");
+    assert_eq!((v.revision, v.status), (1, DesignStatus::Submitted));
+    let v = store.get(&t, &applied).await.unwrap().unwrap();
+    assert_eq!((v.name.as_str(), v.revision), ("applied", 1), "an expired marker overlays nothing");
+    let kinds: Vec<_> = store.timeline(&t, &applied).await.unwrap().unwrap().iter().map(|e| e.revision).collect();
+    assert_eq!(kinds, [1], "nor adds its entry to the timeline");
+    let listed: Vec<DesignId> =
+        store.list(&t, None, 10).await.unwrap().items.into_iter().map(|v| v.design_id).collect();
+    let mut expected = vec![kept.clone(), applied.clone()];
+    expected.sort_by(|a, b| b.as_str().cmp(a.as_str()));
+    assert_eq!(listed, expected, "listed: the marker within the retention and the applied design");
+
+    // A newer revision of a design whose marker expired shows again.
+    store.record_accepted(&t, &accepted(&gone, 2, None)).await.unwrap();
+    assert_eq!(store.get(&t, &gone).await.unwrap().map(|v| v.revision), Some(2));
 }
 
 pub async fn markers_recorded_together_each_keep_the_highest_revision_of_their_own_design<S: DesignStore + ?Sized>(

@@ -88,6 +88,9 @@ pub struct DynamoDesignStore {
     /// How long feed entries are kept before their TTL passes
     /// (`openqq_core::feed::DEFAULT_FEED_RETENTION`).
     feed_retention: std::time::Duration,
+    /// How long accepted-revision markers are kept
+    /// (`openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION`).
+    accepted_retention: std::time::Duration,
 }
 
 impl DynamoDesignStore {
@@ -108,7 +111,16 @@ impl DynamoDesignStore {
             claim_cursor: Mutex::new(None),
             memory: batch::Memory::default(),
             feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
+            accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
         })
+    }
+
+    /// Keeps accepted-revision markers for `keep` after their revision was accepted instead of
+    /// the default: reads pass over a marker from then on, and its TTL attribute has DynamoDB
+    /// delete it some time after.
+    pub fn with_accepted_retention(mut self, keep: std::time::Duration) -> Self {
+        self.accepted_retention = keep;
+        self
     }
 
     /// Keeps feed entries (their items, feed-once markers and deliveries) for `keep` instead of
@@ -167,7 +179,7 @@ impl DynamoDesignStore {
 #[async_trait]
 impl AcceptedRevisions for DynamoDesignStore {
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
-        reads::record_accepted(&self.client, &self.table, tenant, accepted).await
+        reads::record_accepted(&self.client, &self.table, tenant, accepted, self.accepted_retention).await
     }
 
     /// One conditional update per marker, the designs' in flight at once and each design's in
@@ -188,11 +200,11 @@ impl AcceptedRevisions for DynamoDesignStore {
         let calls: Vec<_> = per_design
             .into_iter()
             .map(|at| {
-                let (client, table) = (self.client.clone(), self.table.clone());
+                let (client, table, keep) = (self.client.clone(), self.table.clone(), self.accepted_retention);
                 let markers: Vec<(TenantId, AcceptedRevision)> = at.iter().map(|&i| accepted[i].clone()).collect();
                 let call = tokio::spawn(async move {
                     for (written, (tenant, marker)) in markers.iter().enumerate() {
-                        if let Err(e) = reads::record_accepted(&client, &table, tenant, marker).await {
+                        if let Err(e) = reads::record_accepted(&client, &table, tenant, marker, keep).await {
                             return (written, Some(e));
                         }
                     }

@@ -4,8 +4,9 @@ use super::deletes::{is_tombstone, DELETED_AT};
 use super::error::{classify, is_condition_failed};
 use super::table::{
     accepted_sk, design_pk, design_sk, key, n, s, tenant_pk, Attrs, Item, ACCEPTED_PREFIX, DESIGN_PREFIX, ENTRY_PREFIX,
-    PK, REPORT_PREFIX, SK,
+    PK, REPORT_PREFIX, SK, TTL,
 };
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{PortResult, Usage, MAX_TIMELINE_ENTRIES};
@@ -35,6 +36,17 @@ fn design_view(item: &Item) -> PortResult<DesignView> {
         updated_at: time(item, "updated_at")?,
         failure_reason: item.opt_str("failure_reason").map(str::to_owned),
     })
+}
+
+fn now_secs() -> u64 {
+    Utc::now().timestamp().max(0) as u64
+}
+
+/// The marker `item` holds, unless it is a tombstone or past its expiry.
+fn live_marker(item: Option<&Item>) -> PortResult<Option<AcceptedRevision>> {
+    let now = now_secs();
+    let expired = |i: &Item| i.opt_num(TTL).ok().flatten().is_some_and(|at| at <= now);
+    item.filter(|i| !is_tombstone(i) && !expired(i)).map(accepted).transpose()
 }
 
 fn accepted(item: &Item) -> PortResult<AcceptedRevision> {
@@ -91,8 +103,33 @@ pub(crate) async fn query(
 /// deleted design, its accepted-revision marker or its kept specification).
 const LIVE: (&str, &str) = ("attribute_not_exists(#f)", DELETED_AT);
 
-/// [`query`] of only the items that pass `filter` (an expression naming one attribute as `#f`):
-/// `limit` of those, however many were filtered out on the way.
+/// A filter of [`query_filtered`]: an expression with the attribute names and values it uses.
+pub(crate) struct Filter {
+    expression: &'static str,
+    names: Vec<(&'static str, &'static str)>,
+    values: Vec<(&'static str, AttributeValue)>,
+}
+
+impl Filter {
+    /// [`LIVE`]: every item but tombstones.
+    fn live() -> Self {
+        Self { expression: LIVE.0, names: vec![("#f", LIVE.1)], values: Vec::new() }
+    }
+
+    /// Accepted-revision markers that are neither tombstones nor past their expiry at `now`
+    /// (epoch seconds; DynamoDB's TTL deletes them some time later). A marker written before
+    /// markers expired has no expiry and passes.
+    fn live_marker(now: u64) -> Self {
+        Self {
+            expression: "attribute_not_exists(#f) AND (attribute_not_exists(#x) OR #x > :now)",
+            names: vec![("#f", DELETED_AT), ("#x", TTL)],
+            values: vec![(":now", n(now))],
+        }
+    }
+}
+
+/// [`query`] of only the items that pass `filter`: `limit` of those, however many were
+/// filtered out on the way.
 pub(crate) async fn query_filtered(
     client: &Client,
     table: &str,
@@ -100,14 +137,20 @@ pub(crate) async fn query_filtered(
     (low, high): (String, String),
     newest_first: bool,
     limit: usize,
-    filter: Option<(&str, &str)>,
+    filter: Option<&Filter>,
 ) -> PortResult<Vec<Item>> {
     let mut items = Vec::new();
     let mut start = None;
     while items.len() < limit {
         let mut request = client.query();
-        if let Some((expression, attribute)) = filter {
-            request = request.filter_expression(expression).expression_attribute_names("#f", attribute);
+        if let Some(filter) = filter {
+            request = request.filter_expression(filter.expression);
+            for (name, attribute) in &filter.names {
+                request = request.expression_attribute_names(*name, *attribute);
+            }
+            for (name, value) in &filter.values {
+                request = request.expression_attribute_values(*name, value.clone());
+            }
         }
         let out = request
             .table_name(table)
@@ -151,7 +194,7 @@ pub(crate) async fn get(
         get_item(client, table, tenant_pk(tenant), accepted_sk(design)),
     )?;
     let view = item.as_ref().filter(|i| !is_tombstone(i)).map(design_view).transpose()?;
-    let marker = marker.as_ref().filter(|i| !is_tombstone(i)).map(accepted).transpose()?;
+    let marker = live_marker(marker.as_ref())?;
     Ok(AcceptedRevision::overlay(marker.as_ref(), view))
 }
 
@@ -175,9 +218,10 @@ pub(crate) async fn list(
         None => prefix_range(prefix),
     };
     let below = |items: Vec<Item>| items.into_iter().filter(|i| i.opt_str("design_id") != cursor);
+    let (live, live_markers) = (Filter::live(), Filter::live_marker(now_secs()));
     let (designs, markers) = tokio::try_join!(
-        query_filtered(client, table, tenant_pk(tenant), range(DESIGN_PREFIX), true, limit + 2, Some(LIVE)),
-        query_filtered(client, table, tenant_pk(tenant), range(ACCEPTED_PREFIX), true, limit + 2, Some(LIVE)),
+        query_filtered(client, table, tenant_pk(tenant), range(DESIGN_PREFIX), true, limit + 2, Some(&live)),
+        query_filtered(client, table, tenant_pk(tenant), range(ACCEPTED_PREFIX), true, limit + 2, Some(&live_markers)),
     )?;
     let designs = below(designs).take(limit + 1).map(|i| design_view(&i)).collect::<PortResult<Vec<_>>>()?;
     let markers = below(markers).take(limit + 1).map(|i| accepted(&i)).collect::<PortResult<Vec<_>>>()?;
@@ -219,7 +263,7 @@ pub(crate) async fn timeline(
         // The latest entries, newest first, reversed below into applied order.
         query(client, table, design_pk(tenant, design), prefix_range(ENTRY_PREFIX), true, MAX_TIMELINE_ENTRIES),
     )?;
-    let marker = marker.as_ref().filter(|i| !is_tombstone(i)).map(accepted).transpose()?;
+    let marker = live_marker(marker.as_ref())?;
     let applied = match exists.filter(|i| !is_tombstone(i)) {
         None => None,
         Some(_) => {
@@ -293,14 +337,17 @@ pub(crate) async fn each_projected(
 
 /// Keeps the higher of the stored marker and `a`: the write holds only while no marker of this
 /// design has a revision at or above `a`'s. A name sent with a lower revision is kept when the
-/// higher one has none (the name is only overwritten when given).
+/// higher one has none (the name is only overwritten when given). The marker expires `keep`
+/// after `a` was accepted (its TTL attribute; reads pass over it from then on).
 pub(crate) async fn record_accepted(
     client: &Client,
     table: &str,
     tenant: &TenantId,
     a: &AcceptedRevision,
+    keep: std::time::Duration,
 ) -> PortResult<()> {
-    let mut set = vec!["#t = :t", "#d = :d", "#r = :r", "#e = :e", "#c = :c", "#at = :at"];
+    let expires = (a.accepted_at.timestamp().max(0) as u64).saturating_add(keep.as_secs());
+    let mut set = vec!["#t = :t", "#d = :d", "#r = :r", "#e = :e", "#c = :c", "#at = :at", "#x = :x"];
     let mut req = client
         .update_item()
         .table_name(table)
@@ -318,7 +365,9 @@ pub(crate) async fn record_accepted(
         .expression_attribute_values(":r", n(a.revision))
         .expression_attribute_values(":e", s(a.event_id.to_string()))
         .expression_attribute_values(":c", s(a.correlation_id.as_str()))
-        .expression_attribute_values(":at", s(a.accepted_at.to_rfc3339()));
+        .expression_attribute_values(":at", s(a.accepted_at.to_rfc3339()))
+        .expression_attribute_names("#x", TTL)
+        .expression_attribute_values(":x", n(expires));
     if let Some(name) = &a.name {
         set.push("#n = :n");
         req = req.expression_attribute_names("#n", "name").expression_attribute_values(":n", s(name.as_str()));

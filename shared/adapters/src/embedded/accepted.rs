@@ -1,26 +1,42 @@
 //! Accepted-revision markers of the embedded store: the latest revision the API accepted per
 //! design, overlaid on reads (see `openqq_core::accepted`). One small row per design; the
-//! materialised tables are never touched from here.
+//! materialised tables are never touched from here. A marker is kept for the store's retention
+//! after its revision was accepted: reads pass over an older one, and each write removes up to
+//! [`PURGE_BATCH`] of them, so the table holds about a retention's worth of accepted designs.
 
 use super::db::sqlite_error;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::PortResult;
 use openqq_core::{AcceptedRevision, CorrelationId, DesignId};
 use rusqlite::{params, Connection, OptionalExtension};
+use std::time::Duration;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS accepted (
     tenant TEXT NOT NULL, design_id TEXT NOT NULL, revision INTEGER NOT NULL, name TEXT,
     event_id TEXT NOT NULL, correlation_id TEXT NOT NULL, accepted_at TEXT NOT NULL,
     PRIMARY KEY (tenant, design_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS accepted_by_time ON accepted (accepted_at);
 ";
+
+/// Expired markers each write removes, at most: more than one, so that removal outpaces
+/// acceptance.
+const PURGE_BATCH: i64 = 64;
+
+/// The time before which markers have expired, as stored (RFC 3339 in UTC, which sorts by time
+/// as text: every `accepted_at` is written by the same `to_rfc3339`).
+pub(super) fn cutoff(keep: Duration) -> String {
+    let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
+    Utc::now().checked_sub_signed(keep).unwrap_or(DateTime::<Utc>::MIN_UTC).to_rfc3339()
+}
 
 const COLUMNS: &str = "design_id, revision, name, event_id, correlation_id, accepted_at";
 
 /// Keeps the higher of the stored marker and `a`; a name sent with a lower revision is kept when
 /// the higher one has none. A deleted design's marker (a revision that raced its deletion) is not
-/// kept: it would show the design again.
-pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision) -> PortResult<()> {
+/// kept: it would show the design again. Then removes up to [`PURGE_BATCH`] markers older than
+/// `keep`, of any tenant.
+pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision, keep: Duration) -> PortResult<()> {
     conn.prepare_cached(
         "INSERT INTO accepted(tenant, design_id, revision, name, event_id, correlation_id, accepted_at) \
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 \
@@ -42,6 +58,12 @@ pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision) -> P
         ])
     })
     .map_err(|e| sqlite_error("record accepted revision", e))?;
+    conn.prepare_cached(
+        "DELETE FROM accepted WHERE (tenant, design_id) IN \
+         (SELECT tenant, design_id FROM accepted WHERE accepted_at < ?1 ORDER BY accepted_at LIMIT ?2)",
+    )
+    .and_then(|mut s| s.execute(params![cutoff(keep), PURGE_BATCH]))
+    .map_err(|e| sqlite_error("purge accepted revisions", e))?;
     Ok(())
 }
 
@@ -60,24 +82,28 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AcceptedRevision> {
     })
 }
 
-/// The marker of one design, if the API accepted a revision of it.
-pub(super) fn one(conn: &Connection, tenant: &str, design: &str) -> PortResult<Option<AcceptedRevision>> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM accepted WHERE tenant=?1 AND design_id=?2"))
-        .and_then(|mut s| s.query_row(params![tenant, design], row).optional())
-        .map_err(|e| sqlite_error("read accepted revision", e))
+/// The marker of one design, if the API accepted a revision of it after `cutoff`.
+pub(super) fn one(conn: &Connection, tenant: &str, design: &str, cutoff: &str) -> PortResult<Option<AcceptedRevision>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM accepted WHERE tenant=?1 AND design_id=?2 AND accepted_at >= ?3"
+    ))
+    .and_then(|mut s| s.query_row(params![tenant, design, cutoff], row).optional())
+    .map_err(|e| sqlite_error("read accepted revision", e))
 }
 
-/// Up to `n` markers of a tenant below `cursor`, newest (highest design id) first.
+/// Up to `n` markers of a tenant below `cursor` accepted after `cutoff`, newest (highest design
+/// id) first.
 pub(super) fn page(
     conn: &Connection,
     tenant: &str,
     cursor: Option<&str>,
     n: usize,
+    cutoff: &str,
 ) -> PortResult<Vec<AcceptedRevision>> {
     conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM accepted WHERE tenant=?1 AND (?2 IS NULL OR design_id < ?2) \
+        "SELECT {COLUMNS} FROM accepted WHERE tenant=?1 AND (?2 IS NULL OR design_id < ?2) AND accepted_at >= ?4 \
          ORDER BY design_id DESC LIMIT ?3"
     ))
-    .and_then(|mut s| s.query_map(params![tenant, cursor, n as i64], row)?.collect::<Result<Vec<_>, _>>())
+    .and_then(|mut s| s.query_map(params![tenant, cursor, n as i64, cutoff], row)?.collect::<Result<Vec<_>, _>>())
     .map_err(|e| sqlite_error("list accepted revisions", e))
 }

@@ -69,6 +69,9 @@ pub struct EmbeddedDesignStore {
     reader: Db,
     /// How long feed entries are kept (`openqq_core::feed::DEFAULT_FEED_RETENTION`).
     feed_retention: Duration,
+    /// How long accepted-revision markers are kept
+    /// (`openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION`).
+    accepted_retention: Duration,
 }
 
 impl EmbeddedDesignStore {
@@ -103,6 +106,7 @@ impl EmbeddedDesignStore {
             writer: Db::new(writer),
             reader: Db::pool(readers),
             feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
+            accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
         })
     }
 
@@ -110,6 +114,14 @@ impl EmbeddedDesignStore {
     /// default; older ones are swept as the tenant's feed grows (see `feed.rs`).
     pub fn with_feed_retention(mut self, keep: Duration) -> Self {
         self.feed_retention = keep;
+        self
+    }
+
+    /// Keeps accepted-revision markers for `keep` after their revision was accepted instead of
+    /// the default: reads pass over older ones, and writes of markers remove them (see
+    /// `accepted.rs`).
+    pub fn with_accepted_retention(mut self, keep: Duration) -> Self {
+        self.accepted_retention = keep;
         self
     }
 }
@@ -368,8 +380,8 @@ impl EmbeddedDesignStore {
 impl AcceptedRevisions for EmbeddedDesignStore {
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
         count("record_accepted");
-        let (tenant, accepted) = (tenant.to_string(), accepted.clone());
-        self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted)).await
+        let (tenant, accepted, keep) = (tenant.to_string(), accepted.clone(), self.accepted_retention);
+        self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted, keep)).await
     }
 
     /// One transaction for every marker: the one writer commits them together, so its
@@ -380,12 +392,13 @@ impl AcceptedRevisions for EmbeddedDesignStore {
         }
         count("record_accepted_many");
         let rows: Vec<(String, AcceptedRevision)> = accepted.iter().map(|(t, a)| (t.to_string(), a.clone())).collect();
+        let keep = self.accepted_retention;
         let written = self
             .writer
             .call(move |conn| {
                 let tx = begin_immediate(conn)?;
                 for (tenant, marker) in &rows {
-                    accepted::record(&tx, tenant, marker)?;
+                    accepted::record(&tx, tenant, marker, keep)?;
                 }
                 tx.commit().map_err(|e| sqlite_error("commit", e))
             })
@@ -468,12 +481,13 @@ impl DesignReads for EmbeddedDesignStore {
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
         count("get");
         let (tenant, design) = (tenant.to_string(), design.to_string());
+        let cutoff = accepted::cutoff(self.accepted_retention);
         self.reader
             .call(move |conn| {
                 let view = conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND design_id=?2")
                     .and_then(|mut s| s.query_row(params![tenant, design], design_row).optional())
                     .map_err(|e| sqlite_error("get design", e))?;
-                let marker = accepted::one(conn, &tenant, &design)?;
+                let marker = accepted::one(conn, &tenant, &design, &cutoff)?;
                 Ok(AcceptedRevision::overlay(marker.as_ref(), view))
             })
             .await
@@ -483,6 +497,7 @@ impl DesignReads for EmbeddedDesignStore {
         count("list");
         let limit = limit.clamp(1, MAX_PAGE);
         let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
+        let cutoff = accepted::cutoff(self.accepted_retention);
         self.reader
             .call(move |conn| {
                 // Design ids are UUIDv7, so descending id order is newest first and the last id
@@ -496,7 +511,7 @@ impl DesignReads for EmbeddedDesignStore {
                     .map_err(|e| sqlite_error("list", e))?;
                 // Designs the API accepted but the consumers have not materialised yet are listed
                 // too: the first `limit` of both, merged.
-                let markers = accepted::page(conn, &tenant, cursor.as_deref(), limit + 1)?;
+                let markers = accepted::page(conn, &tenant, cursor.as_deref(), limit + 1, &cutoff)?;
                 Ok(AcceptedRevision::merge_page(items, markers, limit))
             })
             .await
@@ -557,7 +572,8 @@ impl DesignReads for EmbeddedDesignStore {
         count("timeline");
         let (tenant, design) = (tenant.to_string(), design.to_string());
         let (t, d) = (tenant.clone(), design.clone());
-        let marker = self.reader.call(move |conn| accepted::one(conn, &t, &d)).await?;
+        let cutoff = accepted::cutoff(self.accepted_retention);
+        let marker = self.reader.call(move |conn| accepted::one(conn, &t, &d, &cutoff)).await?;
         let applied = self
             .reader
             .call(move |conn| {

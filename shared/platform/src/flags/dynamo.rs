@@ -74,12 +74,12 @@ pub fn settings(args: &DynamoArgs) -> Result<Option<DynamoSettings>> {
 }
 
 /// The design store on DynamoDB when `settings` says so (`None` when it stays embedded), keeping
-/// feed entries for `feed_retention`. A table that cannot be reached, or is missing on AWS, stops
+/// feed entries and accepted-revision markers as `retention` says. A table that cannot be reached, or is missing on AWS, stops
 /// start-up with a sentence naming the setting.
 #[cfg(feature = "dynamodb")]
 pub async fn connect(
     settings: Option<DynamoSettings>,
-    feed_retention: std::time::Duration,
+    retention: crate::settings::StoreRetention,
 ) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     use anyhow::Context;
     let Some(settings) = settings else { return Ok(None) };
@@ -88,13 +88,14 @@ pub async fn connect(
         format!("putting the design store on the DynamoDB table {} ({TABLE}) at {where_}", settings.table)
     })?;
     tracing::info!(table = settings.table, endpoint = where_, "The design store is on DynamoDB.");
-    Ok(Some(std::sync::Arc::new(store.with_feed_retention(feed_retention))))
+    let store = store.with_feed_retention(retention.feed).with_accepted_retention(retention.accepted);
+    Ok(Some(std::sync::Arc::new(store)))
 }
 
 #[cfg(not(feature = "dynamodb"))]
 pub async fn connect(
     settings: Option<DynamoSettings>,
-    _feed_retention: std::time::Duration,
+    _retention: crate::settings::StoreRetention,
 ) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     match settings {
         Some(never) => match never {},
