@@ -1,6 +1,7 @@
 //! Reads of the embedded store are bounded whatever is stored: a report too large to serve is
 //! refused without being loaded, and a timeline read returns at most the latest entries; and
-//! accepted-revision markers past their retention leave the table.
+//! accepted-revision markers past their retention leave the table; a deletion's lookups of
+//! other designs' objects are index reads, whatever the data dir's age.
 
 use openqq_adapters::{Durability, EmbeddedDesignStore};
 use openqq_core::ports::MAX_TIMELINE_ENTRIES;
@@ -88,4 +89,44 @@ async fn markers_past_the_retention_are_removed_as_new_ones_are_written() {
     store.record_accepted(&t, &marker(chrono::Duration::zero())).await.unwrap();
     assert_eq!(rows(), 2, "only the markers within the retention are left");
     assert!(store.get(&t, &fresh.design_id).await.unwrap().is_some());
+}
+
+/// A deletion finds the other designs naming an object by index: specifications kept before the
+/// store recorded each one's objects are recorded when the store is opened, once, so an object
+/// such a specification names stays when another design naming it is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_named_only_in_the_text_of_earlier_specifications_are_recorded_when_the_store_opens() {
+    use openqq_core::{Deletion, DesignDeletes, KeptSpec, KeptSpecs};
+    let dir = tempfile::tempdir().unwrap();
+    let (t, doomed, older) = (TenantId::parse("t").unwrap(), DesignId::generate(), DesignId::generate());
+    let (shared, own) = ("c".repeat(64), "d".repeat(64));
+    let naming = |digests: &[&str]| KeptSpec {
+        revision: 1,
+        submission: format!(
+            r#"{{"spec":{{"refs":[{}]}}}}"#,
+            digests.iter().map(|d| format!(r#"{{"digest":"{d}","bytes":9}}"#)).collect::<Vec<_>>().join(",")
+        ),
+    };
+    {
+        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+        for (d, spec) in [(&doomed, naming(&[&shared, &own])), (&older, naming(&[&shared]))] {
+            store.apply(&t, d, &entry(EventKind::DesignSubmitted, 1), &Change::Submitted { name: None }).await.unwrap();
+            store.keep_spec(&t, d, &spec).await.unwrap();
+        }
+    }
+    // As a data dir of a version before the record: `older`'s objects only in its text.
+    let db = rusqlite::Connection::open(dir.path().join("store.db")).unwrap();
+    db.execute_batch(&format!(
+        "DELETE FROM spec_objects WHERE design_id='{older}'; DELETE FROM spec_objects_recorded;"
+    ))
+    .unwrap();
+    drop(db);
+
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap();
+    let deleted = store
+        .delete_design(&t, &doomed, &Deletion::now(CorrelationId::parse("delete").unwrap()))
+        .await
+        .unwrap()
+        .expect("the design existed");
+    assert_eq!(deleted.objects, std::collections::BTreeSet::from([own]), "the shared object stays");
 }

@@ -83,7 +83,7 @@ impl EmbeddedDesignStore {
     /// Opens (or creates) `dir/store.db` with `readers` reader connections (at least one).
     pub fn open_with_readers(dir: &Path, durability: Durability, readers: usize) -> PortResult<Self> {
         let path = dir.join("store.db");
-        let writer = open(&path, durability, STORE_PAGE_SIZE, SCHEMA)?;
+        let mut writer = open(&path, durability, STORE_PAGE_SIZE, SCHEMA)?;
         // The API's own tables (accepted-revision markers and idempotency keys), and the feed,
         // webhooks and deliveries.
         writer
@@ -101,6 +101,7 @@ impl EmbeddedDesignStore {
             ))
             .map_err(|e| sqlite_error("initialise schema", e))?;
         migrate(&writer)?;
+        specs::record_objects_of_earlier_specs(&mut writer)?;
         let readers = open_readers(&path, durability, readers)?;
         Ok(Self {
             writer: Db::new(writer),
