@@ -367,14 +367,20 @@ impl Client {
     /// Submits `design` as a new design under the client's own `correlation_id` and returns the
     /// design id; anything but a 202 is an error.
     pub async fn submit_correlated(&self, design: &Value, correlation_id: &str) -> Result<String> {
-        let resp = self
+        self.submit_keyed(design, correlation_id, None).await
+    }
+
+    /// [`Client::submit_correlated`], with an `Idempotency-Key` when `key` is given.
+    pub async fn submit_keyed(&self, design: &Value, correlation_id: &str, key: Option<&str>) -> Result<String> {
+        let mut request = self
             .http
             .post(format!("{}/v1/designs", self.base))
             .bearer_auth(&self.token)
-            .header("x-correlation-id", correlation_id)
-            .json(design)
-            .send()
-            .await?;
+            .header("x-correlation-id", correlation_id);
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        let resp = request.json(design).send().await?;
         let status = resp.status().as_u16();
         let body = resp.json::<Value>().await.unwrap_or(Value::Null);
         if status != 202 {

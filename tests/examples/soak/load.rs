@@ -2,7 +2,7 @@
 //! time from the 202 to `ready` is the latency sampled), a burst now and then (one tenant's
 //! batch), and a webhook receiver every tenant's results are delivered to.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use openqq_e2e::batches::submit_by_upload;
 use openqq_e2e::throughput::compact;
 use openqq_e2e::Client;
@@ -59,24 +59,10 @@ pub async fn steady_one(client: Client, design: Value, key: String, seen: Arc<Se
 }
 
 async fn submit_and_follow(client: &Client, design: &Value, key: &str, seen: &Seen) -> Result<Duration> {
-    let resp = client
-        .http
-        .post(format!("{}/v1/designs", client.base))
-        .bearer_auth(&client.token)
-        .header("idempotency-key", key)
-        .header("x-correlation-id", key)
-        .json(design)
-        .send()
-        .await?;
-    let status = resp.status().as_u16();
-    let body = resp.json::<Value>().await.unwrap_or(Value::Null);
-    if status != 202 {
-        bail!("the submission was answered {status}: {body}");
-    }
+    let id = client.submit_keyed(design, key, Some(key)).await?;
     let accepted = Instant::now();
     seen.accepted.fetch_add(1, Ordering::Relaxed);
-    let id = body["design_id"].as_str().ok_or_else(|| anyhow!("the 202 names no design_id: {body}"))?;
-    client.wait_for(id, READY_WITHIN, |v| v["status"] == "ready").await?;
+    client.wait_for(&id, READY_WITHIN, |v| v["status"] == "ready").await?;
     Ok(accepted.elapsed())
 }
 
