@@ -71,6 +71,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists: a thread that has taken a malloc arena keeps it.
+    openqq_platform::allocator::cap_malloc_arenas();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -14,7 +14,10 @@
 //!   ElastiCache), checked and connected.
 //! - [`secret`], [`overrides`], [`data_dir`]: the local JWT secret, the rate-limit overrides
 //!   file and the private data dir.
+//! - [`allocator`]: glibc's malloc arenas capped at process start, first thing in `openqq`'s and
+//!   each Lambda function's `main`.
 
+pub mod allocator;
 pub mod build;
 pub mod data_dir;
 pub mod flags;

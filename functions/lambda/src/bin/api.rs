@@ -2,7 +2,8 @@
 //! settings are the environment (`OPENQQ_*`, see `openqq_platform::Settings`) plus
 //! `OPENQQ_JWT_SECRET`.
 
-#[tokio::main]
-async fn main() -> Result<(), openqq_platform::lambda::Error> {
-    openqq_platform::lambda::api().await
+fn main() -> Result<(), openqq_platform::lambda::Error> {
+    // Before the runtime's threads: a thread that has taken a malloc arena keeps it.
+    openqq_platform::allocator::cap_malloc_arenas();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(openqq_platform::lambda::api())
 }

@@ -3,7 +3,11 @@
 //! bin as its entry point, since each attempt's Verilog is checked with Yosys and Icarus
 //! Verilog. Its settings are the environment (`OPENQQ_*`, see `openqq_platform::Settings`).
 
-#[tokio::main]
-async fn main() -> Result<(), openqq_platform::lambda::Error> {
-    openqq_platform::lambda::consumer(openqq_core::EventKind::GenerationRequested).await
+fn main() -> Result<(), openqq_platform::lambda::Error> {
+    // Before the runtime's threads: a thread that has taken a malloc arena keeps it.
+    openqq_platform::allocator::cap_malloc_arenas();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(openqq_platform::lambda::consumer(openqq_core::EventKind::GenerationRequested))
 }
