@@ -42,6 +42,14 @@ pub fn cap_malloc_arenas() {
     set_arena_max(arenas);
 }
 
+/// The async runtime a binary's `main` runs on (multi-threaded, I/O and time enabled, as
+/// `#[tokio::main]` builds it), made after [`cap_malloc_arenas`] so its threads share the capped
+/// arenas.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    cap_malloc_arenas();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+}
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn set_arena_max(arenas: i32) {
     // SAFETY: mallopt only changes a malloc parameter; M_ARENA_MAX limits the arenas created from

@@ -3,7 +3,5 @@
 //! `OPENQQ_JWT_SECRET`.
 
 fn main() -> Result<(), openqq_platform::lambda::Error> {
-    // Before the runtime's threads: a thread that has taken a malloc arena keeps it.
-    openqq_platform::allocator::cap_malloc_arenas();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(openqq_platform::lambda::api())
+    openqq_platform::allocator::runtime()?.block_on(openqq_platform::lambda::api())
 }

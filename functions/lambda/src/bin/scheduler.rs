@@ -4,7 +4,5 @@
 //! the environment (`OPENQQ_*`, see `openqq_platform::Settings`).
 
 fn main() -> Result<(), openqq_platform::lambda::Error> {
-    // Before the runtime's threads: a thread that has taken a malloc arena keeps it.
-    openqq_platform::allocator::cap_malloc_arenas();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(openqq_platform::lambda::scheduler())
+    openqq_platform::allocator::runtime()?.block_on(openqq_platform::lambda::scheduler())
 }
