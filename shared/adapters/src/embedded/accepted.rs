@@ -34,9 +34,8 @@ const COLUMNS: &str = "design_id, revision, name, event_id, correlation_id, acce
 
 /// Keeps the higher of the stored marker and `a`; a name sent with a lower revision is kept when
 /// the higher one has none. A deleted design's marker (a revision that raced its deletion) is not
-/// kept: it would show the design again. Then removes up to [`PURGE_BATCH`] markers older than
-/// `keep`, of any tenant.
-pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision, keep: Duration) -> PortResult<()> {
+/// kept: it would show the design again. The caller [`purge`]s once per write.
+pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision) -> PortResult<()> {
     conn.prepare_cached(
         "INSERT INTO accepted(tenant, design_id, revision, name, event_id, correlation_id, accepted_at) \
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 \
@@ -58,6 +57,12 @@ pub(super) fn record(conn: &Connection, tenant: &str, a: &AcceptedRevision, keep
         ])
     })
     .map_err(|e| sqlite_error("record accepted revision", e))?;
+    Ok(())
+}
+
+/// Removes up to [`PURGE_BATCH`] markers older than `keep`, of any tenant: once in each write of
+/// markers, however many it records.
+pub(super) fn purge(conn: &Connection, keep: Duration) -> PortResult<()> {
     conn.prepare_cached(
         "DELETE FROM accepted WHERE (tenant, design_id) IN \
          (SELECT tenant, design_id FROM accepted WHERE accepted_at < ?1 ORDER BY accepted_at LIMIT ?2)",

@@ -382,7 +382,14 @@ impl AcceptedRevisions for EmbeddedDesignStore {
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
         count("record_accepted");
         let (tenant, accepted, keep) = (tenant.to_string(), accepted.clone(), self.accepted_retention);
-        self.writer.call(move |conn| accepted::record(conn, &tenant, &accepted, keep)).await
+        self.writer
+            .call(move |conn| {
+                let tx = begin_immediate(conn)?;
+                accepted::record(&tx, &tenant, &accepted)?;
+                accepted::purge(&tx, keep)?;
+                tx.commit().map_err(|e| sqlite_error("commit", e))
+            })
+            .await
     }
 
     /// One transaction for every marker: the one writer commits them together, so its
@@ -399,8 +406,9 @@ impl AcceptedRevisions for EmbeddedDesignStore {
             .call(move |conn| {
                 let tx = begin_immediate(conn)?;
                 for (tenant, marker) in &rows {
-                    accepted::record(&tx, tenant, marker, keep)?;
+                    accepted::record(&tx, tenant, marker)?;
                 }
+                accepted::purge(&tx, keep)?;
                 tx.commit().map_err(|e| sqlite_error("commit", e))
             })
             .await;
