@@ -13,7 +13,7 @@
 //! store and the capped one points at it as `"full_report": {"digest", "bytes", "design_id"}`.
 //! The full report names its design (`"design_id"`), so its object is that design's alone even
 //! when another design has the very same findings: deleting a design can delete it
-//! ([`openqq_core::deletion::own_report_objects`]).
+//! ([`openqq_core::deletion::own_full_report`]).
 //!
 //! Payloads travel by reference ([`openqq_core::design::INLINE_PAYLOAD_MAX_BYTES`]): a netlist,
 //! constraints file or bitstream the API stored is read back from the object store (which checks

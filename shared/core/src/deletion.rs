@@ -14,7 +14,7 @@
 //!
 //! The store answers the objects the design's kept specifications (every revision's: the store
 //! records what each one named) name that no other design's kept specifications name, and its
-//! reports' full reports ([`own_report_objects`]) ([`Deleted::objects`]); the caller removes
+//! reports' full reports ([`own_full_report`]) ([`Deleted::objects`]); the caller removes
 //! those from the object store. Objects are content-addressed per tenant, so two designs may
 //! share one: an object another design still names stays. A full report names its design inside
 //! (and its pointer says so), so no other design's report is the same object; a full report kept
@@ -107,7 +107,7 @@ fn collect(value: &serde_json::Value, found: &mut BTreeSet<String>) {
             if let (Some(serde_json::Value::String(digest)), Some(serde_json::Value::Number(_))) =
                 (map.get("digest"), map.get("bytes"))
             {
-                if is_digest(digest) {
+                if crate::ObjectRef::well_formed(digest) {
                     found.insert(digest.clone());
                 }
             }
@@ -121,7 +121,7 @@ fn collect(value: &serde_json::Value, found: &mut BTreeSet<String>) {
 /// The object of the full report `report` (a stored report's JSON) points at, if that object is
 /// `design`'s alone: its pointer names the design (`"full_report": {"digest", "bytes",
 /// "design_id"}`), as every full report kept since they name their design does.
-pub fn own_report_objects(report: &str, design: &DesignId) -> BTreeSet<String> {
+pub fn own_full_report(report: &str, design: &DesignId) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Pointer {
         full_report: Option<FullReport>,
@@ -131,17 +131,9 @@ pub fn own_report_objects(report: &str, design: &DesignId) -> BTreeSet<String> {
         digest: String,
         design_id: Option<String>,
     }
-    let pointer = serde_json::from_str::<Pointer>(report).ok().and_then(|p| p.full_report);
-    pointer
-        .filter(|full| full.design_id.as_deref() == Some(design.as_str()) && is_digest(&full.digest))
-        .map(|full| full.digest)
-        .into_iter()
-        .collect()
-}
-
-/// Whether `text` is a SHA-256 as object references write it: 64 lower-case hex digits.
-pub fn is_digest(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    let full = serde_json::from_str::<Pointer>(report).ok()?.full_report?;
+    (full.design_id.as_deref() == Some(design.as_str()) && crate::ObjectRef::well_formed(&full.digest))
+        .then_some(full.digest)
 }
 
 #[cfg(test)]
@@ -178,12 +170,12 @@ mod tests {
         let named =
             |who: &str| format!(r#"{{"verdict": "fail", "full_report": {{"digest": "{A}", "bytes": 7{who}}}}}"#);
         let mine = named(&format!(r#", "design_id": "{d}""#));
-        assert_eq!(own_report_objects(&mine, &d), BTreeSet::from([A.to_owned()]));
+        assert_eq!(own_full_report(&mine, &d), Some(A.to_owned()));
         let other = named(&format!(r#", "design_id": "{}""#, DesignId::generate()));
-        assert!(own_report_objects(&other, &d).is_empty(), "another design's");
-        assert!(own_report_objects(&named(""), &d).is_empty(), "kept before reports named their design");
-        assert!(own_report_objects(r#"{"verdict": "pass"}"#, &d).is_empty(), "not capped: no object");
-        assert!(own_report_objects("not json", &d).is_empty());
+        assert_eq!(own_full_report(&other, &d), None, "another design's");
+        assert_eq!(own_full_report(&named(""), &d), None, "kept before reports named their design");
+        assert_eq!(own_full_report(r#"{"verdict": "pass"}"#, &d), None, "not capped: no object");
+        assert_eq!(own_full_report("not json", &d), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use super::table::{accepted_sk, design_pk, design_sk, key, n, s, tenant_pk, Attr
 use super::transact::{back_off, delete_partition};
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
-use openqq_core::deletion::{object_digests, own_report_objects, Deleted, Deletion};
+use openqq_core::deletion::{object_digests, own_full_report, Deleted, Deletion};
 use openqq_core::ports::PortResult;
 use openqq_core::{DesignId, EventKind, NewFeedEntry, PortError, TenantId, TimelineEntry};
 use std::collections::BTreeSet;
@@ -146,7 +146,7 @@ async fn only_its_objects(
     let mut objects = BTreeSet::new();
     let range = prefix_range(REPORT_PREFIX);
     each_projected(client, table, design_pk(tenant, design), range, &["report"], None, "read reports", |item| {
-        objects.extend(own_report_objects(item.opt_str("report").unwrap_or_default(), design));
+        objects.extend(own_full_report(item.opt_str("report").unwrap_or_default(), design));
         Ok(())
     })
     .await?;

@@ -6,7 +6,7 @@
 
 use super::db::sqlite_error;
 use super::feed;
-use openqq_core::deletion::{object_digests, own_report_objects, Deleted, Deletion};
+use openqq_core::deletion::{object_digests, own_full_report, Deleted, Deletion};
 use openqq_core::ports::PortResult;
 use openqq_core::{DesignId, EventKind, NewFeedEntry, TimelineEntry};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -85,7 +85,7 @@ fn only_its_objects(tx: &Connection, tenant: &str, design: &DesignId) -> PortRes
         objects.extend(object_digests(text));
     }
     for report in texts("SELECT report FROM reports WHERE tenant=?1 AND design_id=?2", "read reports")? {
-        objects.extend(own_report_objects(&report, design));
+        objects.extend(own_full_report(&report, design));
     }
     objects.extend(texts("SELECT digest FROM spec_objects WHERE tenant=?1 AND design_id=?2", "read objects")?);
     if objects.is_empty() {
