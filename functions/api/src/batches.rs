@@ -203,18 +203,19 @@ pub(crate) async fn submit_checked(
     max_failed: Option<MaxFailed>,
     checked: Vec<openqq_core::batch::StoredItem>,
 ) -> Result<Accepted, Problem> {
-    let mut jsonl = Vec::new();
-    for item in &checked {
-        serde_json::to_writer(&mut jsonl, item).expect("a checked item serialises");
-        jsonl.push(b'\n');
-    }
+    let jsonl = openqq_core::batch::items_object(batch_id, &checked);
     let items_ref =
         state.objects.put(tenant, jsonl).await.map_err(|e| Problem::from_port(e, "keeping the batch's items"))?;
     state.quota.forget(tenant);
     let total = checked.len() as u32;
     let rejected = checked.iter().filter(|i| i.rejected.is_some()).count();
-    let payload =
-        BatchSubmitted { batch_id: batch_id.clone(), name: name.clone(), items_ref, items: total, max_failed };
+    let payload = BatchSubmitted {
+        batch_id: batch_id.clone(),
+        name: name.clone(),
+        items_ref: items_ref.clone(),
+        items: total,
+        max_failed,
+    };
     let cause = origin(tenant, batch_id, corr, None);
     let env = Envelope::new(EventKind::BatchSubmitted, &cause, "api", payload);
     let record = env.to_record();
@@ -227,11 +228,24 @@ pub(crate) async fn submit_checked(
     tracing::info!(tenant_id = %tenant, batch_id = %batch_id, items = total, rejected, "A batch was accepted.");
     let new = NewBatch { id: batch_id.clone(), name, max_failed, created_at: env.occurred_at };
     let items: Vec<_> = checked.into_iter().enumerate().map(|(i, item)| item.into_new(i as u32)).collect();
-    if let Err(e) = state.batches.create_batch(tenant, &new, &items).await {
-        tracing::warn!(error = %e, tenant_id = %tenant, batch_id = %batch_id,
-            "The batch could not be recorded for reads; it shows once the batch function creates it.");
+    match state.batches.create_batch(tenant, &new, &items).await {
+        // Its items are in the store: the object has served (the batch function reads it only for
+        // a batch it does not find).
+        Ok(_) => forget_items(state, tenant, batch_id, &items_ref.digest).await,
+        Err(e) => tracing::warn!(error = %e, tenant_id = %tenant, batch_id = %batch_id,
+            "The batch could not be recorded for reads; it shows once the batch function creates it."),
     }
     Ok(Accepted { items: total, rejected })
+}
+
+/// Deletes a batch's items object once the batch is in the store; one left behind (logged) costs
+/// only its bytes.
+async fn forget_items(state: &AppState, tenant: &TenantId, batch_id: &BatchId, digest: &str) {
+    match state.objects.delete(tenant, digest).await {
+        Ok(_) => state.quota.forget(tenant),
+        Err(e) => tracing::warn!(error = %e, tenant_id = %tenant, batch_id = %batch_id,
+            "A batch's items object could not be deleted once the batch was created; it is left behind."),
+    }
 }
 
 /// Whom a batch's own events are about: the batch (its id as the design id), revision 1.

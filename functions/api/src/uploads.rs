@@ -9,7 +9,9 @@
 //!    needs.
 //! 2. The client sends exactly those bytes there ([`receive`]).
 //! 3. A submission names the object as `netlist_ref` (or `bitstream_ref`), `{"digest", "bytes"}`;
-//!    the API adopts it for the tenant ([`ObjectStore::adopt_upload`]) before publishing.
+//!    the API adopts it for the tenant ([`ObjectStore::adopt_upload`]) before publishing. A batch
+//!    names its JSON-lines items as `items_ref`: those are read without adopting
+//!    ([`ObjectStore::read_upload`]), kept with the batch, and the upload expires.
 //!
 //! The `PUT` served here is outside the JSON request path: no bearer token, no request-body limit
 //! and no byte quota meant for JSON. Its own bounds instead ([`UploadLimits`]): the body may not

@@ -3,11 +3,11 @@
 
 use crate::{BatchFunction, StepError, NAME};
 use openqq_core::batch::{
-    released_by, BatchId, BatchItemEnded, BatchState, BatchSubmitted, BatchSummary, BatchView, ItemRef, ItemStatus,
-    NewBatch, NewItem, StoredItem, MAX_BATCH_ITEMS,
+    read_items_object, released_by, BatchId, BatchItemEnded, BatchState, BatchSubmitted, BatchSummary, BatchView,
+    ItemRef, ItemStatus, NewBatch, NewItem, MAX_BATCH_ITEMS,
 };
 use openqq_core::event::Origin;
-use openqq_core::{EventKind, NewFeedEntry, Record, TenantId, TimelineEntry};
+use openqq_core::{EventKind, NewFeedEntry, PortError, Record, TenantId, TimelineEntry};
 use openqq_runtime::kafka::Incoming;
 use serde_json::value::RawValue;
 use std::ops::Range;
@@ -44,15 +44,7 @@ impl BatchFunction {
     ) -> Result<(), StepError> {
         let tenant = &cause.tenant_id;
         if self.batches.batch(tenant, &batch.batch_id).await?.is_none() {
-            let items = self.items(tenant, batch).await?;
-            let new = NewBatch {
-                id: batch.batch_id.clone(),
-                name: batch.name.clone(),
-                max_failed: batch.max_failed,
-                created_at: chrono::Utc::now(),
-            };
-            self.batches.create_batch(tenant, &new, &items).await?;
-            tracing::info!(tenant_id = %tenant, batch_id = %batch.batch_id, items = items.len(), "A batch was created.");
+            self.create(tenant, batch).await?;
         }
         self.release(cause, &batch.batch_id, 0..self.limits.in_flight, out).await?;
         // A batch of rejected items only is final at once.
@@ -62,32 +54,52 @@ impl BatchFunction {
         Ok(())
     }
 
-    /// The batch's items, as the API kept them: one JSON line each.
-    async fn items(&self, tenant: &TenantId, batch: &BatchSubmitted) -> Result<Vec<NewItem>, StepError> {
-        let bytes = self.objects.get(tenant, &batch.items_ref.digest).await?;
-        let text =
-            std::str::from_utf8(&bytes).map_err(|_| StepError::Permanent("the batch's items are not UTF-8".into()))?;
-        let items: Vec<NewItem> = text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .take(MAX_BATCH_ITEMS + 1)
-            .enumerate()
-            .map(|(i, line)| {
-                serde_json::from_str::<StoredItem>(line)
-                    .map(|item| item.into_new(i as u32))
-                    .map_err(|e| StepError::Permanent(format!("item {i} of the batch does not read back: {e}")))
-            })
-            .collect::<Result<_, _>>()?;
-        if items.len() > MAX_BATCH_ITEMS || items.len() != batch.items as usize {
-            return Err(StepError::Permanent(format!(
-                "the batch's object holds {} items where its record says {}",
-                items.len(),
-                batch.items
-            )));
+    /// Creates the batch from its items object, which then goes if it is this batch's alone
+    /// ([`openqq_core::batch::ItemsHeader`]). The API creates the batch too, and deletes the
+    /// object once it has: an object gone by the time it is read is fine once the batch is there.
+    async fn create(&self, tenant: &TenantId, batch: &BatchSubmitted) -> Result<(), StepError> {
+        let bytes = match self.objects.get(tenant, &batch.items_ref.digest).await {
+            Err(PortError::NotFound) if self.batches.batch(tenant, &batch.batch_id).await?.is_some() => return Ok(()),
+            read => read?,
+        };
+        let (items, own) = items(batch, &bytes)?;
+        let new = NewBatch {
+            id: batch.batch_id.clone(),
+            name: batch.name.clone(),
+            max_failed: batch.max_failed,
+            created_at: chrono::Utc::now(),
+        };
+        self.batches.create_batch(tenant, &new, &items).await?;
+        tracing::info!(tenant_id = %tenant, batch_id = %batch.batch_id, items = items.len(), "A batch was created.");
+        if own {
+            if let Err(e) = self.objects.delete(tenant, &batch.items_ref.digest).await {
+                tracing::warn!(error = %e, tenant_id = %tenant, batch_id = %batch.batch_id,
+                    "A batch's items object could not be deleted once the batch was created; it is left behind.");
+            }
         }
-        Ok(items)
+        Ok(())
     }
+}
 
+/// The batch's items, as the API kept them (one JSON line each), and whether the object is this
+/// batch's alone.
+fn items(batch: &BatchSubmitted, bytes: &[u8]) -> Result<(Vec<NewItem>, bool), StepError> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| StepError::Permanent("the batch's items are not UTF-8".into()))?;
+    let object = read_items_object(text, MAX_BATCH_ITEMS).map_err(StepError::Permanent)?;
+    let own = object.batch_id.as_ref() == Some(&batch.batch_id);
+    let items: Vec<NewItem> = object.items.into_iter().enumerate().map(|(i, item)| item.into_new(i as u32)).collect();
+    if items.len() > MAX_BATCH_ITEMS || items.len() != batch.items as usize {
+        return Err(StepError::Permanent(format!(
+            "the batch's object holds {} items where its record says {}",
+            items.len(),
+            batch.items
+        )));
+    }
+    Ok((items, own))
+}
+
+impl BatchFunction {
     /// Releases the items of `indexes` and queues a `design.submitted` for each on the batch lane.
     async fn release(
         &self,

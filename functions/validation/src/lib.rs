@@ -544,6 +544,9 @@ mod tests {
         async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> openqq_core::ports::PortResult<()> {
             self.inner.adopt_upload(tenant, object).await
         }
+        async fn read_upload(&self, tenant: &TenantId, object: &ObjectRef) -> openqq_core::ports::PortResult<Vec<u8>> {
+            self.inner.read_upload(tenant, object).await
+        }
         async fn delete(&self, tenant: &TenantId, digest: &str) -> openqq_core::ports::PortResult<bool> {
             self.inner.delete(tenant, digest).await
         }

@@ -130,3 +130,47 @@ async fn objects_named_only_in_the_text_of_earlier_specifications_are_recorded_w
         .expect("the design existed");
     assert_eq!(deleted.objects, std::collections::BTreeSet::from([own]), "the shared object stays");
 }
+
+/// Batches past the retention leave the tables with their items, two at a time as batches are
+/// created, so the store holds about a retention's worth of batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_past_the_retention_are_removed_with_their_items_as_new_ones_are_created() {
+    use openqq_core::batch::{BatchItem, Batches, ItemStatus, NewBatch, NewItem};
+    let dir = tempfile::tempdir().unwrap();
+    let keep = std::time::Duration::from_secs(3600);
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_batch_retention(keep);
+    let t = TenantId::parse("t").unwrap();
+    let batch = |age: chrono::Duration| NewBatch {
+        id: openqq_core::BatchId::generate(),
+        name: "nightly".into(),
+        max_failed: None,
+        created_at: chrono::Utc::now() - age,
+    };
+    let items: Vec<NewItem> = (0..10)
+        .map(|index| NewItem {
+            item: BatchItem {
+                index,
+                custom_id: None,
+                design_id: Some(DesignId::generate()),
+                revision: Some(1),
+                status: ItemStatus::Queued,
+                verdict: None,
+                reason: None,
+            },
+            submission: Some("{}".into()),
+        })
+        .collect();
+    let rows = |table: &str| {
+        let db = rusqlite::Connection::open(dir.path().join("store.db")).unwrap();
+        db.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get::<_, i64>(0)).unwrap()
+    };
+    for _ in 0..3 {
+        store.create_batch(&t, &batch(chrono::Duration::minutes(61)), &items).await.unwrap();
+    }
+    // Each create removed up to two expired batches before it: the first two are gone.
+    assert_eq!((rows("batches"), rows("batch_items")), (1, 10));
+    let fresh = batch(chrono::Duration::minutes(59));
+    store.create_batch(&t, &fresh, &items).await.unwrap();
+    assert_eq!((rows("batches"), rows("batch_items")), (1, 10), "only the batch within the retention is left");
+    assert!(store.batch(&t, &fresh.id).await.unwrap().is_some());
+}

@@ -31,6 +31,14 @@ use std::ops::Range;
 /// Most items one batch may hold.
 pub const MAX_BATCH_ITEMS: usize = 10_000;
 
+/// How long a store keeps a batch and its items after it was created, unless set otherwise
+/// (`--batch-retention`). Past it the batch shows nowhere (reads answer as for a batch the tenant
+/// never had, and its open items no longer count against the tenant's quota) and the store
+/// removes it. Counted from creation, so that every row can carry its expiry when written; a
+/// batch still running then goes too (its items' later ends are ignored), so the retention must
+/// be longer than the longest batch.
+pub const DEFAULT_BATCH_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
 /// Longest `custom_id`, in bytes.
 pub const MAX_CUSTOM_ID_BYTES: usize = 128;
 
@@ -420,6 +428,55 @@ impl StoredItem {
     }
 }
 
+/// The first line of a batch's items object ([`BatchSubmitted::items_ref`]): the batch it is of.
+/// Objects are content-addressed per tenant, so without it two batches of the same items would
+/// share one object; with it the object is its batch's alone, and goes once the batch is in the
+/// store (its items are kept there). An object without it (written before) may be shared, and
+/// stays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemsHeader {
+    pub batch_id: BatchId,
+}
+
+/// A batch's items object: its [`ItemsHeader`], then one JSON line per item, in order.
+pub fn items_object(batch_id: &BatchId, items: &[StoredItem]) -> Vec<u8> {
+    let mut jsonl = serde_json::to_vec(&ItemsHeader { batch_id: batch_id.clone() }).expect("a header serialises");
+    jsonl.push(b'\n');
+    for item in items {
+        serde_json::to_writer(&mut jsonl, item).expect("a checked item serialises");
+        jsonl.push(b'\n');
+    }
+    jsonl
+}
+
+/// What a batch's items object holds ([`items_object`]).
+#[derive(Debug)]
+pub struct ItemsObject {
+    /// The batch its header names; `None` for an object written without one.
+    pub batch_id: Option<BatchId>,
+    /// Up to `max` items, in order (more means the object holds more than `max`).
+    pub items: Vec<StoredItem>,
+}
+
+/// Reads a batch's items object, up to `max + 1` items: why not, for an object that is not one.
+pub fn read_items_object(text: &str, max: usize) -> Result<ItemsObject, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
+    let batch_id = lines.peek().and_then(|first| serde_json::from_str::<ItemsHeader>(first).ok()).map(|h| h.batch_id);
+    if batch_id.is_some() {
+        lines.next();
+    }
+    let items = lines
+        .take(max.saturating_add(1))
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str::<StoredItem>(line)
+                .map_err(|e| format!("item {i} of the batch does not read back: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ItemsObject { batch_id, items })
+}
+
 /// `batch.item.ended`: the design of a batch item ([`crate::Envelope::batch`]) reached its end.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BatchItemEnded {
@@ -428,7 +485,9 @@ pub struct BatchItemEnded {
     pub verdict: Option<Verdict>,
 }
 
-/// The store's batches: what the batch function writes and the API reads.
+/// The store's batches: what the batch function writes and the API reads. A store keeps each
+/// batch for its retention ([`DEFAULT_BATCH_RETENTION`]) after it was created, and reads pass over
+/// an older one.
 #[async_trait]
 pub trait Batches: Send + Sync {
     /// Creates `batch` with `items` (queued or rejected), unless `tenant` has a batch of that id:
@@ -518,6 +577,30 @@ mod tests {
         // The first window is released by the batch's submission: items 0..4.
         let released: Vec<u32> = (1..=6).map(|n| released_by(n, in_flight)).collect();
         assert_eq!(released, [4, 5, 6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn an_items_object_names_its_batch_and_reads_back_its_items_in_order() {
+        let id = BatchId::generate();
+        let item = |custom: &str| StoredItem {
+            custom_id: Some(custom.into()),
+            design_id: None,
+            revision: None,
+            submission: None,
+            rejected: Some("bad".into()),
+        };
+        let bytes = items_object(&id, &[item("a"), item("b")]);
+        let read = read_items_object(std::str::from_utf8(&bytes).unwrap(), 10).unwrap();
+        assert_eq!(read.batch_id, Some(id.clone()));
+        let customs: Vec<_> = read.items.iter().map(|i| i.custom_id.as_deref().unwrap()).collect();
+        assert_eq!(customs, ["a", "b"]);
+        // Two batches of the same items are two objects.
+        assert_ne!(bytes, items_object(&BatchId::generate(), &[item("a"), item("b")]));
+        // An object without a header (written before) reads as items only; an item is never a header.
+        let read = read_items_object("{\"custom_id\":\"a\"}\n\n{}\n", 10).unwrap();
+        assert_eq!((read.batch_id, read.items.len()), (None, 2));
+        assert_eq!(read_items_object(&"{}\n".repeat(5), 2).unwrap().items.len(), 3, "max + 1 at most");
+        assert!(read_items_object("{\"custom_id\": 1}\n", 10).unwrap_err().contains("item 0"));
     }
 
     #[test]

@@ -173,6 +173,11 @@ pub trait ObjectStore: Send + Sync {
     /// uploaded under that digest is [`PortError::NotFound`]; bytes that do not match are
     /// [`PortError::Invalid`].
     async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()>;
+    /// The bytes of an upload, checked against its digest and length, without adopting it: it
+    /// stays an upload and expires as one (a batch's `items_ref`, read once and kept as the
+    /// batch's items). If `tenant` has that object already, its bytes. Neither is
+    /// [`PortError::NotFound`]; bytes that do not match are [`PortError::Invalid`].
+    async fn read_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<Vec<u8>>;
     /// Deletes `tenant`'s object `digest` (a design's, once the design is deleted); `false` when
     /// the tenant had no such object. Another tenant's object of the same digest is untouched. A
     /// malformed digest is [`PortError::Invalid`].

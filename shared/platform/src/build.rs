@@ -260,12 +260,17 @@ impl<'s> Embedded<'s> {
         }
         .with_context(|| format!("opening the design store in the data dir {}", dir.display()))?;
         let retention = self.settings.store_retention();
-        Ok(Arc::new(store.with_feed_retention(retention.feed).with_accepted_retention(retention.accepted)))
+        Ok(Arc::new(
+            store
+                .with_feed_retention(retention.feed)
+                .with_accepted_retention(retention.accepted)
+                .with_batch_retention(retention.batches),
+        ))
     }
 
     fn objects(&mut self) -> Result<Arc<dyn ObjectStore>> {
         let dir = self.dir()?;
-        let objects = EmbeddedObjectStore::open(dir)
+        let objects = EmbeddedObjectStore::open_with_upload_ttl(dir, self.settings.upload_retention)
             .with_context(|| format!("opening the object store in the data dir {}", dir.display()))?;
         Ok(Arc::new(objects))
     }

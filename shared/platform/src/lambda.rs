@@ -432,9 +432,17 @@ mod tests {
         let handler = platform.handler(EventKind::BatchSubmitted).unwrap();
         assert_eq!(handler.name(), platform.handler(EventKind::BatchItemEnded).unwrap().name());
         let tenant = openqq_core::TenantId::parse("acme").unwrap();
-        let items = b"{\"design_id\":\"d0\",\"revision\":1,\"submission\":{}}\n{\"design_id\":\"d1\",\"revision\":1,\"submission\":{}}\n";
-        let items_ref = b.objects.put(&tenant, items.to_vec()).await.unwrap();
         let batch_id = BatchId::generate();
+        let item = |d: &str| openqq_core::batch::StoredItem {
+            custom_id: None,
+            design_id: Some(openqq_core::DesignId::parse(d).unwrap()),
+            revision: Some(1),
+            submission: Some(serde_json::value::RawValue::from_string("{}".into()).unwrap()),
+            rejected: None,
+        };
+        let items = openqq_core::batch::items_object(&batch_id, &[item("d0"), item("d1")]);
+        let items_ref = b.objects.put(&tenant, items).await.unwrap();
+        let digest = items_ref.digest.clone();
         let origin = openqq_core::event::Origin {
             tenant_id: tenant.clone(),
             design_id: batch_id.as_design(),
@@ -464,6 +472,10 @@ mod tests {
                 .unwrap();
         let answer = invoke(&*handler, payload, || {}).await.unwrap();
         assert!(serde_json::to_value(&answer).unwrap()["batchItemFailures"].as_array().unwrap().is_empty());
+        assert!(
+            b.objects.get(&tenant, &digest).await.is_err(),
+            "the items object, this batch's alone, goes once the batch is created"
+        );
 
         let lane = platform.topics.lane(EventKind::DesignSubmitted, true);
         let released = b.source.read(&lane, 0, 0, 10).await.unwrap();

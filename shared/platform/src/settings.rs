@@ -121,6 +121,11 @@ pub struct Settings {
     /// Embedded log: how long dead letters are kept (nothing consumes them; an operator reads them).
     #[arg(long, env = "OPENQQ_DEAD_LETTER_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
     pub dead_letter_retention: Duration,
+    /// Embedded object store: how long an upload no submission has adopted is kept (a batch's
+    /// `items_ref` is read, never adopted, so it goes then too); swept as the tenant uploads. On
+    /// S3 the bucket's lifecycle rule does this (a day).
+    #[arg(long, env = "OPENQQ_UPLOAD_RETENTION", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub upload_retention: Duration,
     /// How long an answer is replayed for its `Idempotency-Key`; the store keeps each key that
     /// long, then removes it (embedded: purged as new keys are claimed; DynamoDB: TTL).
     #[arg(long, env = "OPENQQ_IDEMPOTENCY_WINDOW", default_value = "24h", value_parser = humantime::parse_duration)]
@@ -130,6 +135,11 @@ pub struct Settings {
     /// no longer shows.
     #[arg(long, env = "OPENQQ_ACCEPTED_RETENTION", default_value = "7d", value_parser = humantime::parse_duration)]
     pub accepted_retention: Duration,
+    /// How long the store keeps a batch and its items after it was submitted; past it the batch
+    /// is gone (404), and a batch still running then is cut off, so keep it longer than the
+    /// longest batch (embedded: removed as new batches are created; DynamoDB: TTL).
+    #[arg(long, env = "OPENQQ_BATCH_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
+    pub batch_retention: Duration,
     /// How long the design store (embedded or DynamoDB) keeps feed entries, and the webhook
     /// deliveries of them that ended; a reader resuming past removed entries is answered 410.
     #[arg(long, env = "OPENQQ_FEED_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
@@ -204,13 +214,14 @@ impl Settings {
     }
 }
 
-/// How long the design store keeps feed entries (`--feed-retention`) and accepted-revision
-/// markers (`--accepted-retention`). Idempotency keys carry their own expiry
+/// How long the design store keeps feed entries (`--feed-retention`), accepted-revision
+/// markers (`--accepted-retention`) and batches (`--batch-retention`). Idempotency keys carry their own expiry
 /// (`--idempotency-window`, set by the API as it keeps each answer).
 #[derive(Debug, Clone, Copy)]
 pub struct StoreRetention {
     pub feed: Duration,
     pub accepted: Duration,
+    pub batches: Duration,
 }
 
 /// The values of `--bulkheads` and `--batch-lane`.
@@ -304,6 +315,12 @@ impl Settings {
         if self.accepted_retention < Duration::from_secs(60) {
             anyhow::bail!("--accepted-retention (OPENQQ_ACCEPTED_RETENTION) must be at least a minute");
         }
+        if self.upload_retention < Duration::from_secs(60) {
+            anyhow::bail!("--upload-retention (OPENQQ_UPLOAD_RETENTION) must be at least a minute");
+        }
+        if self.batch_retention < Duration::from_secs(60) {
+            anyhow::bail!("--batch-retention (OPENQQ_BATCH_RETENTION) must be at least a minute");
+        }
         if self.dead_letter_retention.is_zero() {
             anyhow::bail!("--dead-letter-retention (OPENQQ_DEAD_LETTER_RETENTION) must be longer than 0 s");
         }
@@ -343,7 +360,7 @@ impl Settings {
 
     /// How long the design store keeps what it removes by age.
     pub fn store_retention(&self) -> StoreRetention {
-        StoreRetention { feed: self.feed_retention, accepted: self.accepted_retention }
+        StoreRetention { feed: self.feed_retention, accepted: self.accepted_retention, batches: self.batch_retention }
     }
 
     /// What each tenant may keep.

@@ -18,8 +18,9 @@
 //! keeps deliveries.
 //!
 //! The server runs with short retention ([`RETENTION`]: the log, the dead letters, the feed with
-//! its ended deliveries, idempotency keys and accepted-revision markers kept 5 minutes) so that
-//! within the hour records, feed entries, keys and markers really expire.
+//! its ended deliveries, idempotency keys, accepted-revision markers, batches and uploads kept 5
+//! minutes) so that within the hour records, feed entries, keys, markers and batches really
+//! expire.
 //!
 //! Every 5 s: resident memory (anonymous, file-backed; of the anonymous SQLite's heap from
 //! `openqq_sqlite_memory_bytes`, and the rest), open file descriptors and threads (`/proc`),
@@ -49,7 +50,7 @@ use std::time::{Duration, Instant};
 
 /// The retention the soak runs with: short enough that records and feed entries expire many
 /// times within an hour (`--feed-retention` takes 1 minute at the least).
-const RETENTION: [&str; 10] = [
+const RETENTION: [&str; 14] = [
     "--log-retention",
     "5m",
     "--dead-letter-retention",
@@ -59,6 +60,10 @@ const RETENTION: [&str; 10] = [
     "--idempotency-window",
     "5m",
     "--accepted-retention",
+    "5m",
+    "--batch-retention",
+    "5m",
+    "--upload-retention",
     "5m",
 ];
 
@@ -296,7 +301,12 @@ fn checks() -> Vec<Check> {
             peaks(0.20, 0.0),
             "webhook deliveries: those of the feed entries kept, once ended",
         ),
-        check(Col::UploadsMib, "MiB", peaks(0.0, 1.0), "uploads: adopted by the burst's batch or expired"),
+        check(
+            Col::UploadsMib,
+            "MiB",
+            peaks(0.0, 1.0),
+            "uploads: the burst's items, read by its batch and swept past --upload-retention (5 min) at the next",
+        ),
         check(
             Col::OtherMib,
             "MiB",
@@ -304,8 +314,14 @@ fn checks() -> Vec<Check> {
             "the rest: the process's own log files (logs/, rotated at 32 MiB, four files at most) and the secret",
         ),
         check(Col::StoreDbMib, "MiB", Bound::PerDesign, "store.db: designs, timelines, reports are kept per design"),
-        check(Col::ObjectsMib, "MiB", Bound::PerDesign, "the object store: content-addressed per tenant"),
-        check(Col::ObjectFiles, "", Bound::PerDesign, "objects in the store"),
+        check(
+            Col::ObjectsMib,
+            "MiB",
+            peaks(0.05, 1.0),
+            "the object store: each tenant's netlist once (content-addressed); a batch's items object goes once the \
+             batch is in the store",
+        ),
+        check(Col::ObjectFiles, "", peaks(0.0, 2.0), "objects in the store: as above"),
         check(
             Col::IdempotencyRows,
             "",
@@ -319,7 +335,12 @@ fn checks() -> Vec<Check> {
             "accepted markers: the last 5 min of accepted designs (--accepted-retention), removed as markers are \
              written",
         ),
-        check(Col::BatchItemRows, "", Bound::PerDesign, "batch items: kept with their batch; none expire"),
+        check(
+            Col::BatchItemRows,
+            "",
+            peaks(0.20, 0.0),
+            "batch items: those of the batches of the last 5 min (--batch-retention), removed as batches are created",
+        ),
         check(
             Col::LagRecords,
             "",

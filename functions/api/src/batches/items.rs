@@ -38,15 +38,13 @@ pub(super) async fn referenced(state: &AppState, tenant: &TenantId, r: &RequestR
         )
         .with_field("items_ref")
     };
-    state.objects.adopt_upload(tenant, &object).await.map_err(|e| match e {
+    // Read, not adopted: the checked items are kept with the batch, and the upload expires as
+    // uploads do (a day), so a tenant's batches leave no objects behind.
+    let bytes = state.objects.read_upload(tenant, &object).await.map_err(|e| match e {
         PortError::NotFound => not_found(),
         PortError::Invalid { why, .. } => {
             Problem::invalid_field("items_ref", format!("the upload does not match: {why}"))
         }
-        e => Problem::from_port(e, "checking the upload"),
-    })?;
-    let bytes = state.objects.get(tenant, &object.digest).await.map_err(|e| match e {
-        PortError::NotFound => not_found(),
         e => Problem::from_port(e, "reading the items"),
     })?;
     ndjson_lines(&bytes).map_err(|_| Problem::invalid_field("items_ref", "the upload is not UTF-8 JSON lines"))

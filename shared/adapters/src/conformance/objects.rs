@@ -29,6 +29,7 @@ pub async fn run<S: ObjectStore + ?Sized>(store: &S, presigned: Option<&dyn Pres
     usage_counts_each_of_a_tenants_objects_once_and_nobody_elses(store).await;
     stat_gives_the_length_of_a_tenants_own_objects_only(store).await;
     adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_found(store).await;
+    an_upload_read_without_adopting_stays_an_upload(store).await;
     a_deleted_object_is_gone_for_its_tenant_only(store).await;
     an_upload_through_the_returned_target_is_adopted_and_then_read_back(store, presigned).await;
     an_upload_of_other_bytes_than_presigned_is_never_adopted(store, presigned).await;
@@ -132,6 +133,24 @@ pub async fn stat_gives_the_length_of_a_tenants_own_objects_only<S: ObjectStore 
     for bad in ["../x", "", &"A".repeat(64)] {
         assert!(matches!(store.stat(&t, bad).await, Err(PortError::Invalid { .. })), "{bad:?} is refused as malformed");
     }
+}
+
+/// An upload read without adopting it (a batch's items) is read back checked and stays an
+/// upload; a stored object of the digest is read too; nothing, or a wrong length, is refused;
+/// another tenant reads nothing.
+pub async fn an_upload_read_without_adopting_stays_an_upload<S: ObjectStore + ?Sized>(store: &S) {
+    let (t, other) = (tenant(), tenant());
+    let upload = store.put_upload(&t, b"{\"name\":\"a\"}\n".to_vec()).await.unwrap();
+    assert_eq!(store.read_upload(&t, &upload).await.unwrap(), b"{\"name\":\"a\"}\n");
+    assert_eq!(store.stat(&t, &upload.digest).await.unwrap(), None, "still an upload, not an object");
+    assert_eq!(store.read_upload(&t, &upload).await.unwrap().len() as u64, upload.bytes, "and read again");
+    let longer = ObjectRef { digest: upload.digest.clone(), bytes: upload.bytes + 1 };
+    assert!(matches!(store.read_upload(&t, &longer).await, Err(PortError::Invalid { .. })), "a wrong length");
+    assert!(matches!(store.read_upload(&other, &upload).await, Err(PortError::NotFound)), "another tenant's");
+    store.adopt_upload(&t, &upload).await.expect("it can still be adopted");
+    assert_eq!(store.read_upload(&t, &upload).await.unwrap().len() as u64, upload.bytes, "an object of the digest");
+    let nothing = ObjectRef { digest: "2".repeat(64), bytes: 5 };
+    assert!(matches!(store.read_upload(&t, &nothing).await, Err(PortError::NotFound)));
 }
 
 pub async fn adopting_a_stored_object_is_a_no_op_and_adopting_nothing_is_not_found<S: ObjectStore + ?Sized>(store: &S) {

@@ -106,6 +106,7 @@ pub async fn run<S: DesignStore + ?Sized>(store: &S, _capabilities: &Capabilitie
     batches::items_and_batches_page_in_order_and_another_tenants_are_unknown(store).await;
     batches::racing_ends_take_every_ordinal_once(store).await;
     batches::open_items_count_what_the_tenants_unfinished_batches_hold(store).await;
+    batches::a_batch_older_than_the_retention_shows_nothing(store).await;
     schedules::a_schedule_reads_back_and_changes_only_at_the_version_read(store).await;
     schedules::a_tenant_holds_at_most_the_schedule_limit_and_lists_them_oldest_first(store).await;
     schedules::a_fire_is_recorded_once_and_a_second_record_gets_the_first_back(store).await;

@@ -18,6 +18,10 @@
 //! - `progress`: release, end (optimistic on `ended`), stop, and stamping a finished batch.
 //! - `update`: one row's update built clause by clause, as a transaction's action or on its own.
 //!
+//! Every row of a batch carries the TTL attribute, its creation plus the batch retention, and
+//! reads pass over a batch created before the retention (DynamoDB deletes expired rows some time
+//! later, in no order, so nothing relies on it).
+//!
 //! Batches sort by id (UUIDv7), so the tenant's batches newest first are one descending `Query` of
 //! the `BATCH#` prefix; items sort by their zero-padded index. No index of the table is needed.
 
@@ -204,18 +208,25 @@ async fn item_rows(
 }
 
 async fn items_page(
-    client: &Client,
-    table: &str,
+    store: &DynamoDesignStore,
     tenant: &TenantId,
     id: &BatchId,
     status: Option<ItemStatus>,
     after: Option<u32>,
     limit: usize,
 ) -> PortResult<Option<Page<BatchItem>>> {
+    let (client, table, keep) = (&store.client, store.table.as_str(), store.batch_retention);
     let limit = limit.clamp(1, MAX_BATCH_PAGE);
+    let live = |batch: Option<Item>| -> PortResult<bool> {
+        Ok(match batch {
+            Some(row) => live_view(&row, keep)?.is_some(),
+            None => false,
+        })
+    };
     let Some(from) = after.map_or(Some(0), |a| a.checked_add(1)) else {
         // Nothing comes after the last index there can be.
-        return Ok(get_batch(client, table, tenant, id).await?.map(|_| Page { items: Vec::new(), next: None }));
+        let batch = get_batch(client, table, tenant, id).await?;
+        return Ok(live(batch)?.then(|| Page { items: Vec::new(), next: None }));
     };
     let range = (item_sk(from), format!("{ITEM_PREFIX}\u{10FFFF}"));
     let pk = items_pk(tenant, id);
@@ -223,7 +234,7 @@ async fn items_page(
         get_batch(client, table, tenant, id),
         item_rows(client, table, &pk, range, status, limit + 1)
     )?;
-    if batch.is_none() {
+    if !live(batch)? {
         return Ok(None);
     }
     let mut items = rows.iter().map(batch_item).collect::<PortResult<Vec<_>>>()?;
@@ -234,12 +245,26 @@ async fn items_page(
     Ok(Some(Page { items, next }))
 }
 
+/// Whether a batch created at `created_at` is past the retention `keep`.
+fn expired(created_at: DateTime<Utc>, keep: std::time::Duration) -> bool {
+    chrono::Duration::from_std(keep).is_ok_and(|keep| created_at < Utc::now() - keep)
+}
+
+/// The batch row's view, unless the batch is past the retention `keep`.
+fn live_view(row: &Item, keep: std::time::Duration) -> PortResult<Option<BatchView>> {
+    let view = view(row)?;
+    Ok((!expired(view.created_at, keep)).then_some(view))
+}
+
+/// The tenant's batches newest first. Ids sort by creation, so batches past the retention are the
+/// listing's tail: passing over them leaves a short last page.
 async fn list(
     client: &Client,
     table: &str,
     tenant: &TenantId,
     cursor: Option<&str>,
     limit: usize,
+    keep: std::time::Duration,
 ) -> PortResult<Page<BatchView>> {
     let limit = limit.clamp(1, MAX_BATCH_PAGE);
     let cursor = cursor
@@ -253,12 +278,10 @@ async fn list(
     };
     let rows = query(client, table, tenant_pk(tenant), range, true, limit + 2).await?;
     let cursor = cursor.as_ref().map(BatchId::as_str);
-    let mut items = rows
-        .iter()
-        .filter(|row| row.opt_str("batch_id") != cursor)
-        .take(limit + 1)
-        .map(view)
-        .collect::<PortResult<Vec<_>>>()?;
+    let mut items = Vec::new();
+    for row in rows.iter().filter(|row| row.opt_str("batch_id") != cursor).take(limit + 1) {
+        items.extend(live_view(row, keep)?);
+    }
     let next = (items.len() > limit).then(|| {
         items.truncate(limit);
         items.last().map(|b| b.batch_id.to_string()).unwrap_or_default()
@@ -269,15 +292,18 @@ async fn list(
 #[async_trait]
 impl Batches for DynamoDesignStore {
     async fn create_batch(&self, tenant: &TenantId, batch: &NewBatch, items: &[NewItem]) -> PortResult<bool> {
-        create::create(&self.client, &self.table, tenant, batch, items).await
+        create::create(&self.client, &self.table, tenant, batch, items, self.batch_retention).await
     }
 
     async fn batch(&self, tenant: &TenantId, id: &BatchId) -> PortResult<Option<BatchView>> {
-        get_batch(&self.client, &self.table, tenant, id).await?.as_ref().map(view).transpose()
+        match get_batch(&self.client, &self.table, tenant, id).await? {
+            Some(row) => live_view(&row, self.batch_retention),
+            None => Ok(None),
+        }
     }
 
     async fn list_batches(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<BatchView>> {
-        list(&self.client, &self.table, tenant, cursor, limit).await
+        list(&self.client, &self.table, tenant, cursor, limit, self.batch_retention).await
     }
 
     async fn batch_items(
@@ -288,7 +314,7 @@ impl Batches for DynamoDesignStore {
         after: Option<u32>,
         limit: usize,
     ) -> PortResult<Option<Page<BatchItem>>> {
-        items_page(&self.client, &self.table, tenant, id, status, after, limit).await
+        items_page(self, tenant, id, status, after, limit).await
     }
 
     async fn release_items(&self, tenant: &TenantId, id: &BatchId, indexes: Range<u32>) -> PortResult<Vec<Released>> {
@@ -313,22 +339,26 @@ impl Batches for DynamoDesignStore {
         state: BatchState,
         reason: &str,
     ) -> PortResult<Option<BatchView>> {
+        if self.batch(tenant, id).await?.is_none() {
+            return Ok(None);
+        }
         progress::stop(&self.client, &self.table, tenant, id, state, reason).await
     }
 
     async fn open_items(&self, tenant: &TenantId) -> PortResult<u64> {
-        open_items(&self.client, &self.table, tenant).await
+        open_items(&self.client, &self.table, tenant, self.batch_retention).await
     }
 }
 
 /// The open items of the tenant's unfinished batches: the tenant's batch items (`BATCH#`) without
-/// `finished_at`, reading only their two counters. Its read cost grows with the tenant's batch
-/// history (about 300 bytes a batch); it runs once per batch submitted.
-async fn open_items(client: &Client, table: &str, tenant: &TenantId) -> PortResult<u64> {
+/// `finished_at` created within the retention `keep`, reading only their two counters and
+/// creation. Its read cost grows with the tenant's batches kept (about 300 bytes a batch); it runs
+/// once per batch submitted.
+async fn open_items(client: &Client, table: &str, tenant: &TenantId, keep: std::time::Duration) -> PortResult<u64> {
     let mut open = 0u64;
     let unfinished = ("attribute_not_exists(#f)", "finished_at");
     let range = prefix_range(BATCH_PREFIX);
-    let counters = ["queued", "validating"];
+    let counters = ["queued", "validating", "created_at"];
     each_projected(
         client,
         table,
@@ -338,6 +368,9 @@ async fn open_items(client: &Client, table: &str, tenant: &TenantId) -> PortResu
         Some(unfinished),
         "count open batch items",
         |item| {
+            if opt_time(item, "created_at")?.is_some_and(|at| expired(at, keep)) {
+                return Ok(());
+            }
             open += item.opt_num("queued")?.unwrap_or(0) + item.opt_num("validating")?.unwrap_or(0);
             Ok(())
         },

@@ -91,6 +91,9 @@ pub struct DynamoDesignStore {
     /// How long accepted-revision markers are kept
     /// (`openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION`).
     accepted_retention: std::time::Duration,
+    /// How long batches are kept after they were created
+    /// (`openqq_core::batch::DEFAULT_BATCH_RETENTION`).
+    batch_retention: std::time::Duration,
 }
 
 impl DynamoDesignStore {
@@ -112,6 +115,7 @@ impl DynamoDesignStore {
             memory: batch::Memory::default(),
             feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
             accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
+            batch_retention: openqq_core::batch::DEFAULT_BATCH_RETENTION,
         })
     }
 
@@ -120,6 +124,14 @@ impl DynamoDesignStore {
     /// delete it some time after.
     pub fn with_accepted_retention(mut self, keep: std::time::Duration) -> Self {
         self.accepted_retention = keep;
+        self
+    }
+
+    /// Keeps batches for `keep` after they were created instead of the default: reads pass over a
+    /// batch from then on, and the TTL attribute of its rows has DynamoDB delete them some time
+    /// after.
+    pub fn with_batch_retention(mut self, keep: std::time::Duration) -> Self {
+        self.batch_retention = keep;
         self
     }
 

@@ -4,7 +4,7 @@
 //! after its revision was accepted: reads pass over an older one, and each write removes up to
 //! [`PURGE_BATCH`] of them, so the table holds about a retention's worth of accepted designs.
 
-use super::db::sqlite_error;
+use super::db::{cutoff, sqlite_error};
 use chrono::{DateTime, Utc};
 use openqq_core::ports::PortResult;
 use openqq_core::{AcceptedRevision, CorrelationId, DesignId};
@@ -22,13 +22,6 @@ CREATE INDEX IF NOT EXISTS accepted_by_time ON accepted (accepted_at);
 /// Expired markers each write removes, at most: more than one, so that removal outpaces
 /// acceptance.
 const PURGE_BATCH: i64 = 64;
-
-/// The time before which markers have expired, as stored (RFC 3339 in UTC, which sorts by time
-/// as text: every `accepted_at` is written by the same `to_rfc3339`).
-pub(super) fn cutoff(keep: Duration) -> String {
-    let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
-    Utc::now().checked_sub_signed(keep).unwrap_or(DateTime::<Utc>::MIN_UTC).to_rfc3339()
-}
 
 const COLUMNS: &str = "design_id, revision, name, event_id, correlation_id, accepted_at";
 

@@ -1,6 +1,10 @@
 //! Batches in the embedded store: one row per batch with its counts kept beside it (so reading a
 //! batch of 10,000 items reads one row), one row per item. Each call is one transaction; what the
 //! rules are is `openqq_core::batch`'s.
+//!
+//! A batch is kept for the store's batch retention after it was created: reads pass over an older
+//! one (`cutoff`: its `created_at` before it), and each creation removes up to [`PURGE_BATCHES`]
+//! of them, of any tenant, with their items.
 
 use super::db::{begin_tx, commit_tx, corrupt, sqlite_error, time};
 use chrono::Utc;
@@ -28,7 +32,15 @@ CREATE TABLE IF NOT EXISTS batch_items (
     ordinal INTEGER, submission TEXT,
     PRIMARY KEY (tenant, batch_id, idx)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS batch_items_by_status ON batch_items (tenant, batch_id, status, idx);
+CREATE INDEX IF NOT EXISTS batches_by_creation ON batches (created_at);
 ";
+
+/// Expired batches each creation removes with their items, at most: more than one, so that
+/// removal outpaces creation (a batch holds at most `MAX_BATCH_ITEMS`, so this bounds the work).
+const PURGE_BATCHES: i64 = 2;
+
+/// The cutoff that passes over no batch (every `created_at` is at or after it).
+pub(super) const ANY_AGE: &str = "";
 
 /// Largest page of batches or items.
 pub(super) const MAX_PAGE: usize = 1000;
@@ -58,15 +70,28 @@ fn view(r: &Row<'_>) -> rusqlite::Result<BatchView> {
     })
 }
 
-pub(super) fn get(conn: &Connection, tenant: &str, id: &str) -> PortResult<Option<BatchView>> {
-    conn.prepare_cached(&format!("SELECT {VIEW_COLUMNS} FROM batches WHERE tenant=?1 AND batch_id=?2"))
-        .and_then(|mut s| s.query_row(params![tenant, id], view).optional())
-        .map_err(|e| sqlite_error("read batch", e))
+/// The batch, unless it was created before `cutoff` (RFC 3339; [`ANY_AGE`] for any).
+pub(super) fn get(conn: &Connection, tenant: &str, id: &str, cutoff: &str) -> PortResult<Option<BatchView>> {
+    conn.prepare_cached(&format!(
+        "SELECT {VIEW_COLUMNS} FROM batches WHERE tenant=?1 AND batch_id=?2 AND created_at >= ?3"
+    ))
+    .and_then(|mut s| s.query_row(params![tenant, id, cutoff], view).optional())
+    .map_err(|e| sqlite_error("read batch", e))
 }
 
-pub(super) fn create(conn: &mut Connection, tenant: &str, batch: &NewBatch, items: &[NewItem]) -> PortResult<bool> {
+/// Creates the batch unless the tenant has one of its id (of any age), after removing expired
+/// batches ([`purge`]).
+pub(super) fn create(
+    conn: &mut Connection,
+    tenant: &str,
+    batch: &NewBatch,
+    items: &[NewItem],
+    cutoff: &str,
+) -> PortResult<bool> {
     let tx = begin_tx(conn)?;
-    if get(&tx, tenant, batch.id.as_str())?.is_some() {
+    purge(&tx, cutoff)?;
+    if get(&tx, tenant, batch.id.as_str(), ANY_AGE)?.is_some() {
+        commit_tx(tx)?;
         return Ok(false);
     }
     let mut counts = Counts::default();
@@ -116,14 +141,37 @@ pub(super) fn create(conn: &mut Connection, tenant: &str, batch: &NewBatch, item
     Ok(true)
 }
 
-pub(super) fn list(conn: &Connection, tenant: &str, cursor: Option<&str>, limit: usize) -> PortResult<Page<BatchView>> {
+/// Removes up to [`PURGE_BATCHES`] batches created before `cutoff`, of any tenant, with their
+/// items.
+fn purge(tx: &Connection, cutoff: &str) -> PortResult<()> {
+    let expired: Vec<(String, String)> = tx
+        .prepare_cached("SELECT tenant, batch_id FROM batches WHERE created_at < ?1 ORDER BY created_at LIMIT ?2")
+        .and_then(|mut s| s.query_map(params![cutoff, PURGE_BATCHES], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(|e| sqlite_error("find expired batches", e))?;
+    for (tenant, id) in expired {
+        for table in ["batch_items", "batches"] {
+            tx.prepare_cached(&format!("DELETE FROM {table} WHERE tenant=?1 AND batch_id=?2"))
+                .and_then(|mut s| s.execute(params![tenant, id]))
+                .map_err(|e| sqlite_error("remove an expired batch", e))?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn list(
+    conn: &Connection,
+    tenant: &str,
+    cursor: Option<&str>,
+    limit: usize,
+    cutoff: &str,
+) -> PortResult<Page<BatchView>> {
     let limit = limit.clamp(1, MAX_PAGE);
     let mut items: Vec<BatchView> = conn
         .prepare_cached(&format!(
             "SELECT {VIEW_COLUMNS} FROM batches WHERE tenant=?1 AND (?2 IS NULL OR batch_id < ?2) \
-             ORDER BY batch_id DESC LIMIT ?3"
+             AND created_at >= ?4 ORDER BY batch_id DESC LIMIT ?3"
         ))
-        .and_then(|mut s| s.query_map(params![tenant, cursor, limit as i64 + 1], view)?.collect())
+        .and_then(|mut s| s.query_map(params![tenant, cursor, limit as i64 + 1, cutoff], view)?.collect())
         .map_err(|e| sqlite_error("list batches", e))?;
     let next = (items.len() > limit).then(|| {
         items.truncate(limit);
@@ -154,8 +202,9 @@ pub(super) fn items(
     status: Option<ItemStatus>,
     after: Option<u32>,
     limit: usize,
+    cutoff: &str,
 ) -> PortResult<Option<Page<BatchItem>>> {
-    if get(conn, tenant, id)?.is_none() {
+    if get(conn, tenant, id, cutoff)?.is_none() {
         return Ok(None);
     }
     let limit = limit.clamp(1, MAX_PAGE);
@@ -260,7 +309,8 @@ pub(super) fn end(
     } else {
         ordinal
     };
-    let batch = get(&tx, tenant, id)?.ok_or_else(|| PortError::corrupt("batch", "an item of it has no batch"))?;
+    let batch =
+        get(&tx, tenant, id, ANY_AGE)?.ok_or_else(|| PortError::corrupt("batch", "an item of it has no batch"))?;
     commit_tx(tx)?;
     Ok(Some(Ended { ordinal, fresh, batch }))
 }
@@ -282,13 +332,14 @@ pub(super) fn stop(
     id: &str,
     state: BatchState,
     reason: &str,
+    cutoff: &str,
 ) -> PortResult<Option<BatchView>> {
     let tx = begin_tx(conn)?;
     let stopped = tx
         .execute(
             "UPDATE batches SET state=?3, reason=?4, cancelled = cancelled + queued, queued = 0 \
-             WHERE tenant=?1 AND batch_id=?2 AND state='running' AND finished_at IS NULL",
-            params![tenant, id, state.as_str(), reason],
+             WHERE tenant=?1 AND batch_id=?2 AND state='running' AND finished_at IS NULL AND created_at >= ?5",
+            params![tenant, id, state.as_str(), reason, cutoff],
         )
         .map_err(|e| sqlite_error("stop batch", e))?;
     if stopped > 0 {
@@ -299,17 +350,18 @@ pub(super) fn stop(
         .map_err(|e| sqlite_error("cancel queued items", e))?;
         finish_if_final(&tx, tenant, id)?;
     }
-    let batch = get(&tx, tenant, id)?;
+    let batch = get(&tx, tenant, id, cutoff)?;
     commit_tx(tx)?;
     Ok(batch)
 }
 
-/// What the tenant's unfinished batches hold open (queued or validating).
-pub(super) fn open_items(conn: &Connection, tenant: &str) -> PortResult<u64> {
+/// What the tenant's unfinished batches created from `cutoff` hold open (queued or validating).
+pub(super) fn open_items(conn: &Connection, tenant: &str, cutoff: &str) -> PortResult<u64> {
     conn.prepare_cached(
-        "SELECT COALESCE(SUM(queued + validating), 0) FROM batches WHERE tenant=?1 AND finished_at IS NULL",
+        "SELECT COALESCE(SUM(queued + validating), 0) FROM batches \
+         WHERE tenant=?1 AND finished_at IS NULL AND created_at >= ?2",
     )
-    .and_then(|mut s| s.query_row(params![tenant], |r| r.get::<_, i64>(0)))
+    .and_then(|mut s| s.query_row(params![tenant, cutoff], |r| r.get::<_, i64>(0)))
     .map(|n| n.max(0) as u64)
     .map_err(|e| sqlite_error("count open batch items", e))
 }

@@ -191,6 +191,13 @@ pub(crate) fn open_readers(path: &Path, durability: Durability, n: usize) -> Res
     (0..n.max(1)).map(|_| open(path, durability, STORE_PAGE_SIZE, &cache)).collect()
 }
 
+/// The time `keep` ago, as times are stored: RFC 3339 in UTC, which sorts by time as text (every
+/// stored time is written by the same `to_rfc3339`). What was stored before it has expired.
+pub(super) fn cutoff(keep: std::time::Duration) -> String {
+    let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
+    Utc::now().checked_sub_signed(keep).unwrap_or(DateTime::<Utc>::MIN_UTC).to_rfc3339()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -224,6 +224,27 @@ impl ObjectStore for EmbeddedObjectStore {
         .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?
     }
 
+    async fn read_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<Vec<u8>> {
+        ObjectRef::check_digest(&object.digest)?;
+        let (from, checked) = (self.tenant_uploads(tenant).join(&object.digest), object.clone());
+        let upload = tokio::task::spawn_blocking(move || match std::fs::read(&from) {
+            Ok(bytes) if bytes.len() as u64 == checked.bytes && sha256_hex(&bytes) == checked.digest => Ok(Some(bytes)),
+            Ok(_) => Err(PortError::invalid("upload", "its bytes do not match its digest and length")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error("reading", &from, e)),
+        })
+        .await
+        .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))??;
+        match upload {
+            Some(bytes) => Ok(bytes),
+            None => {
+                let bytes = self.get(tenant, &object.digest).await?;
+                object.check_length(bytes.len() as u64)?;
+                Ok(bytes)
+            }
+        }
+    }
+
     async fn stat(&self, tenant: &TenantId, digest: &str) -> PortResult<Option<u64>> {
         ObjectRef::check_digest(digest)?;
         let path = self.tenant_dir(tenant).join(digest);

@@ -7,7 +7,7 @@
 //! ([`openqq_core::revision::plan_replay`]). `apply_batch` runs a consumer batch's writes in one
 //! transaction, each in a savepoint, so a batch costs one commit however many events it applies.
 
-use super::db::{default_readers, open, open_readers, sqlite_error, Db, Durability, STORE_PAGE_SIZE};
+use super::db::{cutoff, default_readers, open, open_readers, sqlite_error, Db, Durability, STORE_PAGE_SIZE};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
@@ -72,6 +72,9 @@ pub struct EmbeddedDesignStore {
     /// How long accepted-revision markers are kept
     /// (`openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION`).
     accepted_retention: Duration,
+    /// How long batches are kept after they were created
+    /// (`openqq_core::batch::DEFAULT_BATCH_RETENTION`).
+    batch_retention: Duration,
 }
 
 impl EmbeddedDesignStore {
@@ -108,6 +111,7 @@ impl EmbeddedDesignStore {
             reader: Db::pool(readers),
             feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
             accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
+            batch_retention: openqq_core::batch::DEFAULT_BATCH_RETENTION,
         })
     }
 
@@ -123,6 +127,13 @@ impl EmbeddedDesignStore {
     /// `accepted.rs`).
     pub fn with_accepted_retention(mut self, keep: Duration) -> Self {
         self.accepted_retention = keep;
+        self
+    }
+
+    /// Keeps batches for `keep` after they were created instead of the default: reads pass over
+    /// older ones, and creations remove them with their items (see `batches.rs`).
+    pub fn with_batch_retention(mut self, keep: Duration) -> Self {
+        self.batch_retention = keep;
         self
     }
 }
@@ -490,7 +501,7 @@ impl DesignReads for EmbeddedDesignStore {
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
         count("get");
         let (tenant, design) = (tenant.to_string(), design.to_string());
-        let cutoff = accepted::cutoff(self.accepted_retention);
+        let cutoff = cutoff(self.accepted_retention);
         self.reader
             .call(move |conn| {
                 let view = conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND design_id=?2")
@@ -506,7 +517,7 @@ impl DesignReads for EmbeddedDesignStore {
         count("list");
         let limit = limit.clamp(1, MAX_PAGE);
         let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
-        let cutoff = accepted::cutoff(self.accepted_retention);
+        let cutoff = cutoff(self.accepted_retention);
         self.reader
             .call(move |conn| {
                 // Design ids are UUIDv7, so descending id order is newest first and the last id
@@ -581,7 +592,7 @@ impl DesignReads for EmbeddedDesignStore {
         count("timeline");
         let (tenant, design) = (tenant.to_string(), design.to_string());
         let (t, d) = (tenant.clone(), design.clone());
-        let cutoff = accepted::cutoff(self.accepted_retention);
+        let cutoff = cutoff(self.accepted_retention);
         let marker = self.reader.call(move |conn| accepted::one(conn, &t, &d, &cutoff)).await?;
         let applied = self
             .reader
@@ -686,19 +697,22 @@ impl Batches for EmbeddedDesignStore {
     async fn create_batch(&self, tenant: &TenantId, batch: &NewBatch, items: &[NewItem]) -> PortResult<bool> {
         count("create_batch");
         let (tenant, batch, items) = (tenant.to_string(), batch.clone(), items.to_vec());
-        self.writer.call(move |conn| batches::create(conn, &tenant, &batch, &items)).await
+        let cutoff = cutoff(self.batch_retention);
+        self.writer.call(move |conn| batches::create(conn, &tenant, &batch, &items, &cutoff)).await
     }
 
     async fn batch(&self, tenant: &TenantId, id: &BatchId) -> PortResult<Option<BatchView>> {
         count("batch");
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        self.reader.call(move |conn| batches::get(conn, &tenant, &id)).await
+        let cutoff = cutoff(self.batch_retention);
+        self.reader.call(move |conn| batches::get(conn, &tenant, &id, &cutoff)).await
     }
 
     async fn list_batches(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<BatchView>> {
         count("list_batches");
         let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
-        self.reader.call(move |conn| batches::list(conn, &tenant, cursor.as_deref(), limit)).await
+        let cutoff = cutoff(self.batch_retention);
+        self.reader.call(move |conn| batches::list(conn, &tenant, cursor.as_deref(), limit, &cutoff)).await
     }
 
     async fn batch_items(
@@ -711,7 +725,8 @@ impl Batches for EmbeddedDesignStore {
     ) -> PortResult<Option<Page<BatchItem>>> {
         count("batch_items");
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        self.reader.call(move |conn| batches::items(conn, &tenant, &id, status, after, limit)).await
+        let cutoff = cutoff(self.batch_retention);
+        self.reader.call(move |conn| batches::items(conn, &tenant, &id, status, after, limit, &cutoff)).await
     }
 
     async fn release_items(&self, tenant: &TenantId, id: &BatchId, indexes: Range<u32>) -> PortResult<Vec<Released>> {
@@ -742,13 +757,15 @@ impl Batches for EmbeddedDesignStore {
     ) -> PortResult<Option<BatchView>> {
         count("stop_batch");
         let (tenant, id, reason) = (tenant.to_string(), id.to_string(), reason.to_owned());
-        self.writer.call(move |conn| batches::stop(conn, &tenant, &id, state, &reason)).await
+        let cutoff = cutoff(self.batch_retention);
+        self.writer.call(move |conn| batches::stop(conn, &tenant, &id, state, &reason, &cutoff)).await
     }
 
     async fn open_items(&self, tenant: &TenantId) -> PortResult<u64> {
         count("open_items");
         let tenant = tenant.to_string();
-        self.reader.call(move |conn| batches::open_items(conn, &tenant)).await
+        let cutoff = cutoff(self.batch_retention);
+        self.reader.call(move |conn| batches::open_items(conn, &tenant, &cutoff)).await
     }
 }
 

@@ -113,7 +113,7 @@ impl S3ObjectStore {
 #[async_trait]
 impl ObjectStore for S3ObjectStore {
     async fn put(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
-        objects::put(&self.client, &self.bucket, tenant, bytes).await
+        objects::put(&self.client, &self.bucket, keys::OBJECTS, tenant, bytes).await
     }
 
     async fn get(&self, tenant: &TenantId, digest: &str) -> PortResult<Vec<u8>> {
@@ -131,11 +131,15 @@ impl ObjectStore for S3ObjectStore {
     /// Clients of an S3 store upload to presigned targets; bytes that come through the API all
     /// the same are kept as an object at once (so they never expire).
     async fn put_upload(&self, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
-        objects::put(&self.client, &self.bucket, tenant, bytes).await
+        objects::put(&self.client, &self.bucket, keys::UPLOADS, tenant, bytes).await
     }
 
     async fn adopt_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<()> {
         objects::adopt_upload(&self.client, &self.bucket, tenant, object).await
+    }
+
+    async fn read_upload(&self, tenant: &TenantId, object: &ObjectRef) -> PortResult<Vec<u8>> {
+        objects::read_upload(&self.client, &self.bucket, tenant, object).await
     }
 
     async fn delete(&self, tenant: &TenantId, digest: &str) -> PortResult<bool> {

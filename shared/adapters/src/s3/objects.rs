@@ -30,16 +30,25 @@ pub(crate) async fn head(client: &Client, bucket: &str, key: &str) -> PortResult
     }
 }
 
-pub(crate) async fn put(client: &Client, bucket: &str, tenant: &TenantId, bytes: Vec<u8>) -> PortResult<ObjectRef> {
+/// Stores `bytes` as one of `tenant`'s objects, or (`area` [`UPLOADS`]) as an upload, which the
+/// bucket's lifecycle rule expires unless it is adopted.
+pub(crate) async fn put(
+    client: &Client,
+    bucket: &str,
+    area: &str,
+    tenant: &TenantId,
+    bytes: Vec<u8>,
+) -> PortResult<ObjectRef> {
     ObjectRef::check_size(bytes.len() as u64)?;
     // Hashing tens of megabytes would hold up the other tasks of this thread.
     let (digest, bytes) = tokio::task::spawn_blocking(move || (hex(&Sha256::digest(&bytes)), bytes))
         .await
         .map_err(|e| PortError::backend(format!("object store task: {e}"), true, e))?;
     let object = ObjectRef { digest, bytes: bytes.len() as u64 };
-    let key = key(OBJECTS, tenant, &object.digest);
-    // Content-addressed: a key that is there holds these bytes already (reads check that).
-    if head(client, bucket, &key).await?.is_some() {
+    let key = key(area, tenant, &object.digest);
+    // Content-addressed: a key that is there holds these bytes already (reads check that). An
+    // upload is written again, so that it expires counting from this one.
+    if area == OBJECTS && head(client, bucket, &key).await?.is_some() {
         return Ok(object);
     }
     client
@@ -194,6 +203,29 @@ fn copy_source(bucket: &str, key: &str) -> String {
         }
     }
     out
+}
+
+/// An upload's bytes, checked and left an upload; the tenant's object of that digest instead if
+/// there is no such upload ([`openqq_core::ObjectStore::read_upload`]).
+pub(crate) async fn read_upload(
+    client: &Client,
+    bucket: &str,
+    tenant: &TenantId,
+    object: &ObjectRef,
+) -> PortResult<Vec<u8>> {
+    ObjectRef::check_digest(&object.digest)?;
+    ObjectRef::check_size(object.bytes)?;
+    let upload = key(UPLOADS, tenant, &object.digest);
+    match read(client, bucket, &upload, object.bytes, |m| PortError::invalid("upload", m), true).await {
+        Ok(Read { bytes, sha256, .. }) if bytes.len() as u64 == object.bytes && sha256 == object.digest => Ok(bytes),
+        Ok(_) => Err(PortError::invalid("upload", "its bytes do not match its digest and length")),
+        Err(PortError::NotFound) => {
+            let bytes = get(client, bucket, tenant, &object.digest).await?;
+            object.check_length(bytes.len() as u64)?;
+            Ok(bytes)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 pub(crate) async fn adopt_upload(

@@ -88,7 +88,10 @@ pub async fn connect(
         format!("putting the design store on the DynamoDB table {} ({TABLE}) at {where_}", settings.table)
     })?;
     tracing::info!(table = settings.table, endpoint = where_, "The design store is on DynamoDB.");
-    let store = store.with_feed_retention(retention.feed).with_accepted_retention(retention.accepted);
+    let store = store
+        .with_feed_retention(retention.feed)
+        .with_accepted_retention(retention.accepted)
+        .with_batch_retention(retention.batches);
     Ok(Some(std::sync::Arc::new(store)))
 }
 

@@ -1,11 +1,13 @@
 //! Batches: created once with their items, released a window at a time, each item ended once with
 //! the next ordinal, counts kept exactly, stopped batches cancel what is queued, items paged by
-//! status, and another tenant's batch as unknown as one never created.
+//! status, another tenant's batch as unknown as one never created, and a batch past the store's
+//! retention as unknown too.
 
 use super::super::unique;
 use chrono::Utc;
 use openqq_core::batch::{
     BatchItem, BatchState, BatchStatus, Counts, ItemStatus, MaxFailed, NewBatch, NewItem, Verdicts,
+    DEFAULT_BATCH_RETENTION,
 };
 use openqq_core::{BatchId, DesignId, DesignStore, TenantId, Verdict};
 
@@ -205,4 +207,29 @@ pub async fn open_items_count_what_the_tenants_unfinished_batches_hold<S: Design
     store.stop_batch(&t, &second.id, BatchState::Cancelled, "cancelled").await.unwrap();
     assert_eq!(store.open_items(&t).await.unwrap(), 2, "the cancelled batch's queued items are gone");
     assert_eq!(store.open_items(&other).await.unwrap(), 5);
+}
+
+/// A batch is kept for the store's retention (here the default) after it was created: past it,
+/// the batch is as unknown as one never created (not read, listed, paged or stopped) and its
+/// open items no longer count.
+pub async fn a_batch_older_than_the_retention_shows_nothing<S: DesignStore + ?Sized>(store: &S) {
+    let keep = chrono::Duration::from_std(DEFAULT_BATCH_RETENTION).unwrap();
+    let aged = |name: &str, age: chrono::Duration| NewBatch { created_at: Utc::now() - age, ..new_batch(name) };
+    let t = tenant();
+    let (gone, kept) =
+        (aged("gone", keep + chrono::Duration::hours(1)), aged("kept", keep - chrono::Duration::hours(1)));
+    assert!(store.create_batch(&t, &gone, &items(3, &[])).await.unwrap());
+    assert!(store.create_batch(&t, &kept, &items(2, &[])).await.unwrap());
+
+    assert!(store.batch(&t, &gone.id).await.unwrap().is_none(), "a batch past the retention is not read");
+    assert!(store.batch_items(&t, &gone.id, None, None, 10).await.unwrap().is_none(), "nor its items");
+    assert!(store.batch_items(&t, &gone.id, None, Some(u32::MAX), 10).await.unwrap().is_none());
+    let listed: Vec<BatchId> =
+        store.list_batches(&t, None, 10).await.unwrap().items.into_iter().map(|b| b.batch_id).collect();
+    assert_eq!(listed, vec![kept.id.clone()], "listed: only the batch within the retention");
+    assert_eq!(store.open_items(&t).await.unwrap(), 2, "the expired batch's 3 queued items do not count");
+    assert!(store.stop_batch(&t, &gone.id, BatchState::Cancelled, "late").await.unwrap().is_none());
+    let view = store.batch(&t, &kept.id).await.unwrap().expect("a batch within the retention is read");
+    assert_eq!(view.counts.queued, 2);
+    assert_eq!(store.batch_items(&t, &kept.id, None, None, 10).await.unwrap().unwrap().items.len(), 2);
 }

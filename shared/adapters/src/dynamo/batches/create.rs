@@ -7,9 +7,12 @@
 //! another of the same batch (a re-read batch record) cannot put a released item back to queued
 //! behind its counters. Those puts go 100 to a transaction, the `BatchWriteItem` of conditional
 //! puts.
+//!
+//! Every row carries the TTL attribute: the batch's creation plus the store's batch retention.
 
 use super::{batch_sk, count_of, get_batch, item_sk, items_pk, submission_sk, ENDED, FAIL, PASS};
 use crate::dynamo::error::{classify, is_condition_failed, Class};
+use crate::dynamo::feed::{expires_at, expiring};
 use crate::dynamo::table::{key, n, s, tenant_pk, Item, PK};
 use crate::dynamo::transact::{put_new, transact};
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
@@ -40,25 +43,30 @@ pub(super) async fn create(
     tenant: &TenantId,
     batch: &NewBatch,
     items: &[NewItem],
+    keep: Duration,
 ) -> PortResult<bool> {
     if get_batch(client, table, tenant, &batch.id).await?.is_some() {
         return Ok(false);
     }
+    // Every row expires with the batch, `keep` after its creation.
+    let expires = expires_at(batch.created_at, keep);
     let pk = items_pk(tenant, &batch.id);
-    let submissions: Vec<WriteRequest> =
-        items.iter().filter_map(|new| Some(submission_put(&pk, new.item.index, new.submission.as_deref()?))).collect();
+    let submissions: Vec<WriteRequest> = items
+        .iter()
+        .filter_map(|new| Some(submission_put(&pk, new.item.index, new.submission.as_deref()?, expires)))
+        .collect();
     in_parallel(
         submissions
             .chunks(WRITE_BATCH)
             .map(|chunk| write_submissions(client.clone(), table.to_owned(), chunk.to_vec())),
     )
     .await?;
-    let rows: Vec<Item> = items.iter().map(|new| item_row(&pk, &new.item)).collect();
+    let rows: Vec<Item> = items.iter().map(|new| expiring(item_row(&pk, &new.item), expires)).collect();
     in_parallel(transactions(rows).into_iter().map(|group| put_items(client.clone(), table.to_owned(), group))).await?;
     let put = client
         .put_item()
         .table_name(table)
-        .set_item(Some(batch_row(tenant, batch, items)))
+        .set_item(Some(expiring(batch_row(tenant, batch, items), expires)))
         .condition_expression("attribute_not_exists(#pk)")
         .expression_attribute_names("#pk", PK)
         .send()
@@ -119,8 +127,8 @@ pub(super) fn item_row(pk: &str, item: &BatchItem) -> Item {
     row
 }
 
-fn submission_put(pk: &str, index: u32, submission: &str) -> WriteRequest {
-    let mut row = key(pk.to_owned(), submission_sk(index));
+fn submission_put(pk: &str, index: u32, submission: &str, expires: u64) -> WriteRequest {
+    let mut row = expiring(key(pk.to_owned(), submission_sk(index)), expires);
     row.extend([
         ("item_type".to_owned(), s("batch_submission")),
         ("index".to_owned(), n(u64::from(index))),
