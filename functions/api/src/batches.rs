@@ -139,18 +139,36 @@ pub async fn submit(
         None => [0; 32],
     };
     drop(body);
-    crate::designs::idempotency::once(&state.idempotency, &tenant, key, fingerprint, || async {
-        crate::limit::check_batch(&state, &tenant, lines.len()).await?;
-        let checked = items::check_all(&state, &tenant, &lines, options.on_invalid).await.map_err(|mut p| {
+    let fresh = BatchId::generate().to_string();
+    let (state, tenant) = (&state, &tenant);
+    crate::designs::idempotency::once_naming(&state.idempotency, tenant, key, fingerprint, fresh, |id| async move {
+        crate::limit::check_batch(state, tenant, lines.len()).await?;
+        let checked = items::check_all(state, tenant, &lines, options.on_invalid).await.map_err(|mut p| {
             if p.slug == "invalid-items" {
                 p.detail += "; on_invalid=skip (a field of a JSON body, a query parameter with JSON lines) \
                              submits the valid items and reports these rejected";
             }
             p
         })?;
-        accept(&state, tenant.clone(), corr, name, options.max_failed, checked, None).await
+        let batch = Naming { id: named(&id), name, max_failed: options.max_failed, retry_of: None };
+        accept(state, tenant.clone(), corr, batch, checked).await
     })
     .await
+}
+
+/// The batch id an idempotency key's claim holds ([`crate::designs::idempotency::once_naming`]);
+/// one that does not parse was not written here.
+fn named(id: &str) -> BatchId {
+    BatchId::parse(id).unwrap_or_else(|_| BatchId::generate())
+}
+
+/// What [`accept`] submits: the batch's id (its key's name), name and threshold, and the batch it
+/// retries.
+struct Naming<'a> {
+    id: BatchId,
+    name: String,
+    max_failed: Option<MaxFailed>,
+    retry_of: Option<&'a BatchId>,
 }
 
 /// Keeps the checked items as an object, publishes `batch.submitted`, and creates the batch for
@@ -159,12 +177,10 @@ async fn accept(
     state: &AppState,
     tenant: TenantId,
     corr: CorrelationId,
-    name: String,
-    max_failed: Option<MaxFailed>,
+    batch: Naming<'_>,
     checked: Vec<openqq_core::batch::StoredItem>,
-    retry_of: Option<&BatchId>,
 ) -> Result<KeptResponse, Problem> {
-    let batch_id = BatchId::generate();
+    let Naming { id: batch_id, name, max_failed, retry_of } = batch;
     let accepted = submit_checked(state, &tenant, &corr, &batch_id, name, max_failed, checked).await?;
     let mut body = serde_json::json!({
         "batch_id": batch_id, "items": accepted.items, "rejected": accepted.rejected, "correlation_id": corr,
@@ -422,35 +438,45 @@ pub async fn retry(
     }
     let key = openqq_core::IdempotencyKey::parse(&format!("batch-retry:{id}")).expect("a batch id makes a valid key");
     let fingerprint = crate::designs::idempotency::fingerprint("/v1/batches/retry", id.as_str().as_bytes());
-    crate::designs::idempotency::once(&state.idempotency, &tenant, Some(key), fingerprint, || async {
-        let mut lines = Vec::new();
-        let mut after = None;
-        loop {
-            let page = state
-                .batches
-                .batch_items(&tenant, &id, Some(ItemStatus::Failed), after, RETRY_PAGE)
-                .await
-                .map_err(|e| Problem::from_port(e, "reading the failed items"))?
-                .ok_or_else(batch_not_found)?;
-            for item in &page.items {
-                let mut line = serde_json::json!({ "revalidate": item.design_id });
-                if let Some(custom_id) = &item.custom_id {
-                    line["custom_id"] = serde_json::json!(custom_id);
+    let fresh = BatchId::generate().to_string();
+    let (state, tenant) = (&state, &tenant);
+    crate::designs::idempotency::once_naming(
+        &state.idempotency,
+        tenant,
+        Some(key),
+        fingerprint,
+        fresh,
+        |new| async move {
+            let mut lines = Vec::new();
+            let mut after = None;
+            loop {
+                let page = state
+                    .batches
+                    .batch_items(tenant, &id, Some(ItemStatus::Failed), after, RETRY_PAGE)
+                    .await
+                    .map_err(|e| Problem::from_port(e, "reading the failed items"))?
+                    .ok_or_else(batch_not_found)?;
+                for item in &page.items {
+                    let mut line = serde_json::json!({ "revalidate": item.design_id });
+                    if let Some(custom_id) = &item.custom_id {
+                        line["custom_id"] = serde_json::json!(custom_id);
+                    }
+                    lines.push(line.to_string());
                 }
-                lines.push(line.to_string());
+                match (page.next, page.items.last()) {
+                    (Some(_), Some(last)) => after = Some(last.index),
+                    _ => break,
+                }
             }
-            match (page.next, page.items.last()) {
-                (Some(_), Some(last)) => after = Some(last.index),
-                _ => break,
+            crate::limit::check_batch(state, tenant, lines.len()).await?;
+            let checked = items::check_all(state, tenant, &lines, OnInvalid::Skip).await?;
+            let mut name = format!("{} (retry)", view.name);
+            if name.len() > MAX_NAME_BYTES {
+                name = format!("retry of {id}");
             }
-        }
-        crate::limit::check_batch(&state, &tenant, lines.len()).await?;
-        let checked = items::check_all(&state, &tenant, &lines, OnInvalid::Skip).await?;
-        let mut name = format!("{} (retry)", view.name);
-        if name.len() > MAX_NAME_BYTES {
-            name = format!("retry of {id}");
-        }
-        accept(&state, tenant.clone(), corr, name, view.max_failed, checked, Some(&id)).await
-    })
+            let batch = Naming { id: named(&new), name, max_failed: view.max_failed, retry_of: Some(&id) };
+            accept(state, tenant.clone(), corr, batch, checked).await
+        },
+    )
     .await
 }

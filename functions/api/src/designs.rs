@@ -329,8 +329,12 @@ pub async fn submit(
     }
     let fingerprint = fingerprint(&key, "/v1/designs", &body);
     drop(body);
-    idempotency::once(&state.idempotency, &tenant, key, fingerprint, || async {
-        publish(&state, tenant.clone(), DesignId::generate(), 1, corr, spec).await
+    let fresh = DesignId::generate().to_string();
+    let (state, tenant) = (&state, &tenant);
+    idempotency::once_naming(&state.idempotency, tenant, key, fingerprint, fresh, |name| async move {
+        // The name this request's key holds; one that does not parse was not written here.
+        let design = DesignId::parse(name).unwrap_or_else(|_| DesignId::generate());
+        publish(state, tenant.clone(), design, 1, corr, spec).await
     })
     .await
 }

@@ -263,7 +263,9 @@ async fn an_idempotency_key_carries_its_expiry_in_the_ttl_attribute_the_table_ex
     let response = KeptResponse { status: 202, headers: vec![], body: b"{}".to_vec() };
     let keep = std::time::Duration::from_secs(3600);
     let before = chrono::Utc::now().timestamp();
-    store.claim_idempotency_key(&t, &k, &fp, std::time::Duration::from_secs(60)).await.unwrap();
+    let minute = std::time::Duration::from_secs(60);
+    let claim = openqq_core::KeyClaim { fingerprint: &fp, lease: minute, keep: minute, name: "" };
+    store.claim_idempotency_key(&t, &k, &claim).await.unwrap();
     store.complete_idempotency_key(&t, &k, &fp, &response, keep).await.unwrap();
     let after = chrono::Utc::now().timestamp();
     let item = client

@@ -59,7 +59,7 @@ pub use feed::{FeedEntry, FeedReader, NewFeedEntry};
 pub use ids::{CorrelationId, DesignId, IdError, IdempotencyKey, TenantId, TENANT_ID_GRAMMAR};
 pub use ports::{
     AcceptedRevisions, Applied, Cause, Decision, DesignReads, DesignStore, DesignWrites, EventLog, Failure,
-    IdempotencyClaim, IdempotencyKeys, KeptResponse, KeptSpec, KeptSpecs, Lease, LogRecord, LogSource, Meter,
+    IdempotencyClaim, IdempotencyKeys, KeptResponse, KeptSpec, KeptSpecs, KeyClaim, Lease, LogRecord, LogSource, Meter,
     ObjectRef, ObjectStore, Page, PortError, PresignedUploads, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
 };
 pub use schedule::{ScheduleId, Schedules};

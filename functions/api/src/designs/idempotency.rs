@@ -10,11 +10,16 @@
 //! - While the first request is being handled, a retry is 409 `idempotency-conflict` with
 //!   `Retry-After`.
 //! - Only successful answers are kept; an error releases the key, so a retry is handled anew.
+//! - A request that creates something the server names (a new design, a batch) names it when it
+//!   first claims its key ([`once_naming`]): a retry handled again, after the first handling
+//!   was cut off (the process killed after the record was durable, or an error after it), gives
+//!   it the same name, so it publishes the same revision again (a no-op downstream) instead of
+//!   creating a second design or batch.
 
 use crate::problem::Problem;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use openqq_core::{IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, TenantId};
+use openqq_core::{IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, KeyClaim, TenantId};
 use sha2::{Digest, Sha256};
 use std::future::Future;
 use std::sync::Arc;
@@ -78,14 +83,32 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<KeptResponse, Problem>>,
 {
-    let Some(key) = key else { return handle().await.map(|kept| respond(kept, false)) };
+    once_naming(idempotency, tenant, key, fingerprint, String::new(), |_| handle()).await
+}
+
+/// [`once`] for a request that creates something the server names: `handle` is given `fresh`,
+/// or the name an earlier, unfinished handling of the same request under the same key gave.
+pub async fn once_naming<F, Fut>(
+    idempotency: &Idempotency,
+    tenant: &TenantId,
+    key: Option<IdempotencyKey>,
+    fingerprint: [u8; 32],
+    fresh: String,
+    handle: F,
+) -> Result<Response, Problem>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = Result<KeptResponse, Problem>>,
+{
+    let Some(key) = key else { return handle(fresh).await.map(|kept| respond(kept, false)) };
     let store = idempotency.keys.as_ref();
+    let held = KeyClaim { fingerprint: &fingerprint, lease: KEY_LEASE, keep: idempotency.window, name: &fresh };
     let claim = store
-        .claim_idempotency_key(tenant, &key, &fingerprint, KEY_LEASE)
+        .claim_idempotency_key(tenant, &key, &held)
         .await
         .map_err(|e| Problem::from_port(e, "checking the idempotency key"))?;
-    match claim {
-        IdempotencyClaim::Claimed => {}
+    let name = match claim {
+        IdempotencyClaim::Claimed { name } => name,
         IdempotencyClaim::Completed(kept) => return Ok(respond(kept, true)),
         IdempotencyClaim::InProgress => {
             return Err(Problem::new(
@@ -107,8 +130,8 @@ where
                 ),
             ))
         }
-    }
-    match handle().await {
+    };
+    match handle(name).await {
         Ok(kept) => {
             if let Err(e) = store.complete_idempotency_key(tenant, &key, &fingerprint, &kept, idempotency.window).await
             {
@@ -213,6 +236,35 @@ mod tests {
         assert_eq!(failed.unwrap_err().status, StatusCode::SERVICE_UNAVAILABLE);
         let retried = once(&store, &tenant, Some(k), [1; 32], || async { Ok(accepted("{}")) }).await.unwrap();
         assert_eq!(retried.status(), StatusCode::ACCEPTED);
+    }
+
+    /// A request that failed after what it created was durable (the record published, then a 503)
+    /// is handled again under the name its first handling gave: the same design, not a second.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_retry_of_a_request_cut_off_names_what_it_creates_as_the_first_handling_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = keys(dir.path());
+        let tenant = TenantId::parse("acme").unwrap();
+        let k = IdempotencyKey::parse("create-1").unwrap();
+        let named = std::sync::Mutex::new(Vec::new());
+        let handle = |fail: bool| {
+            let named = &named;
+            move |name: String| async move {
+                named.lock().unwrap().push(name);
+                if fail {
+                    Err(Problem::unavailable("the marker could not be kept"))
+                } else {
+                    Ok(accepted("{}"))
+                }
+            }
+        };
+        let first = once_naming(&store, &tenant, Some(k.clone()), [1; 32], "d-first".into(), handle(true)).await;
+        assert_eq!(first.unwrap_err().status, StatusCode::SERVICE_UNAVAILABLE);
+        once_naming(&store, &tenant, Some(k.clone()), [1; 32], "d-second".into(), handle(false)).await.unwrap();
+        let other = IdempotencyKey::parse("create-2").unwrap();
+        once_naming(&store, &tenant, Some(other), [1; 32], "d-third".into(), handle(false)).await.unwrap();
+        once_naming(&store, &tenant, None, [1; 32], "d-fourth".into(), handle(false)).await.unwrap();
+        assert_eq!(*named.lock().unwrap(), ["d-first", "d-first", "d-third", "d-fourth"]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

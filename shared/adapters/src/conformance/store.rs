@@ -10,7 +10,7 @@ use super::unique;
 use chrono::Utc;
 use openqq_core::{
     AcceptedRevision, Applied, Change, CorrelationId, DesignId, DesignStatus, DesignStore, EventKind, IdempotencyClaim,
-    IdempotencyKey, KeptResponse, TenantId, TimelineEntry, Verdict,
+    IdempotencyKey, KeptResponse, KeyClaim, TenantId, TimelineEntry, Verdict,
 };
 use serde_json::value::RawValue;
 use std::time::Duration;
@@ -415,63 +415,78 @@ fn response(body: &str) -> KeptResponse {
 const DAY: Duration = Duration::from_secs(24 * 3600);
 const LEASE: Duration = Duration::from_secs(60);
 
+/// A claim of a request with fingerprint `fp`, naming what it creates `name`.
+fn held<'a>(fp: &'a [u8; 32], lease: Duration, name: &'a str) -> KeyClaim<'a> {
+    KeyClaim { fingerprint: fp, lease, keep: DAY, name }
+}
+
+fn claimed(name: &str) -> IdempotencyClaim {
+    IdempotencyClaim::Claimed { name: name.into() }
+}
+
 pub async fn an_idempotency_key_replays_its_response_and_refuses_another_request<S: DesignStore + ?Sized>(store: &S) {
     let t = TenantId::parse(unique("idem")).unwrap();
     let other = TenantId::parse(unique("idem-other")).unwrap();
     let k = key(&unique("key"));
     let (fp, other_fp) = ([1u8; 32], [2u8; 32]);
-    assert_eq!(store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(), IdempotencyClaim::Claimed);
-    assert_eq!(store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(), IdempotencyClaim::InProgress);
-    assert_eq!(store.claim_idempotency_key(&t, &k, &other_fp, LEASE).await.unwrap(), IdempotencyClaim::Mismatch);
-    assert_eq!(
-        store.claim_idempotency_key(&other, &k, &other_fp, LEASE).await.unwrap(),
-        IdempotencyClaim::Claimed,
-        "keys are per tenant"
-    );
+    let claim = |t: &TenantId, fp: &[u8; 32], name: &str| {
+        let (t, fp, name) = (t.clone(), *fp, name.to_owned());
+        let k = k.clone();
+        async move { store.claim_idempotency_key(&t, &k, &held(&fp, LEASE, &name)).await.unwrap() }
+    };
+    assert_eq!(claim(&t, &fp, "a").await, claimed("a"));
+    assert_eq!(claim(&t, &fp, "b").await, IdempotencyClaim::InProgress);
+    assert_eq!(claim(&t, &other_fp, "c").await, IdempotencyClaim::Mismatch);
+    assert_eq!(claim(&other, &other_fp, "d").await, claimed("d"), "keys are per tenant");
     store.complete_idempotency_key(&t, &k, &fp, &response("{\"a\":1}"), DAY).await.unwrap();
-    assert_eq!(
-        store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(),
-        IdempotencyClaim::Completed(response("{\"a\":1}"))
-    );
-    assert_eq!(store.claim_idempotency_key(&t, &k, &other_fp, LEASE).await.unwrap(), IdempotencyClaim::Mismatch);
+    assert_eq!(claim(&t, &fp, "e").await, IdempotencyClaim::Completed(response("{\"a\":1}")));
+    assert_eq!(claim(&t, &other_fp, "f").await, IdempotencyClaim::Mismatch);
     // Neither a release nor another request's completion undoes a completed key.
     store.release_idempotency_key(&t, &k, &fp).await.unwrap();
     store.complete_idempotency_key(&t, &k, &other_fp, &response("{}"), DAY).await.unwrap();
-    assert_eq!(
-        store.claim_idempotency_key(&t, &k, &fp, LEASE).await.unwrap(),
-        IdempotencyClaim::Completed(response("{\"a\":1}"))
-    );
+    assert_eq!(claim(&t, &fp, "g").await, IdempotencyClaim::Completed(response("{\"a\":1}")));
     let huge = KeptResponse { status: 202, headers: vec![], body: vec![b'x'; 64 * 1024] };
     let k2 = key(&unique("huge"));
-    store.claim_idempotency_key(&t, &k2, &fp, LEASE).await.unwrap();
+    store.claim_idempotency_key(&t, &k2, &held(&fp, LEASE, "h")).await.unwrap();
     let err = store.complete_idempotency_key(&t, &k2, &fp, &huge, DAY).await.unwrap_err();
     assert!(!err.is_retriable(), "an oversized response is refused for good: {err}");
 }
 
+/// A key is free again once its claim was released or its lease ran out (its handler crashed),
+/// or once it expired. The same request claiming it again keeps the name its first claim gave
+/// (what that claim may have created already); another request takes it with its own.
 pub async fn a_released_abandoned_or_expired_idempotency_key_can_be_claimed_again<S: DesignStore + ?Sized>(store: &S) {
     let t = TenantId::parse(unique("idem")).unwrap();
     let fp = [3u8; 32];
+    let claim = |k: &IdempotencyKey, fp: [u8; 32], lease: Duration, name: &str| {
+        let (t, k, name) = (t.clone(), k.clone(), name.to_owned());
+        async move { store.claim_idempotency_key(&t, &k, &held(&fp, lease, &name)).await.unwrap() }
+    };
     let released = key(&unique("released"));
-    store.claim_idempotency_key(&t, &released, &fp, LEASE).await.unwrap();
+    assert_eq!(claim(&released, fp, LEASE, "first").await, claimed("first"));
     store.release_idempotency_key(&t, &released, &fp).await.unwrap();
-    assert_eq!(store.claim_idempotency_key(&t, &released, &fp, LEASE).await.unwrap(), IdempotencyClaim::Claimed);
+    assert_eq!(claim(&released, fp, LEASE, "second").await, claimed("first"), "a retry keeps its name");
+    assert_eq!(claim(&released, fp, LEASE, "third").await, IdempotencyClaim::InProgress, "and holds the key");
+    store.release_idempotency_key(&t, &released, &fp).await.unwrap();
+    assert_eq!(claim(&released, [9u8; 32], LEASE, "other").await, claimed("other"), "another request's own name");
 
     let abandoned = key(&unique("abandoned"));
-    store.claim_idempotency_key(&t, &abandoned, &fp, Duration::ZERO).await.unwrap();
+    assert_eq!(claim(&abandoned, fp, Duration::ZERO, "cut-off").await, claimed("cut-off"));
     assert_eq!(
-        store.claim_idempotency_key(&t, &abandoned, &[4u8; 32], LEASE).await.unwrap(),
-        IdempotencyClaim::Claimed,
-        "a claim whose lease ran out no longer holds the key"
+        claim(&abandoned, fp, LEASE, "retried").await,
+        claimed("cut-off"),
+        "a claim whose lease ran out no longer holds the key, and its retry keeps its name"
     );
+    store.complete_idempotency_key(&t, &abandoned, &fp, &response("{}"), DAY).await.unwrap();
+    assert_eq!(claim(&abandoned, fp, LEASE, "again").await, IdempotencyClaim::Completed(response("{}")));
+    let taken = key(&unique("taken"));
+    claim(&taken, fp, Duration::ZERO, "cut-off").await;
+    assert_eq!(claim(&taken, [4u8; 32], LEASE, "theirs").await, claimed("theirs"), "taken over by another request");
 
     let expired = key(&unique("expired"));
-    store.claim_idempotency_key(&t, &expired, &fp, LEASE).await.unwrap();
+    claim(&expired, fp, LEASE, "old").await;
     store.complete_idempotency_key(&t, &expired, &fp, &response("{}"), Duration::ZERO).await.unwrap();
-    assert_eq!(
-        store.claim_idempotency_key(&t, &expired, &[5u8; 32], LEASE).await.unwrap(),
-        IdempotencyClaim::Claimed,
-        "a key past its lifetime is free"
-    );
+    assert_eq!(claim(&expired, [5u8; 32], LEASE, "new").await, claimed("new"), "a key past its lifetime is free");
 }
 
 fn failed(reason: &str) -> Change {

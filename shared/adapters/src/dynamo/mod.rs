@@ -58,7 +58,8 @@ use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::PortError;
 use openqq_core::{
     AcceptedRevision, AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignView, DesignWrites,
-    IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, Page, StoredReport, TenantId, TimelineEntry,
+    IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, KeyClaim, Page, StoredReport, TenantId,
+    TimelineEntry,
 };
 use openqq_core::{
     DeliveryQueue, FeedEntry, FeedReader, NewFeedEntry, Webhook, WebhookId, WebhookRegistry, WebhookSecret,
@@ -330,10 +331,9 @@ impl IdempotencyKeys for DynamoDesignStore {
         &self,
         tenant: &TenantId,
         key: &IdempotencyKey,
-        fingerprint: &[u8; 32],
-        lease: Duration,
+        claim: &KeyClaim<'_>,
     ) -> PortResult<IdempotencyClaim> {
-        idempotency::claim(&self.client, &self.table, tenant, key, fingerprint, lease).await
+        idempotency::claim(&self.client, &self.table, tenant, key, claim).await
     }
 
     async fn complete_idempotency_key(

@@ -1,11 +1,12 @@
 //! Idempotency keys of the embedded store: one row per (tenant, key) with the request's
-//! fingerprint, `pending` while its request is handled and `done` with the response after, and an
-//! expiry (the lease while pending, the replay window once done). Expired rows are ignored, and
-//! purged a few at a time by each claim.
+//! fingerprint, the name its first claim gave, and its state: `pending` while its request is
+//! handled (until `lease_until_ms`), `released` when it failed, `done` with the response after.
+//! A row expires (`expires_at_ms`) a window after its claim, or after its completion; expired rows
+//! are ignored, and purged a few at a time by each claim.
 
 use super::db::sqlite_error;
 use openqq_core::ports::PortResult;
-use openqq_core::{IdempotencyClaim, KeptResponse};
+use openqq_core::{IdempotencyClaim, KeptResponse, KeyClaim};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::time::Duration;
 
@@ -16,6 +17,11 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     PRIMARY KEY (tenant, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at_ms);
 ";
+
+/// Columns added since the table was first created (`migrate` adds them to an older one): the
+/// end of a pending claim's lease (a row without one was written when `expires_at_ms` was the
+/// lease) and the name the first claim gave.
+pub(super) const ADDED_COLUMNS: [(&str, &str); 2] = [("lease_until_ms", "INTEGER"), ("name", "TEXT")];
 
 /// Expired rows one claim deletes at most, so a claim's cost stays bounded however many keys
 /// expired at once.
@@ -29,14 +35,22 @@ fn later(now: i64, d: Duration) -> i64 {
     now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-type Row = (Vec<u8>, String, Option<i64>, Option<String>, Option<Vec<u8>>);
+/// A live row: fingerprint, state, lease end, name, and the kept response.
+struct Held {
+    fingerprint: Vec<u8>,
+    state: String,
+    lease_until: i64,
+    name: Option<String>,
+    status: Option<i64>,
+    headers: Option<String>,
+    body: Option<Vec<u8>>,
+}
 
 pub(super) fn claim(
     conn: &mut Connection,
     tenant: &str,
     key: &str,
-    fingerprint: &[u8; 32],
-    lease: Duration,
+    claim: &KeyClaim<'_>,
 ) -> PortResult<IdempotencyClaim> {
     let now = now_ms();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sqlite_error("begin", e))?;
@@ -46,30 +60,61 @@ pub(super) fn claim(
     )
     .and_then(|mut s| s.execute(params![now, PURGE_BATCH]))
     .map_err(|e| sqlite_error("purge idempotency keys", e))?;
-    let found: Option<Row> = tx
+    let found: Option<Held> = tx
         .prepare_cached(
-            "SELECT fingerprint, state, status, headers, body FROM idempotency_keys \
-             WHERE tenant=?1 AND key=?2 AND expires_at_ms > ?3",
+            "SELECT fingerprint, state, COALESCE(lease_until_ms, expires_at_ms), name, status, headers, body \
+             FROM idempotency_keys WHERE tenant=?1 AND key=?2 AND expires_at_ms > ?3",
         )
         .and_then(|mut s| {
-            s.query_row(params![tenant, key, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-                .optional()
+            s.query_row(params![tenant, key, now], |r| {
+                Ok(Held {
+                    fingerprint: r.get(0)?,
+                    state: r.get(1)?,
+                    lease_until: r.get(2)?,
+                    name: r.get(3)?,
+                    status: r.get(4)?,
+                    headers: r.get(5)?,
+                    body: r.get(6)?,
+                })
+            })
+            .optional()
         })
         .map_err(|e| sqlite_error("read idempotency key", e))?;
+    let same = |held: &Held| held.fingerprint == claim.fingerprint[..];
+    // An unfinished claim no longer holds the key once released or past its lease.
+    let free = |held: &Held| held.state == "released" || (held.state == "pending" && held.lease_until <= now);
     let outcome = match found {
-        None => {
+        Some(held) if held.state == "done" && same(&held) => IdempotencyClaim::Completed(KeptResponse::from_kept(
+            held.status,
+            held.headers.as_deref(),
+            held.body.unwrap_or_default(),
+        )?),
+        Some(held) if !free(&held) => match same(&held) {
+            true => IdempotencyClaim::InProgress,
+            false => IdempotencyClaim::Mismatch,
+        },
+        found => {
+            // The same request again keeps its first name; anything else starts afresh.
+            let name = match found {
+                Some(held) if same(&held) => held.name.unwrap_or_else(|| claim.name.to_owned()),
+                _ => claim.name.to_owned(),
+            };
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO idempotency_keys(tenant, key, fingerprint, state, expires_at_ms) \
-                 VALUES (?1, ?2, ?3, 'pending', ?4)",
+                "INSERT OR REPLACE INTO idempotency_keys(tenant, key, fingerprint, state, expires_at_ms, \
+                 lease_until_ms, name) VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)",
             )
-            .and_then(|mut s| s.execute(params![tenant, key, &fingerprint[..], later(now, lease)]))
+            .and_then(|mut s| {
+                s.execute(params![
+                    tenant,
+                    key,
+                    &claim.fingerprint[..],
+                    later(now, claim.keep.max(claim.lease)),
+                    later(now, claim.lease),
+                    name
+                ])
+            })
             .map_err(|e| sqlite_error("claim idempotency key", e))?;
-            IdempotencyClaim::Claimed
-        }
-        Some((fp, _, _, _, _)) if fp != fingerprint[..] => IdempotencyClaim::Mismatch,
-        Some((_, state, _, _, _)) if state == "pending" => IdempotencyClaim::InProgress,
-        Some((_, _, status, headers, body)) => {
-            IdempotencyClaim::Completed(KeptResponse::from_kept(status, headers.as_deref(), body.unwrap_or_default())?)
+            IdempotencyClaim::Claimed { name }
         }
     };
     tx.commit().map_err(|e| sqlite_error("commit", e))?;
@@ -104,9 +149,12 @@ pub(super) fn complete(
     Ok(())
 }
 
+/// Marks the request's pending claim released: the key is free, and the row keeps the claim's
+/// name for a retry of the same request until it expires.
 pub(super) fn release(conn: &Connection, tenant: &str, key: &str, fingerprint: &[u8; 32]) -> PortResult<()> {
     conn.prepare_cached(
-        "DELETE FROM idempotency_keys WHERE tenant=?1 AND key=?2 AND fingerprint=?3 AND state='pending'",
+        "UPDATE idempotency_keys SET state='released' \
+         WHERE tenant=?1 AND key=?2 AND fingerprint=?3 AND state='pending'",
     )
     .and_then(|mut s| s.execute(params![tenant, key, &fingerprint[..]]))
     .map_err(|e| sqlite_error("release idempotency key", e))?;
@@ -121,13 +169,22 @@ mod tests {
     fn a_claim_purges_expired_keys_of_every_tenant() {
         let mut conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(SCHEMA).unwrap();
+        for (column, kind) in ADDED_COLUMNS {
+            conn.execute_batch(&format!("ALTER TABLE idempotency_keys ADD COLUMN {column} {kind}")).unwrap();
+        }
         let done = KeptResponse { status: 202, headers: vec![], body: b"{}".to_vec() };
+        let held = |fingerprint| KeyClaim {
+            fingerprint,
+            lease: Duration::from_secs(60),
+            keep: Duration::from_secs(60),
+            name: "n",
+        };
         for i in 0..10 {
             let key = format!("k{i}");
-            claim(&mut conn, "other", &key, &[1; 32], Duration::from_secs(60)).unwrap();
+            claim(&mut conn, "other", &key, &held(&[1; 32])).unwrap();
             complete(&conn, "other", &key, &[1; 32], &done, Duration::ZERO).unwrap();
         }
-        claim(&mut conn, "live", "k", &[2; 32], Duration::from_secs(60)).unwrap();
+        claim(&mut conn, "live", "k", &held(&[2; 32])).unwrap();
         let rows: i64 = conn.query_row("SELECT COUNT(*) FROM idempotency_keys", [], |r| r.get(0)).unwrap();
         assert_eq!(rows, 1, "only the live claim is left");
     }

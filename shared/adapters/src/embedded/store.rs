@@ -15,7 +15,7 @@ use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
 use openqq_core::{
     AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignStatus, DesignView, DesignWrites, Failure,
-    IdempotencyKeys, Page, PortError, StoredReport, TenantId, TimelineEntry, Verdict,
+    IdempotencyKeys, KeyClaim, Page, PortError, StoredReport, TenantId, TimelineEntry, Verdict,
 };
 use openqq_core::{
     CorrelationId, DeliveryQueue, EventKind, FeedEntry, FeedReader, NewFeedEntry, Webhook, WebhookId, WebhookRegistry,
@@ -256,7 +256,11 @@ fn design_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DesignView> {
 fn migrate(conn: &rusqlite::Connection) -> PortResult<()> {
     add_column(conn, "designs", "failure_reason", "TEXT")?;
     add_column(conn, "feed", "elapsed_ms", "INTEGER")?;
-    add_column(conn, "feed", "batch", "TEXT")
+    add_column(conn, "feed", "batch", "TEXT")?;
+    for (column, decl) in idempotency::ADDED_COLUMNS {
+        add_column(conn, "idempotency_keys", column, decl)?;
+    }
+    Ok(())
 }
 
 /// Adds `column` to `table` unless the table has it.
@@ -658,12 +662,18 @@ impl IdempotencyKeys for EmbeddedDesignStore {
         &self,
         tenant: &TenantId,
         key: &IdempotencyKey,
-        fingerprint: &[u8; 32],
-        lease: Duration,
+        claim: &KeyClaim<'_>,
     ) -> PortResult<IdempotencyClaim> {
         count("claim_idempotency_key");
-        let (tenant, key, fingerprint) = (tenant.to_string(), key.as_str().to_owned(), *fingerprint);
-        self.writer.call(move |conn| idempotency::claim(conn, &tenant, &key, &fingerprint, lease)).await
+        let (tenant, key, fingerprint, name) =
+            (tenant.to_string(), key.as_str().to_owned(), *claim.fingerprint, claim.name.to_owned());
+        let (lease, keep) = (claim.lease, claim.keep);
+        self.writer
+            .call(move |conn| {
+                let claim = KeyClaim { fingerprint: &fingerprint, lease, keep, name: &name };
+                idempotency::claim(conn, &tenant, &key, &claim)
+            })
+            .await
     }
 
     async fn complete_idempotency_key(

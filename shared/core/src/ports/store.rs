@@ -242,19 +242,38 @@ pub fn check_kept_spec(spec: &KeptSpec) -> PortResult<()> {
     Ok(())
 }
 
+/// What a request claims its `Idempotency-Key` with ([`IdempotencyKeys::claim_idempotency_key`]).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyClaim<'a> {
+    /// The request's fingerprint (SHA-256 of its path and body).
+    pub fingerprint: &'a [u8; 32],
+    /// How long the claim holds the key unfinished: past it, its handler is taken to have crashed
+    /// and a retry may take the key over.
+    pub lease: Duration,
+    /// How long the key is kept, finished or not (the idempotency window): a claim that never
+    /// finished (cut off, or released) keeps its name that long.
+    pub keep: Duration,
+    /// The name this request gives what it creates (a new design's or batch's id), unless an
+    /// earlier claim of the same request has given one ([`IdempotencyClaim::Claimed`]).
+    pub name: &'a str,
+}
+
 /// `Idempotency-Key`s: a request claims its key, then completes it with its response or releases
 /// it.
 #[async_trait]
 pub trait IdempotencyKeys: Send + Sync {
-    /// Claims `key` for a request of `tenant` whose fingerprint (SHA-256) is `fingerprint`.
-    /// Keys whose lifetime ended are ignored (and purged). A fresh claim holds the key for
-    /// `lease`, after which an unfinished claim (its handler crashed) may be claimed again.
+    /// Claims `key` for a request of `tenant` (`claim` says with what). Keys whose lifetime ended
+    /// are ignored (and purged). A fresh claim holds the key for its lease, after which an
+    /// unfinished claim (its handler crashed) may be claimed again; a released one may be at once.
+    /// A claim taken over by the same request (the same fingerprint) keeps the name the first
+    /// claim gave, so a request whose first handling was cut off after it had created something
+    /// durable creates the same thing again (a no-op downstream), never a second one. Taken over
+    /// by another request (another fingerprint), the key is that request's, with its own name.
     async fn claim_idempotency_key(
         &self,
         tenant: &TenantId,
         key: &IdempotencyKey,
-        fingerprint: &[u8; 32],
-        lease: Duration,
+        claim: &KeyClaim<'_>,
     ) -> PortResult<IdempotencyClaim>;
 
     /// Keeps `response` for the claim of `key` with `fingerprint`, replayed for `ttl`. A claim
@@ -270,7 +289,8 @@ pub trait IdempotencyKeys: Send + Sync {
     ) -> PortResult<()>;
 
     /// Gives up an unfinished claim (the request failed in a way worth retrying), so a retry
-    /// with the same key is handled anew. A completed key, or another request's claim, is kept.
+    /// with the same key is handled anew (with the claim's name, for the same request). A
+    /// completed key, or another request's claim, is kept.
     async fn release_idempotency_key(
         &self,
         tenant: &TenantId,
@@ -355,8 +375,9 @@ impl KeptResponse {
 /// The outcome of [`IdempotencyKeys::claim_idempotency_key`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyClaim {
-    /// The key was free: handle the request, then complete or release the claim.
-    Claimed,
+    /// The key was free, or held by an unfinished claim of the same request: handle the request
+    /// (what it creates named `name`), then complete or release the claim.
+    Claimed { name: String },
     /// A request with this key and fingerprint is being handled right now.
     InProgress,
     /// The key belongs to a request with another fingerprint (in progress or completed).
