@@ -42,6 +42,7 @@ PANELS = [
     ("Store rows retention bounds", "rows", [("feed_rows", "feed entries"), ("delivery_rows", "webhook deliveries")]),
     ("Store rows kept per design", "rows", [("idempotency_rows", "idempotency keys"), ("accepted_rows", "accepted markers"),
                                             ("batch_item_rows", "batch items")]),
+    ("Designs kept", "rows", [("design_rows", "designs"), ("tombstone_rows", "deleted designs' tombstones")]),
     ("Consumer lag", "records", [("lag_records", "all partitions"), ("lag_max_partition", "largest partition")]),
     ("Steady designs, 202 to ready (last 60 s)", "ms", [("p50_ms", "p50"), ("p99_ms", "p99")]),
     ("Accepted (designs and batch items)", "count", [("accepted", "accepted")]),

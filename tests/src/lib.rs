@@ -358,6 +358,12 @@ impl Client {
         }
     }
 
+    pub async fn delete(&self, path: &str) -> Result<(u16, Value)> {
+        let resp = self.http.delete(format!("{}{path}", self.base)).bearer_auth(&self.token).send().await?;
+        let status = resp.status().as_u16();
+        Ok((status, resp.json::<Value>().await.unwrap_or(Value::Null)))
+    }
+
     pub async fn post(&self, path: &str, body: &Value) -> Result<(u16, Value)> {
         let resp = self.http.post(format!("{}{path}", self.base)).bearer_auth(&self.token).json(body).send().await?;
         let status = resp.status().as_u16();

@@ -1,12 +1,14 @@
 //! The load: a steady stream of designs from every tenant, each followed until it is ready (its
 //! time from the 202 to `ready` is the latency sampled), a burst now and then (one tenant's
-//! batch), and a webhook receiver every tenant's results are delivered to.
+//! batch), a webhook receiver every tenant's results are delivered to, and tenants that delete
+//! their designs once they are a few minutes old.
 
 use anyhow::{bail, Result};
 use openqq_e2e::batches::submit_by_upload;
 use openqq_e2e::throughput::compact;
 use openqq_e2e::Client;
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,6 +22,12 @@ pub struct Seen {
     pub errors: AtomicU64,
     /// (when it became ready, its time from the 202 to `ready`) of every steady design.
     pub ready: Mutex<Vec<(Instant, Duration)>>,
+    /// Designs that ended, oldest first, to delete once they are old enough: (when it ended, its
+    /// tenant's index, its id).
+    pub ended: Mutex<VecDeque<(Instant, usize, String)>>,
+    /// Designs deleted (204), and deletions that failed for good.
+    pub deleted: AtomicU64,
+    pub delete_errors: AtomicU64,
 }
 
 /// Longest a steady design is followed.
@@ -48,9 +56,12 @@ impl Seen {
 
 /// Submits `design` under an `Idempotency-Key` (so the store keeps one key a design, as a
 /// retrying client's would), then follows it to `ready`.
-pub async fn steady_one(client: Client, design: Value, key: String, seen: Arc<Seen>) {
+pub async fn steady_one(client: Client, tenant: usize, design: Value, key: String, seen: Arc<Seen>) {
     match submit_and_follow(&client, &design, &key, &seen).await {
-        Ok(took) => seen.ready.lock().unwrap().push((Instant::now(), took)),
+        Ok((id, took)) => {
+            seen.ready.lock().unwrap().push((Instant::now(), took));
+            seen.ended.lock().unwrap().push_back((Instant::now(), tenant, id));
+        }
         Err(e) => {
             eprintln!("a steady design failed: {e:#}");
             seen.errors.fetch_add(1, Ordering::Relaxed);
@@ -58,12 +69,56 @@ pub async fn steady_one(client: Client, design: Value, key: String, seen: Arc<Se
     }
 }
 
-async fn submit_and_follow(client: &Client, design: &Value, key: &str, seen: &Seen) -> Result<Duration> {
+async fn submit_and_follow(client: &Client, design: &Value, key: &str, seen: &Seen) -> Result<(String, Duration)> {
     let id = client.submit_keyed(design, key, Some(key)).await?;
     let accepted = Instant::now();
     seen.accepted.fetch_add(1, Ordering::Relaxed);
     client.wait_for(&id, READY_WITHIN, |v| v["status"] == "ready").await?;
-    Ok(accepted.elapsed())
+    Ok((id, accepted.elapsed()))
+}
+
+/// Queues the designs of the finished batch `id` (tenant 0's) for deletion.
+pub async fn batch_ended(client: &Client, id: &str, seen: &Seen) -> Result<()> {
+    let mut after = String::new();
+    loop {
+        let page = client.get_ok(&format!("/v1/batches/{id}/items?limit=1000{after}"), Duration::from_secs(30)).await?;
+        let now = Instant::now();
+        let designs = page["items"].as_array().into_iter().flatten().filter_map(|i| i["design_id"].as_str());
+        seen.ended.lock().unwrap().extend(designs.map(|d| (now, 0, d.to_owned())));
+        match page["next"].as_str() {
+            Some(next) => after = format!("&after={next}"),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Deletes every design `keep` after it ended, as tenants that keep only their recent designs
+/// do (or one at its `--tenant-designs`): a design still in flight (409), or a tenant over its
+/// request rate (429), is tried again 10 s later.
+pub async fn deleter(clients: Vec<Client>, seen: Arc<Seen>, keep: Duration) {
+    loop {
+        let due = {
+            let mut ended = seen.ended.lock().unwrap();
+            let n = ended.iter().take_while(|(at, _, _)| at.elapsed() >= keep).count();
+            ended.drain(..n).collect::<Vec<_>>()
+        };
+        for (_, tenant, id) in due {
+            match clients[tenant].delete(&format!("/v1/designs/{id}")).await {
+                Ok((204 | 404, _)) => {
+                    seen.deleted.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok((409 | 429 | 503, _)) | Err(_) => {
+                    let later = Instant::now().checked_sub(keep).unwrap_or_else(Instant::now) + Duration::from_secs(10);
+                    seen.ended.lock().unwrap().push_back((later, tenant, id));
+                }
+                Ok((status, body)) => {
+                    eprintln!("deleting design {id} answered {status}: {body}");
+                    seen.delete_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 /// The burst: `items` compact designs (the full netlist's cells without the library's blackbox

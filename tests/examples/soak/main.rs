@@ -5,7 +5,7 @@
 //!   cargo build --release -p openqq-cli --bin openqq --no-default-features
 //!   cargo build -p openqq-e2e --example soak
 //!   OPENQQ_BIN=$CARGO_TARGET_DIR/release/openqq $CARGO_TARGET_DIR/debug/examples/soak \
-//!     [MINUTES] [DESIGNS_PER_SECOND] [WARM_UP_DESIGNS] [OUT_DIR] [BURST_EVERY_MINUTES]
+//!     [MINUTES] [DESIGNS_PER_SECOND] [WARM_UP_DESIGNS] [OUT_DIR] [BURST_EVERY_MINUTES] [KEEP_MINUTES]
 //!   python3 scripts/soak-plot.py OUT_DIR docs/soak
 //!
 //! Defaults: 10 minutes at 1.2 designs/s, the seed's peak (50,000 events a day is 10,000
@@ -15,7 +15,9 @@
 //! times a minute's worth (720 designs at 1.2/s), with compact netlists so the batch fits an
 //! upload; BURST_EVERY_MINUTES 0 for none. The first burst comes half a period in. Every
 //! tenant has a webhook for `results.ready` on a local endpoint that answers 204, so the store
-//! keeps deliveries.
+//! keeps deliveries. Tenants delete each design KEEP_MINUTES (5) after it ended, steady designs
+//! and the bursts' alike, as tenants keeping only their recent designs would (or one at its
+//! `--tenant-designs`), so what is kept per design is bounded too; KEEP_MINUTES 0 keeps them all.
 //!
 //! The server runs with short retention ([`RETENTION`]: the log, the dead letters, the feed with
 //! its ended deliveries, idempotency keys, accepted-revision markers, batches and uploads kept 5
@@ -82,6 +84,8 @@ struct Args {
     warm_up_designs: usize,
     out: PathBuf,
     burst_every: Duration,
+    /// How long after it ended a design is deleted; zero for never.
+    keep: Duration,
 }
 
 fn args() -> Args {
@@ -94,6 +98,7 @@ fn args() -> Args {
         warm_up_designs: arg(3, "warm-up designs", 0.0) as usize,
         out: std::env::args().nth(4).unwrap_or_else(|| "soak-out".into()).into(),
         burst_every: Duration::from_secs_f64(arg(5, "minutes between bursts", 10.0) * 60.0),
+        keep: Duration::from_secs_f64(arg(6, "minutes a design is kept after it ended", 5.0) * 60.0),
     }
 }
 
@@ -117,10 +122,11 @@ async fn main() {
     let warm_up_s = (a.minutes * 60.0 / 3.0).min(20.0 * 60.0);
     println!(
         "soak: {} min at {} designs/s from {TENANTS} tenants; a batch of {burst_size} from one tenant every {:.0} s; \
-         warm-up {warm_up_s:.0} s; openqq up pid {} with {}",
+         designs deleted {:.0} s after they end (0: never); warm-up {warm_up_s:.0} s; openqq up pid {} with {}",
         a.minutes,
         a.rate,
         a.burst_every.as_secs_f64(),
+        a.keep.as_secs_f64(),
         probe.pid(),
         flags.join(" ")
     );
@@ -129,6 +135,9 @@ async fn main() {
     let seen = Arc::new(Seen::default());
     let design = blink_design("soak");
     warm_up(&clients, &design, a.warm_up_designs, &scrape).await;
+    if !a.keep.is_zero() {
+        tokio::spawn(load::deleter(clients.clone(), seen.clone(), a.keep));
+    }
 
     let run = Duration::from_secs_f64(a.minutes * 60.0);
     let period = Duration::from_secs_f64(1.0 / a.rate);
@@ -140,8 +149,8 @@ async fn main() {
     while started.elapsed() < run {
         let now = started.elapsed();
         if now >= period.mul_f64(sent as f64) {
-            let (client, design, seen) = (clients[sent % TENANTS].clone(), design.clone(), seen.clone());
-            steady.spawn(load::steady_one(client, design, format!("soak-{sent}"), seen));
+            let (tenant, design, seen) = (sent % TENANTS, design.clone(), seen.clone());
+            steady.spawn(load::steady_one(clients[tenant].clone(), tenant, design, format!("soak-{sent}"), seen));
             sent += 1;
         }
         if !a.burst_every.is_zero() && now >= a.burst_every.mul_f64(bursts as f64 + 0.5) {
@@ -150,6 +159,9 @@ async fn main() {
                 let t = Instant::now();
                 let id = load::burst(&client, burst_size, round, &seen).await.expect("the burst's batch is accepted");
                 let batch = finished(&client, &id, Duration::from_secs(1800), Duration::from_secs(1)).await;
+                if let Err(e) = load::batch_ended(&client, &id, &seen).await {
+                    eprintln!("the burst's designs could not be listed for deletion: {e:#}");
+                }
                 let counts = batch.map(|b| b["counts"].to_string()).unwrap_or_else(|e| format!("{e:#}"));
                 println!("burst {round}: {burst_size} items done in {:.1} s: {counts}", t.elapsed().as_secs_f64());
             });
@@ -178,14 +190,16 @@ async fn main() {
     report::write_csv(&a.out.join("samples.csv"), &samples).expect("samples.csv");
     std::fs::write(a.out.join("topics.csv"), topics.join("\n") + "\n").expect("topics.csv");
     println!(
-        "steady designs sent {sent}, bursts {bursts}, accepted {} (with batch items), steady errors {}, webhook \
-         deliveries received {}; peak resident (VmHWM) {:.1} MiB",
+        "steady designs sent {sent}, bursts {bursts}, accepted {} (with batch items), steady errors {}, designs \
+         deleted {} ({} refused), webhook deliveries received {}; peak resident (VmHWM) {:.1} MiB",
         seen.accepted.load(Ordering::Relaxed),
         seen.errors.load(Ordering::Relaxed),
+        seen.deleted.load(Ordering::Relaxed),
+        seen.delete_errors.load(Ordering::Relaxed),
         delivered.load(Ordering::Relaxed),
         server.rss_mib().1
     );
-    let (text, all) = report::verdicts(&samples, warm_up_s, &checks());
+    let (text, all) = report::verdicts(&samples, warm_up_s, &checks(!a.keep.is_zero()));
     print!("{text}");
     std::fs::write(a.out.join("verdicts.txt"), &text).expect("verdicts.txt");
     println!("every bound held: {all}");
@@ -245,13 +259,16 @@ fn line(s: &Sample) -> String {
     )
 }
 
-/// Each series' bound after the warm-up, and why it is the bound.
-fn checks() -> Vec<Check> {
+/// Each series' bound after the warm-up, and why it is the bound; `deleting`: the tenants delete
+/// their designs a few minutes after they end.
+fn checks(deleting: bool) -> Vec<Check> {
     let readers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8) as f64;
     let caches = 2.0 * 3.0 + readers;
     let peaks = |rel: f64, abs: f64| Bound::PeaksFlat { rel, abs };
     let means = |rel: f64, abs: f64| Bound::MeanFlat { rel, abs };
     let check = |col, unit, bound, why: &str| Check { col, unit, bound, why: why.to_owned() };
+    // What is kept per design is flat once the tenants delete, and grows with the designs if not.
+    let kept = |rel: f64, abs: f64| if deleting { peaks(rel, abs) } else { Bound::PerDesign };
     vec![
         check(Col::RssMib, "MiB", peaks(0.10, 0.0), "resident memory: its peaks do not climb (within 10 %)"),
         check(Col::AnonMib, "MiB", means(0.05, 2.0), "anonymous memory: flat (within 5 % + 2 MiB)"),
@@ -271,7 +288,7 @@ fn checks() -> Vec<Check> {
             "MiB",
             peaks(0.20, 2.0),
             "file-backed pages: the binary and the databases' pages read through their memory map, so it follows \
-             the files (the log's bounded by retention, the store's growing per design)",
+             the files (the log's bounded by retention, the store's by the designs kept)",
         ),
         check(
             Col::Fds,
@@ -313,7 +330,21 @@ fn checks() -> Vec<Check> {
             Bound::AtMost(128.0 + 1.0),
             "the rest: the process's own log files (logs/, rotated at 32 MiB, four files at most) and the secret",
         ),
-        check(Col::StoreDbMib, "MiB", Bound::PerDesign, "store.db: designs, timelines, reports are kept per design"),
+        check(
+            Col::StoreDbMib,
+            "MiB",
+            kept(0.10, 2.0),
+            "store.db: designs, timelines, reports are kept per design, until the design is deleted (then its pages \
+             are reused)",
+        ),
+        check(Col::DesignRows, "", kept(0.20, 0.0), "designs: those of the last minutes, the tenants delete the rest"),
+        check(
+            Col::TombstoneRows,
+            "",
+            Bound::PerDesign,
+            "deleted designs' tombstones: one small row a deleted design, kept (records read again must not bring it \
+             back)",
+        ),
         check(
             Col::ObjectsMib,
             "MiB",

@@ -29,6 +29,8 @@ pub enum Col {
     IdempotencyRows,
     AcceptedRows,
     BatchItemRows,
+    DesignRows,
+    TombstoneRows,
     LagRecords,
     LagMax,
     P50Ms,
@@ -39,7 +41,7 @@ pub enum Col {
 }
 
 impl Col {
-    pub const ALL: [Col; 28] = [
+    pub const ALL: [Col; 30] = [
         Col::RssMib,
         Col::AnonMib,
         Col::FileMib,
@@ -61,6 +63,8 @@ impl Col {
         Col::IdempotencyRows,
         Col::AcceptedRows,
         Col::BatchItemRows,
+        Col::DesignRows,
+        Col::TombstoneRows,
         Col::LagRecords,
         Col::LagMax,
         Col::P50Ms,
@@ -94,6 +98,8 @@ impl Col {
             Col::IdempotencyRows => "idempotency_rows",
             Col::AcceptedRows => "accepted_rows",
             Col::BatchItemRows => "batch_item_rows",
+            Col::DesignRows => "design_rows",
+            Col::TombstoneRows => "tombstone_rows",
             Col::LagRecords => "lag_records",
             Col::LagMax => "lag_max_partition",
             Col::P50Ms => "p50_ms",
@@ -204,6 +210,8 @@ impl Probe {
             s.set(Col::IdempotencyRows, count("idempotency_keys"));
             s.set(Col::AcceptedRows, count("accepted"));
             s.set(Col::BatchItemRows, count("batch_items"));
+            s.set(Col::DesignRows, count("designs"));
+            s.set(Col::TombstoneRows, count("deleted_designs"));
         }
         s
     }

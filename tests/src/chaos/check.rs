@@ -1,7 +1,7 @@
 //! The checker: once every fault has ended, reads back what the platform holds and compares it
 //! with what clients were told (the journal) and what the receiver got, per tenant and design.
 
-use super::journal::{Entries, Hook};
+use super::journal::{CutOff, Entries, Hook};
 use super::receiver::Receiver;
 use crate::Client;
 use openqq_core::{DeadLetter, LogRecord};
@@ -30,7 +30,11 @@ pub struct Findings {
     pub batch_problems: Vec<String>,
     /// Designs a tenant holds that no client was told of (a creation cut off by a kill, then
     /// retried): counted, not a violation.
-    pub unacknowledged_designs: usize,
+    /// Designs a tenant holds that no client was told of: every creation is keyed, so a creation
+    /// cut off and retried must name the same design.
+    pub unacknowledged_designs: Vec<String>,
+    /// Keyed creations the run's end cut off, sent again and acknowledged before the checks.
+    pub settled: usize,
     pub poison: usize,
     pub poison_missing: Vec<String>,
     pub other_dead_letters: Vec<String>,
@@ -63,6 +67,7 @@ impl Findings {
             ("webhook delivery wrong", &self.delivery_problems),
             ("5xx or no answer outside a down window", &self.failed_outside),
             ("refusal a compliant client should not get", &self.unexpected),
+            ("design created that no client was told of (created twice)", &self.unacknowledged_designs),
         ]
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
@@ -211,7 +216,31 @@ pub async fn batches(f: &mut Findings, e: &Entries, clients: &HashMap<String, Cl
     }
 }
 
-/// Designs each tenant holds that neither an editor nor a batch was told of.
+/// Sends each keyed creation the run's end cut off again, as its client would, and journals what
+/// it is answered as acknowledged: the checks after it then hold it to every promise. If the
+/// cut-off request had created something, the answer must name it ([`unacknowledged`]).
+pub async fn settle_cut_offs(f: &mut Findings, e: &mut Entries, clients: &HashMap<String, Client>) {
+    for c in std::mem::take(&mut e.cut_off) {
+        match settle(&clients[&c.tenant], &c).await {
+            Ok(answer) => {
+                if let Some(design) = answer["design_id"].as_str() {
+                    let posted = e.designs.entry((c.tenant.clone(), design.to_owned())).or_default();
+                    posted.attempted.push(1);
+                    posted.acknowledged.push(1);
+                }
+                if let Some(batch) = answer["batch_id"].as_str() {
+                    let items = answer["items"].as_u64().unwrap_or(0) as usize;
+                    e.batches.push((c.tenant.clone(), batch.to_owned(), items));
+                }
+                f.settled += 1;
+            }
+            Err(why) => f.unacknowledged_designs.push(format!("{} {} ({}): {why}", c.tenant, c.path, c.key)),
+        }
+    }
+}
+
+/// Designs each tenant holds that neither an editor nor a batch was told of: every creation is
+/// keyed, so a creation cut off and sent again names the same design or batch, never a second.
 pub async fn unacknowledged(f: &mut Findings, e: &Entries, clients: &HashMap<String, Client>) {
     let mut known: HashSet<String> = e.designs.keys().map(|(_, d)| d.clone()).collect();
     for (tenant, id, _) in &e.batches {
@@ -222,10 +251,38 @@ pub async fn unacknowledged(f: &mut Findings, e: &Entries, clients: &HashMap<Str
     }
     for c in clients.values() {
         for d in pages(c, "/v1/designs?limit=100", "designs", "next_cursor", "cursor").await {
-            if d["design_id"].as_str().is_some_and(|id| !known.contains(id)) {
-                f.unacknowledged_designs += 1;
+            if let Some(id) = d["design_id"].as_str().filter(|id| !known.contains(*id)) {
+                f.unacknowledged_designs.push(format!("{id}: {}", d["name"]));
             }
         }
+    }
+}
+
+/// Sends a cut-off creation again with its key until it is answered 202 (a claim its first
+/// sending left holds the key for up to a minute: 409 until then), within two minutes.
+async fn settle(c: &Client, cut: &CutOff) -> Result<Value, String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let sent = c
+            .http
+            .post(format!("{}{}", c.base, cut.path))
+            .bearer_auth(&c.token)
+            .header("idempotency-key", &cut.key)
+            .json(&cut.body)
+            .send()
+            .await;
+        let last = match sent {
+            Ok(resp) if resp.status().as_u16() == 202 => return resp.json::<Value>().await.map_err(|e| e.to_string()),
+            Ok(resp) if matches!(resp.status().as_u16(), 409 | 429) || resp.status().is_server_error() => {
+                format!("answered {}", resp.status())
+            }
+            Ok(resp) => return Err(format!("answered {}: {}", resp.status(), resp.text().await.unwrap_or_default())),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() > deadline {
+            return Err(format!("not acknowledged within 120 s: {last}"));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 

@@ -49,6 +49,18 @@ pub struct Entries {
     pub unexpected: Vec<String>,
     /// How many times each fault ran.
     pub faults: BTreeMap<&'static str, usize>,
+    /// Keyed creations the run's end cut off before they were acknowledged: the checker sends
+    /// each again, as their client would.
+    pub cut_off: Vec<CutOff>,
+}
+
+/// A keyed `POST` that creates a design or a batch, not acknowledged when the run ended.
+#[derive(Debug, Clone)]
+pub struct CutOff {
+    pub tenant: String,
+    pub path: String,
+    pub body: serde_json::Value,
+    pub key: String,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -89,6 +101,10 @@ impl Journal {
 
     pub fn batch(&self, tenant: &str, id: &str, items: usize) {
         self.0.lock().unwrap().batches.push((tenant.to_owned(), id.to_owned(), items));
+    }
+
+    pub fn cut_off(&self, c: CutOff) {
+        self.0.lock().unwrap().cut_off.push(c);
     }
 
     pub fn hook(&self, hook: Hook) {

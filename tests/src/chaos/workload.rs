@@ -3,7 +3,7 @@
 //! (5xx, 429, 409 `idempotency-conflict`, no answer) until it is or the run ends, and the journal
 //! keeps every request and every acknowledgement.
 
-use super::journal::{Hook, Journal, Request};
+use super::journal::{CutOff, Hook, Journal, Request};
 use super::rng::Rng;
 use crate::Client;
 use serde_json::{json, Value};
@@ -80,14 +80,22 @@ impl Tenant {
                 }
             }
         }
+        if let (Some(key), "create" | "batch") = (key, what) {
+            let (tenant, path, body, key) = (self.name.clone(), path.to_owned(), body.clone(), key.to_owned());
+            self.journal.cut_off(CutOff { tenant, path, body, key });
+        }
         None
     }
 
-    /// Creates designs one after another and saves 2–30 revisions of each, in order, resending
+    /// Creates designs one after another, each under an idempotency key so that a retry after a
+    /// lost answer is the same design, and saves 2–30 revisions of each, in order, resending
     /// about one in four as a client that lost the answer would.
     pub async fn edit(self: Arc<Self>, mut rng: Rng, design: Value) {
         while self.running() {
-            let Some(created) = self.post_until("create", "/v1/designs", &design, None, 202).await else { return };
+            let key = format!("{}-create-{:016x}", self.name, rng.draw());
+            let Some(created) = self.post_until("create", "/v1/designs", &design, Some(&key), 202).await else {
+                return;
+            };
             let id = created["design_id"].as_str().expect("a 202 names its design").to_owned();
             self.journal.acknowledged(&self.name, &id, 1);
             let path = format!("/v1/designs/{id}/revisions");
