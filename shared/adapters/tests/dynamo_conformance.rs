@@ -285,3 +285,43 @@ async fn an_idempotency_key_carries_its_expiry_in_the_ttl_attribute_the_table_ex
         "the completed key expires an hour on ({expires}, now {after})"
     );
 }
+
+/// A deleted design's tombstones (the design item, its marker and its specification) carry the
+/// TTL attribute: the deletion plus the tombstone retention, so DynamoDB removes them once no
+/// record of the design can come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_designs_tombstones_carry_their_expiry_in_the_ttl_attribute() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use openqq_core::{Change, CorrelationId, Deletion, DesignDeletes, DesignId, DesignWrites, EventKind};
+    let Some(store) = store().await else { return };
+    let keep = std::time::Duration::from_secs(7200);
+    let store = store.with_tombstone_retention(keep);
+    let client = conformance::dynamodb_client(&std::env::var(ENDPOINT_VAR).unwrap());
+    let (t, d) = (TenantId::parse(conformance::unique("tomb")).unwrap(), DesignId::generate());
+    let entry = openqq_core::TimelineEntry {
+        event_id: uuid::Uuid::now_v7(),
+        kind: EventKind::DesignSubmitted,
+        revision: 1,
+        correlation_id: CorrelationId::parse("corr").unwrap(),
+        occurred_at: chrono::Utc::now(),
+    };
+    store.apply(&t, &d, &entry, &Change::Submitted { name: None }).await.unwrap();
+    let deletion = Deletion::now(CorrelationId::parse("corr-delete").unwrap());
+    store.delete_design(&t, &d, &deletion).await.unwrap().expect("deleted");
+    let expected = deletion.occurred_at.timestamp() + 7200;
+    for sk in [format!("D#{d}"), format!("A#{d}"), format!("SPEC#{d}")] {
+        let item = client
+            .get_item()
+            .table_name(store.table())
+            .key("pk", AttributeValue::S(format!("T#{t}")))
+            .key("sk", AttributeValue::S(sk.clone()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap_or_else(|| panic!("the tombstone {sk}"));
+        let expires: i64 = item["expires_at"].as_n().unwrap().parse().unwrap();
+        assert!((expected..=expected + 1).contains(&expires), "{sk} expires at {expires}, not {expected}");
+    }
+}

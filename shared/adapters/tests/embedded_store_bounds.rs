@@ -1,7 +1,8 @@
 //! Reads of the embedded store are bounded whatever is stored: a report too large to serve is
 //! refused without being loaded, and a timeline read returns at most the latest entries; and
-//! accepted-revision markers past their retention leave the table; a deletion's lookups of
-//! other designs' objects are index reads, whatever the data dir's age.
+//! accepted-revision markers, batches and deleted designs' tombstones past their retention leave
+//! the tables; a deletion's lookups of other designs' objects are index reads, whatever the data
+//! dir's age.
 
 use openqq_adapters::{Durability, EmbeddedDesignStore};
 use openqq_core::ports::MAX_TIMELINE_ENTRIES;
@@ -173,4 +174,45 @@ async fn batches_past_the_retention_are_removed_with_their_items_as_new_ones_are
     store.create_batch(&t, &fresh, &items).await.unwrap();
     assert_eq!((rows("batches"), rows("batch_items")), (1, 10), "only the batch within the retention is left");
     assert!(store.batch(&t, &fresh.id).await.unwrap().is_some());
+}
+
+/// Deleted designs' tombstones past the retention leave the table as designs are deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tombstones_past_the_retention_are_removed_as_designs_are_deleted() {
+    use openqq_core::{Deletion, DesignDeletes};
+    let dir = tempfile::tempdir().unwrap();
+    let keep = std::time::Duration::from_secs(3600);
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_tombstone_retention(keep);
+    let t = TenantId::parse("t").unwrap();
+    let delete = |age: chrono::Duration| {
+        let store = &store;
+        let t = t.clone();
+        async move {
+            let d = DesignId::generate();
+            store
+                .apply(&t, &d, &entry(EventKind::DesignSubmitted, 1), &Change::Submitted { name: None })
+                .await
+                .unwrap();
+            let deletion = Deletion {
+                occurred_at: chrono::Utc::now() - age,
+                ..Deletion::now(CorrelationId::parse("corr").unwrap())
+            };
+            store.delete_design(&t, &d, &deletion).await.unwrap().expect("deleted");
+            d
+        }
+    };
+    let tombstones = || {
+        let db = rusqlite::Connection::open(dir.path().join("store.db")).unwrap();
+        db.query_row("SELECT COUNT(*) FROM deleted_designs", [], |r| r.get::<_, i64>(0)).unwrap()
+    };
+    for _ in 0..3 {
+        delete(chrono::Duration::minutes(61)).await;
+    }
+    assert_eq!(tombstones(), 1, "each deletion removed the expired tombstones before its own");
+    let kept = delete(chrono::Duration::minutes(59)).await;
+    delete(chrono::Duration::zero()).await;
+    assert_eq!(tombstones(), 2, "only the tombstones within the retention are left");
+    // The tombstone within the retention still makes a write of its design a no-op.
+    store.apply(&t, &kept, &entry(EventKind::DesignSubmitted, 2), &Change::Submitted { name: None }).await.unwrap();
+    assert!(store.get(&t, &kept).await.unwrap().is_none(), "a deleted design stays deleted");
 }

@@ -10,7 +10,8 @@
 //! deliveries): the audit record, with the correlation id of the request that deleted it. The
 //! tombstone makes every later write for the design a no-op ([`crate::revision::plan`], rule 0),
 //! so a record read again or a dead letter replayed afterwards never brings the design back.
-//! Its feed entries stay (the feed numbers without gaps) until the feed's retention removes them.
+//! Its feed entries stay (the feed numbers without gaps) until the feed's retention removes them,
+//! and the tombstone stays for its own ([`DEFAULT_TOMBSTONE_RETENTION`]).
 //!
 //! The store answers the objects the design's kept specifications (every revision's: the store
 //! records what each one named) name that no other design's kept specifications name, and its
@@ -26,7 +27,14 @@ use crate::ids::{CorrelationId, DesignId, TenantId};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeSet;
+use std::time::Duration;
 use uuid::Uuid;
+
+/// How long a store keeps a deleted design's tombstone, unless set otherwise
+/// (`--tombstone-retention`). The tombstone is what makes a record of the design read again (the
+/// log re-read after a crash, a dead letter replayed) a no-op; once no such record can come back,
+/// it has served. So keep it at or above the log's and the dead letters' retention.
+pub const DEFAULT_TOMBSTONE_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// The audit facts of a deletion: they become its `design.deleted` feed entry.
 #[derive(Debug, Clone, PartialEq, Eq)]

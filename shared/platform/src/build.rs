@@ -264,7 +264,8 @@ impl<'s> Embedded<'s> {
             store
                 .with_feed_retention(retention.feed)
                 .with_accepted_retention(retention.accepted)
-                .with_batch_retention(retention.batches),
+                .with_batch_retention(retention.batches)
+                .with_tombstone_retention(retention.tombstones),
         ))
     }
 

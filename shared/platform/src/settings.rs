@@ -140,6 +140,11 @@ pub struct Settings {
     /// longest batch (embedded: removed as new batches are created; DynamoDB: TTL).
     #[arg(long, env = "OPENQQ_BATCH_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
     pub batch_retention: Duration,
+    /// How long the store keeps a deleted design's tombstone (what makes a record of the design
+    /// read again a no-op); keep it at or above the log's and the dead letters' retention
+    /// (embedded: removed as designs are deleted; DynamoDB: TTL).
+    #[arg(long, env = "OPENQQ_TOMBSTONE_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
+    pub tombstone_retention: Duration,
     /// How long the design store (embedded or DynamoDB) keeps feed entries, and the webhook
     /// deliveries of them that ended; a reader resuming past removed entries is answered 410.
     #[arg(long, env = "OPENQQ_FEED_RETENTION", default_value = "30d", value_parser = humantime::parse_duration)]
@@ -215,13 +220,15 @@ impl Settings {
 }
 
 /// How long the design store keeps feed entries (`--feed-retention`), accepted-revision
-/// markers (`--accepted-retention`) and batches (`--batch-retention`). Idempotency keys carry their own expiry
+/// markers (`--accepted-retention`), batches (`--batch-retention`) and deleted designs'
+/// tombstones (`--tombstone-retention`). Idempotency keys carry their own expiry
 /// (`--idempotency-window`, set by the API as it keeps each answer).
 #[derive(Debug, Clone, Copy)]
 pub struct StoreRetention {
     pub feed: Duration,
     pub accepted: Duration,
     pub batches: Duration,
+    pub tombstones: Duration,
 }
 
 /// The values of `--bulkheads` and `--batch-lane`.
@@ -318,6 +325,9 @@ impl Settings {
         if self.upload_retention < Duration::from_secs(60) {
             anyhow::bail!("--upload-retention (OPENQQ_UPLOAD_RETENTION) must be at least a minute");
         }
+        if self.tombstone_retention < Duration::from_secs(60) {
+            anyhow::bail!("--tombstone-retention (OPENQQ_TOMBSTONE_RETENTION) must be at least a minute");
+        }
         if self.batch_retention < Duration::from_secs(60) {
             anyhow::bail!("--batch-retention (OPENQQ_BATCH_RETENTION) must be at least a minute");
         }
@@ -360,7 +370,12 @@ impl Settings {
 
     /// How long the design store keeps what it removes by age.
     pub fn store_retention(&self) -> StoreRetention {
-        StoreRetention { feed: self.feed_retention, accepted: self.accepted_retention, batches: self.batch_retention }
+        StoreRetention {
+            feed: self.feed_retention,
+            accepted: self.accepted_retention,
+            batches: self.batch_retention,
+            tombstones: self.tombstone_retention,
+        }
     }
 
     /// What each tenant may keep.

@@ -6,6 +6,8 @@
 //! (`apply`, `apply_batch`), fails a first write's "no item yet" condition, and fails every
 //! update's write-counter condition. Reads treat a tombstone as no design.
 //!
+//! The tombstones carry the TTL attribute: the deletion plus the tombstone retention.
+//!
 //! One transaction puts the tombstone (on condition the design did not move since it was read),
 //! replaces the accepted-revision marker and the kept specification with tombstones of their
 //! own (the key and `deleted_at`: nothing the tenant submitted), and appends the
@@ -14,7 +16,7 @@
 //! there is finished by the next `DELETE` of the design, which answers 404 as for any deleted
 //! design.
 
-use super::feed::{try_append, Appended};
+use super::feed::{expires_at, expiring, try_append, Appended};
 use super::reads::{each_projected, get_item, prefix_range};
 use super::specs::OBJECTS;
 use super::table::{accepted_sk, design_pk, design_sk, key, n, s, tenant_pk, Attrs, Item, REPORT_PREFIX, SK};
@@ -52,8 +54,10 @@ pub(crate) async fn delete(
     tenant: &TenantId,
     design: &DesignId,
     deletion: &Deletion,
-    keep: Duration,
+    (feed_retention, tombstone_retention): (Duration, Duration),
 ) -> PortResult<Option<Deleted>> {
+    // The tombstones expire together, `tombstone_retention` after the deletion.
+    let expires = expires_at(deletion.occurred_at, tombstone_retention);
     for attempt in 0..MAX_ATTEMPTS {
         let Some(item) = get_item(client, table, tenant_pk(tenant), design_sk(design)).await? else {
             return Ok(None);
@@ -72,8 +76,8 @@ pub(crate) async fn delete(
             occurred_at: deletion.occurred_at,
         };
         let new = NewFeedEntry { design_id: design, entry: &entry, verdict: None, elapsed_ms: None, batch: None };
-        let extra = removal(table, tenant, design, deletion, revision, seq);
-        match try_append(client, table, tenant, &new, keep, extra).await? {
+        let extra = removal(table, tenant, design, deletion, (revision, seq), expires);
+        match try_append(client, table, tenant, &new, feed_retention, extra).await? {
             Appended::New(entry_seq) => {
                 delete_partition(client, table, design_pk(tenant, design), "delete a design's items").await?;
                 return Ok(Some(Deleted { revision, seq: entry_seq, objects }));
@@ -87,17 +91,18 @@ pub(crate) async fn delete(
     ))
 }
 
-/// The tombstone in place of the design item (on condition of the write counter read), and the
-/// deletes of the accepted-revision marker and the kept specification.
+/// The tombstone in place of the design item (at the `revision` and write counter `seq` read, on
+/// condition of that counter), and tombstones in place of the accepted-revision marker and the
+/// kept specification; all three carry the TTL attribute `expires`.
 fn removal(
     table: &str,
     tenant: &TenantId,
     design: &DesignId,
     deletion: &Deletion,
-    revision: u64,
-    seq: u64,
+    (revision, seq): (u64, u64),
+    expires: u64,
 ) -> Vec<TransactWriteItem> {
-    let mut tombstone = key(tenant_pk(tenant), design_sk(design));
+    let mut tombstone = expiring(key(tenant_pk(tenant), design_sk(design)), expires);
     tombstone.extend([
         ("item_type".to_owned(), s("deleted_design")),
         ("design_id".to_owned(), s(design.as_str())),
@@ -119,7 +124,7 @@ fn removal(
     // they fail the conditions of a late marker or specification (a revision that raced the
     // deletion), which would otherwise show the design again or keep what it submitted.
     let gone = |sk: String, item_type: &str| {
-        let mut item = key(tenant_pk(tenant), sk);
+        let mut item = expiring(key(tenant_pk(tenant), sk), expires);
         item.extend([
             ("item_type".to_owned(), s(item_type)),
             (DELETED_AT.to_owned(), s(deletion.occurred_at.to_rfc3339())),

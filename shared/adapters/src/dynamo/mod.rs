@@ -95,6 +95,9 @@ pub struct DynamoDesignStore {
     /// How long batches are kept after they were created
     /// (`openqq_core::batch::DEFAULT_BATCH_RETENTION`).
     batch_retention: std::time::Duration,
+    /// How long deleted designs' tombstones are kept
+    /// (`openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION`).
+    tombstone_retention: std::time::Duration,
 }
 
 impl DynamoDesignStore {
@@ -117,6 +120,7 @@ impl DynamoDesignStore {
             feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
             accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
             batch_retention: openqq_core::batch::DEFAULT_BATCH_RETENTION,
+            tombstone_retention: openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION,
         })
     }
 
@@ -133,6 +137,13 @@ impl DynamoDesignStore {
     /// after.
     pub fn with_batch_retention(mut self, keep: std::time::Duration) -> Self {
         self.batch_retention = keep;
+        self
+    }
+
+    /// Keeps deleted designs' tombstones for `keep` after the deletion instead of the default:
+    /// their TTL attribute passes then, and DynamoDB deletes them some time after.
+    pub fn with_tombstone_retention(mut self, keep: std::time::Duration) -> Self {
+        self.tombstone_retention = keep;
         self
     }
 
@@ -393,7 +404,8 @@ impl openqq_core::DesignDeletes for DynamoDesignStore {
         design: &DesignId,
         deletion: &openqq_core::Deletion,
     ) -> PortResult<Option<openqq_core::Deleted>> {
-        deletes::delete(&self.client, &self.table, tenant, design, deletion, self.feed_retention).await
+        let keep = (self.feed_retention, self.tombstone_retention);
+        deletes::delete(&self.client, &self.table, tenant, design, deletion, keep).await
     }
 }
 

@@ -4,7 +4,7 @@
 //! entry's deliveries. The tombstone is a row of `deleted_designs`: `apply` reads it only when
 //! no design row is there, so a deleted design costs the hot path nothing.
 
-use super::db::sqlite_error;
+use super::db::{cutoff, sqlite_error};
 use super::feed;
 use openqq_core::deletion::{object_digests, own_full_report, Deleted, Deletion};
 use openqq_core::ports::PortResult;
@@ -18,7 +18,12 @@ CREATE TABLE IF NOT EXISTS deleted_designs (
     tenant TEXT NOT NULL, design_id TEXT NOT NULL, revision INTEGER NOT NULL, deleted_at TEXT NOT NULL,
     correlation_id TEXT NOT NULL,
     PRIMARY KEY (tenant, design_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS deleted_designs_by_time ON deleted_designs (deleted_at);
 ";
+
+/// Expired tombstones each deletion removes at most: more than one, so that removal outpaces
+/// deletion.
+const PURGE_TOMBSTONES: i64 = 64;
 
 /// Whether `tenant` deleted `design`.
 pub(super) fn is_deleted(conn: &Connection, tenant: &str, design: &str) -> PortResult<bool> {
@@ -34,6 +39,7 @@ pub(super) fn delete_tx(
     design: &DesignId,
     deletion: &Deletion,
     feed_retention: Duration,
+    tombstone_retention: Duration,
 ) -> PortResult<Option<Deleted>> {
     let id = design.as_str();
     let revision: Option<i64> = tx
@@ -47,6 +53,13 @@ pub(super) fn delete_tx(
             .and_then(|mut s| s.execute(params![tenant, id]))
             .map_err(|e| sqlite_error(&format!("delete from {table}"), e))?;
     }
+    // Tombstones past their retention, of any tenant, go as designs are deleted (before this one's is written).
+    tx.prepare_cached(
+        "DELETE FROM deleted_designs WHERE (tenant, design_id) IN \
+         (SELECT tenant, design_id FROM deleted_designs WHERE deleted_at < ?1 ORDER BY deleted_at LIMIT ?2)",
+    )
+    .and_then(|mut s| s.execute(params![cutoff(tombstone_retention), PURGE_TOMBSTONES]))
+    .map_err(|e| sqlite_error("purge tombstones", e))?;
     tx.prepare_cached(
         "INSERT OR IGNORE INTO deleted_designs(tenant, design_id, revision, deleted_at, correlation_id) \
          VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -75,6 +75,9 @@ pub struct EmbeddedDesignStore {
     /// How long batches are kept after they were created
     /// (`openqq_core::batch::DEFAULT_BATCH_RETENTION`).
     batch_retention: Duration,
+    /// How long deleted designs' tombstones are kept
+    /// (`openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION`).
+    tombstone_retention: Duration,
 }
 
 impl EmbeddedDesignStore {
@@ -112,6 +115,7 @@ impl EmbeddedDesignStore {
             feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
             accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
             batch_retention: openqq_core::batch::DEFAULT_BATCH_RETENTION,
+            tombstone_retention: openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION,
         })
     }
 
@@ -134,6 +138,13 @@ impl EmbeddedDesignStore {
     /// older ones, and creations remove them with their items (see `batches.rs`).
     pub fn with_batch_retention(mut self, keep: Duration) -> Self {
         self.batch_retention = keep;
+        self
+    }
+
+    /// Keeps deleted designs' tombstones for `keep` after the deletion instead of the default:
+    /// each deletion removes older ones (see `deletes.rs`).
+    pub fn with_tombstone_retention(mut self, keep: Duration) -> Self {
+        self.tombstone_retention = keep;
         self
     }
 }
@@ -907,12 +918,12 @@ impl openqq_core::DesignDeletes for EmbeddedDesignStore {
         deletion: &openqq_core::Deletion,
     ) -> PortResult<Option<openqq_core::Deleted>> {
         count("delete_design");
-        let (tenant, design, deletion, keep) =
-            (tenant.to_string(), design.clone(), deletion.clone(), self.feed_retention);
+        let (tenant, design, deletion) = (tenant.to_string(), design.clone(), deletion.clone());
+        let (feed, tombstones) = (self.feed_retention, self.tombstone_retention);
         self.writer
             .call(move |conn| {
                 let tx = begin_immediate(conn)?;
-                let deleted = deletes::delete_tx(&tx, &tenant, &design, &deletion, keep)?;
+                let deleted = deletes::delete_tx(&tx, &tenant, &design, &deletion, feed, tombstones)?;
                 if deleted.is_some() {
                     tx.commit().map_err(|e| sqlite_error("commit", e))?;
                 }

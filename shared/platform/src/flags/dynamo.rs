@@ -91,7 +91,8 @@ pub async fn connect(
     let store = store
         .with_feed_retention(retention.feed)
         .with_accepted_retention(retention.accepted)
-        .with_batch_retention(retention.batches);
+        .with_batch_retention(retention.batches)
+        .with_tombstone_retention(retention.tombstones);
     Ok(Some(std::sync::Arc::new(store)))
 }
 
