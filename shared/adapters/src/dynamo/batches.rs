@@ -215,26 +215,17 @@ async fn items_page(
     after: Option<u32>,
     limit: usize,
 ) -> PortResult<Option<Page<BatchItem>>> {
-    let (client, table, keep) = (&store.client, store.table.as_str(), store.batch_retention);
+    let (client, table) = (&store.client, store.table.as_str());
     let limit = limit.clamp(1, MAX_BATCH_PAGE);
-    let live = |batch: Option<Item>| -> PortResult<bool> {
-        Ok(match batch {
-            Some(row) => live_view(&row, keep)?.is_some(),
-            None => false,
-        })
-    };
     let Some(from) = after.map_or(Some(0), |a| a.checked_add(1)) else {
         // Nothing comes after the last index there can be.
-        let batch = get_batch(client, table, tenant, id).await?;
-        return Ok(live(batch)?.then(|| Page { items: Vec::new(), next: None }));
+        return Ok(store.batch(tenant, id).await?.map(|_| Page { items: Vec::new(), next: None }));
     };
     let range = (item_sk(from), format!("{ITEM_PREFIX}\u{10FFFF}"));
     let pk = items_pk(tenant, id);
-    let (batch, rows) = tokio::try_join!(
-        get_batch(client, table, tenant, id),
-        item_rows(client, table, &pk, range, status, limit + 1)
-    )?;
-    if !live(batch)? {
+    let (batch, rows) =
+        tokio::try_join!(store.batch(tenant, id), item_rows(client, table, &pk, range, status, limit + 1))?;
+    if batch.is_none() {
         return Ok(None);
     }
     let mut items = rows.iter().map(batch_item).collect::<PortResult<Vec<_>>>()?;
