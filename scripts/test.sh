@@ -23,15 +23,26 @@ STEPS_LOGS=$(mktemp -d)
 export OPENQQ_SERVICES_DIR
 OPENQQ_SERVICES_DIR=$(mktemp -d)
 oracle=$(mktemp -d)
+stop_services() {
+  local service
+  for service in redis tansu moto; do
+    scripts/services/$service.sh stop >/dev/null 2>&1 || true
+  done
+  rm -rf "$OPENQQ_SERVICES_DIR"
+}
 cleanup() {
   # Background steps still running when a step fails end with the script.
   stop_background
-  scripts/services/redis.sh stop >/dev/null 2>&1 || true
-  scripts/services/tansu.sh stop >/dev/null 2>&1 || true
-  scripts/services/moto.sh stop >/dev/null 2>&1 || true
-  rm -rf "$OPENQQ_SERVICES_DIR" "$oracle" "$STEPS_LOGS"
+  stop_services
+  rm -rf "$oracle" "$STEPS_LOGS"
 }
 trap cleanup EXIT
+# A script killed outright (SIGKILL, or its process group killed) runs no trap, and the servers
+# it started would run on (moto holding gigabytes): a watcher in a session of its own stops them
+# once this script is gone.
+setsid bash -c "$(declare -f stop_services)"'
+  while kill -0 "$1" 2>/dev/null; do sleep 2; done
+  stop_services' _ $$ </dev/null >/dev/null 2>&1 &
 
 cache=${OPENQQ_CACHE_DIR:-$HOME/.cache/openqq}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
@@ -191,7 +202,12 @@ echo "redis at $OPENQQ_TEST_REDIS_URL, tansu at $OPENQQ_TEST_KAFKA_BROKERS, moto
 # backend feature of openqq-adapters (openqq-cli's defaults).
 step "Running every suite"
 status=0
-cargo test --locked --workspace --no-fail-fast 2>&1 | tee "$STEPS_LOGS/tests.log" || status=$?
+# Into a file, shown as it grows, rather than through a pipe: a pipe stays open while any process
+# a test started and leaked holds it, and the script would wait for that process too.
+cargo test --locked --workspace --no-fail-fast >"$STEPS_LOGS/tests.log" 2>&1 &
+tests=$!
+tail -n +1 -f --pid="$tests" "$STEPS_LOGS/tests.log"
+wait "$tests" || status=$?
 count_tests "$STEPS_LOGS/tests.log"
 summary
 exit $status

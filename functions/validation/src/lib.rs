@@ -17,8 +17,9 @@
 //!
 //! Payloads travel by reference ([`openqq_core::design::INLINE_PAYLOAD_MAX_BYTES`]): a netlist,
 //! constraints file or bitstream the API stored is read back from the object store (which checks
-//! its digest) before validating, and a capped report over the threshold travels in
-//! `validation.finished` as `report_ref` to an object holding it (the store keeps it whole). A
+//! its digest) before validating. The capped report travels in `validation.finished` up to the
+//! threshold; past it the event carries only the verdict (the store keeps the report, and the
+//! results function needs only the verdict), so nothing is written that a deletion must find. A
 //! referenced object that is missing or does not match its reference can never appear on a
 //! re-read: the revision fails at once with the reason, never retried.
 
@@ -290,7 +291,7 @@ impl Validation {
         let failed_check = checks.as_ref().is_some_and(|c| !c.passed);
         let verdict = if report.has_errors() || failed_check { Verdict::Fail } else { Verdict::Pass };
         let report = self.keep(&cause.tenant_id, &cause.design_id, report, checks.map(|c| c.report)).await?;
-        let payload = self.finished(&cause.tenant_id, verdict, &report).await?;
+        let payload = finished(verdict, &report);
 
         let finished = Envelope::new(EventKind::ValidationFinished, &cause, NAME, payload);
         let change = Change::ValidationFinished { verdict, report };
@@ -299,9 +300,11 @@ impl Validation {
     }
 }
 
-/// Whether a (capped) report travels in `validation.finished` by reference rather than inline.
-pub fn report_by_reference(report: &RawValue) -> bool {
-    report.get().len() > INLINE_PAYLOAD_MAX_BYTES
+/// The `validation.finished` payload: the verdict, and the (capped) report up to
+/// [`INLINE_PAYLOAD_MAX_BYTES`]; a larger one is only in the store, so the record stays small.
+pub fn finished(verdict: Verdict, report: &RawValue) -> ValidationFinished {
+    let inline = report.get().len() <= INLINE_PAYLOAD_MAX_BYTES;
+    ValidationFinished { verdict, report: inline.then(|| report.to_owned()) }
 }
 
 /// The report as stored and published: the capped report, and where the full one is when
@@ -377,21 +380,6 @@ impl Validation {
         Ok(fetched)
     }
 
-    /// The `validation.finished` payload: the report inline up to [`INLINE_PAYLOAD_MAX_BYTES`],
-    /// else stored as an object of `tenant` and referenced, so the record stays small.
-    async fn finished(
-        &self,
-        tenant: &TenantId,
-        verdict: Verdict,
-        report: &RawValue,
-    ) -> Result<ValidationFinished, RecordError> {
-        if !report_by_reference(report) {
-            return Ok(ValidationFinished { verdict, report: Some(report.to_owned()), report_ref: None });
-        }
-        let reference = self.objects.put(tenant, report.get().as_bytes().to_vec()).await?;
-        Ok(ValidationFinished { verdict, report: None, report_ref: Some(reference) })
-    }
-
     /// Caps `report` to fit any record; when that cut something, stores the full report (naming
     /// `design`) as an object of `tenant` and points at it.
     async fn keep(
@@ -440,11 +428,13 @@ mod tests {
     }
 
     #[test]
-    fn a_report_travels_inline_up_to_the_threshold_and_by_reference_past_it() {
+    fn a_report_travels_inline_up_to_the_threshold_and_not_at_all_past_it() {
         let at = |n: usize| RawValue::from_string(format!(r#"{{"x":"{}"}}"#, "a".repeat(n - 8))).unwrap();
-        assert_eq!(at(INLINE_PAYLOAD_MAX_BYTES).get().len(), INLINE_PAYLOAD_MAX_BYTES);
-        assert!(!report_by_reference(&at(INLINE_PAYLOAD_MAX_BYTES)));
-        assert!(report_by_reference(&at(INLINE_PAYLOAD_MAX_BYTES + 1)));
+        let limit = at(INLINE_PAYLOAD_MAX_BYTES);
+        assert_eq!(limit.get().len(), INLINE_PAYLOAD_MAX_BYTES);
+        assert_eq!(finished(Verdict::Pass, &limit).report.as_deref().map(RawValue::get), Some(limit.get()));
+        let past = finished(Verdict::Fail, &at(INLINE_PAYLOAD_MAX_BYTES + 1));
+        assert_eq!((past.verdict, past.report.is_none()), (Verdict::Fail, true));
     }
 
     #[test]
@@ -599,21 +589,5 @@ mod tests {
         let report = v.validated_report(&acme, spec(Some(&stored))).await.unwrap();
         assert!(codes(&report).contains(&openqq_fpga::BUDGET_EXCEEDED), "{:?}", codes(&report));
         assert!(t0.elapsed() < budget + Duration::from_secs(1), "took {:?}", t0.elapsed());
-    }
-
-    #[tokio::test]
-    async fn a_large_report_is_put_in_the_object_store_and_the_event_carries_its_reference() {
-        let dir = tempfile::tempdir().unwrap();
-        let b = Backends::embedded(dir.path(), 1, Durability::Process).unwrap();
-        let acme = TenantId::parse("acme").unwrap();
-        let v = validation(&b);
-        let big = RawValue::from_string(format!(r#"{{"x":"{}"}}"#, "a".repeat(INLINE_PAYLOAD_MAX_BYTES))).unwrap();
-        let event = v.finished(&acme, Verdict::Pass, &big).await.unwrap();
-        assert!(event.report.is_none());
-        let object = event.report_ref.expect("a reference");
-        assert_eq!(b.objects.get(&acme, &object.digest).await.unwrap(), big.get().as_bytes());
-        let small = RawValue::from_string(r#"{"findings":[]}"#.into()).unwrap();
-        let event = v.finished(&acme, Verdict::Pass, &small).await.unwrap();
-        assert_eq!((event.report.as_deref().map(RawValue::get), event.report_ref), (Some(small.get()), None));
     }
 }

@@ -371,16 +371,16 @@ pub type ValidationRequested = DesignSubmitted;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ValidationStarted {}
 
-/// `validation.finished`: the verdict and the validator's report, as the API serves it: inline up
-/// to [`crate::design::INLINE_PAYLOAD_MAX_BYTES`], else as `report_ref` to an object of the tenant
-/// holding the same JSON (records written before references always have it inline).
+/// `validation.finished`: the verdict and, up to [`crate::design::INLINE_PAYLOAD_MAX_BYTES`], the
+/// validator's report as the API serves it. A larger report is only in the store (the validation
+/// function writes it there with this event; the results function needs only the verdict), so
+/// the record stays small. Records of earlier versions may carry a `report_ref` to a copy in the
+/// object store; it is ignored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValidationFinished {
     pub verdict: Verdict,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Box<RawValue>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report_ref: Option<crate::object::ObjectRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -722,11 +722,14 @@ mod tests {
     }
 
     #[test]
-    fn a_validation_finished_record_written_before_references_reads_with_its_report_inline() {
-        let old = serde_json::json!({"verdict": "pass", "report": {"findings": []}});
-        let finished: ValidationFinished = serde_json::from_value(old).unwrap();
+    fn validation_finished_records_of_earlier_versions_read() {
+        let inline = serde_json::json!({"verdict": "pass", "report": {"findings": []}});
+        let finished: ValidationFinished = serde_json::from_value(inline).unwrap();
         assert_eq!(finished.report.map(|r| r.get().to_owned()).as_deref(), Some(r#"{"findings":[]}"#));
-        assert!(finished.report_ref.is_none());
+        let digest = "a".repeat(64);
+        let by_reference = serde_json::json!({"verdict": "fail", "report_ref": {"digest": digest, "bytes": 20_000}});
+        let finished: ValidationFinished = serde_json::from_value(by_reference).unwrap();
+        assert_eq!((finished.verdict, finished.report.is_none()), (Verdict::Fail, true));
     }
 
     #[test]
