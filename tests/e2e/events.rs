@@ -126,11 +126,15 @@ async fn a_stream_without_a_position_starts_at_the_live_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_resuming_past_entries_the_retention_removed_is_answered_410() {
     use openqq_adapters::{Durability, EmbeddedDesignStore};
-    use openqq_core::{CorrelationId, DesignId, DesignWrites, EventKind, NewFeedEntry, TenantId, TimelineEntry};
+    use openqq_core::{
+        CorrelationId, DesignId, DesignWrites, EventKind, NewFeedEntry, StoreRetention, TenantId, TimelineEntry,
+    };
     let dir = tempfile::tempdir().unwrap();
     {
         let keep = Duration::from_secs(86_400);
-        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_feed_retention(keep);
+        let store = EmbeddedDesignStore::open(dir.path(), Durability::Process)
+            .unwrap()
+            .with_retention(StoreRetention { feed: keep, ..Default::default() });
         let (acme, design) = (TenantId::parse("acme").unwrap(), DesignId::generate());
         for revision in 1..=70 {
             let age = if revision <= 60 { chrono::Duration::days(2) } else { chrono::Duration::zero() };

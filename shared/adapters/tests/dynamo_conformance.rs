@@ -9,7 +9,8 @@
 use openqq_adapters::conformance;
 use openqq_adapters::DynamoDesignStore;
 use openqq_core::{
-    Applied, Change, CorrelationId, DesignId, DesignReads, DesignWrites, EventKind, TenantId, TimelineEntry,
+    Applied, Change, CorrelationId, DesignId, DesignReads, DesignWrites, EventKind, StoreRetention, TenantId,
+    TimelineEntry,
 };
 
 const ENDPOINT_VAR: &str = "OPENQQ_TEST_DYNAMODB_ENDPOINT";
@@ -295,7 +296,7 @@ async fn a_deleted_designs_tombstones_carry_their_expiry_in_the_ttl_attribute() 
     use openqq_core::{Change, CorrelationId, Deletion, DesignDeletes, DesignId, DesignWrites, EventKind};
     let Some(store) = store().await else { return };
     let keep = std::time::Duration::from_secs(7200);
-    let store = store.with_tombstone_retention(keep);
+    let store = store.with_retention(StoreRetention { tombstones: keep, ..Default::default() });
     let client = conformance::dynamodb_client(&std::env::var(ENDPOINT_VAR).unwrap());
     let (t, d) = (TenantId::parse(conformance::unique("tomb")).unwrap(), DesignId::generate());
     let entry = openqq_core::TimelineEntry {

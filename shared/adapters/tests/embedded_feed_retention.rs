@@ -5,6 +5,7 @@
 
 use openqq_adapters::{Durability, EmbeddedDesignStore};
 use openqq_core::feed::{resumable, FeedReader};
+use openqq_core::StoreRetention;
 use openqq_core::{CorrelationId, DesignId, DesignWrites, EventKind, NewFeedEntry, TenantId, TimelineEntry};
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ async fn entries_past_the_retention_go_as_the_feed_grows_and_a_reader_past_them_
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedDesignStore::open(dir.path(), Durability::Process)
         .unwrap()
-        .with_feed_retention(Duration::from_secs(86_400));
+        .with_retention(StoreRetention { feed: Duration::from_secs(86_400), ..Default::default() });
     let (acme, globex) = (TenantId::parse("acme").unwrap(), TenantId::parse("globex").unwrap());
     let design = DesignId::generate();
     // 100 entries two days old for acme, then recent ones; 50 old ones for globex, whose feed
@@ -60,7 +61,7 @@ async fn a_tenants_newest_entry_stays_however_old_so_numbering_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedDesignStore::open(dir.path(), Durability::Process)
         .unwrap()
-        .with_feed_retention(Duration::from_secs(60));
+        .with_retention(StoreRetention { feed: Duration::from_secs(60), ..Default::default() });
     let acme = TenantId::parse("acme").unwrap();
     let design = DesignId::generate();
     for revision in 1..=64 {

@@ -6,6 +6,7 @@
 
 use openqq_adapters::{Durability, EmbeddedDesignStore};
 use openqq_core::ports::MAX_TIMELINE_ENTRIES;
+use openqq_core::StoreRetention;
 use openqq_core::{
     AcceptedRevision, AcceptedRevisions, Change, CorrelationId, DesignId, DesignReads, DesignWrites, EventKind,
     TenantId, TimelineEntry, Verdict,
@@ -66,7 +67,9 @@ async fn a_timeline_read_returns_only_the_latest_entries_in_applied_order() {
 async fn markers_past_the_retention_are_removed_as_new_ones_are_written() {
     let dir = tempfile::tempdir().unwrap();
     let keep = std::time::Duration::from_secs(3600);
-    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_accepted_retention(keep);
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process)
+        .unwrap()
+        .with_retention(StoreRetention { accepted: keep, ..Default::default() });
     let t = TenantId::parse("t").unwrap();
     let marker = |age: chrono::Duration| AcceptedRevision {
         design_id: DesignId::generate(),
@@ -139,7 +142,9 @@ async fn batches_past_the_retention_are_removed_with_their_items_as_new_ones_are
     use openqq_core::batch::{BatchItem, Batches, ItemStatus, NewBatch, NewItem};
     let dir = tempfile::tempdir().unwrap();
     let keep = std::time::Duration::from_secs(3600);
-    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_batch_retention(keep);
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process)
+        .unwrap()
+        .with_retention(StoreRetention { batches: keep, ..Default::default() });
     let t = TenantId::parse("t").unwrap();
     let batch = |age: chrono::Duration| NewBatch {
         id: openqq_core::BatchId::generate(),
@@ -182,7 +187,9 @@ async fn tombstones_past_the_retention_are_removed_as_designs_are_deleted() {
     use openqq_core::{Deletion, DesignDeletes};
     let dir = tempfile::tempdir().unwrap();
     let keep = std::time::Duration::from_secs(3600);
-    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process).unwrap().with_tombstone_retention(keep);
+    let store = EmbeddedDesignStore::open(dir.path(), Durability::Process)
+        .unwrap()
+        .with_retention(StoreRetention { tombstones: keep, ..Default::default() });
     let t = TenantId::parse("t").unwrap();
     let delete = |age: chrono::Duration| {
         let store = &store;

@@ -45,6 +45,7 @@ pub mod page;
 pub mod partition;
 pub mod ports;
 pub mod record;
+pub mod retention;
 pub mod revision;
 pub mod schedule;
 pub mod webhook;
@@ -62,5 +63,6 @@ pub use ports::{
     IdempotencyClaim, IdempotencyKeys, KeptResponse, KeptSpec, KeptSpecs, KeyClaim, Lease, LogRecord, LogSource, Meter,
     ObjectRef, ObjectStore, Page, PortError, PresignedUploads, Quota, RateLimiter, Record, UploadTarget, WholeTopic,
 };
+pub use retention::StoreRetention;
 pub use schedule::{ScheduleId, Schedules};
 pub use webhook::{DeliveryQueue, Webhook, WebhookId, WebhookRegistry, WebhookSecret, WebhookStore};

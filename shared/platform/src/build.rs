@@ -259,14 +259,7 @@ impl<'s> Embedded<'s> {
             None => EmbeddedDesignStore::open(dir, durability),
         }
         .with_context(|| format!("opening the design store in the data dir {}", dir.display()))?;
-        let retention = self.settings.store_retention();
-        Ok(Arc::new(
-            store
-                .with_feed_retention(retention.feed)
-                .with_accepted_retention(retention.accepted)
-                .with_batch_retention(retention.batches)
-                .with_tombstone_retention(retention.tombstones),
-        ))
+        Ok(Arc::new(store.with_retention(self.settings.store_retention())))
     }
 
     fn objects(&mut self) -> Result<Arc<dyn ObjectStore>> {

@@ -219,18 +219,6 @@ impl Settings {
     }
 }
 
-/// How long the design store keeps feed entries (`--feed-retention`), accepted-revision
-/// markers (`--accepted-retention`), batches (`--batch-retention`) and deleted designs'
-/// tombstones (`--tombstone-retention`). Idempotency keys carry their own expiry
-/// (`--idempotency-window`, set by the API as it keeps each answer).
-#[derive(Debug, Clone, Copy)]
-pub struct StoreRetention {
-    pub feed: Duration,
-    pub accepted: Duration,
-    pub batches: Duration,
-    pub tombstones: Duration,
-}
-
 /// The values of `--bulkheads` and `--batch-lane`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bulkheads {
@@ -369,8 +357,8 @@ impl Settings {
     }
 
     /// How long the design store keeps what it removes by age.
-    pub fn store_retention(&self) -> StoreRetention {
-        StoreRetention {
+    pub fn store_retention(&self) -> openqq_core::StoreRetention {
+        openqq_core::StoreRetention {
             feed: self.feed_retention,
             accepted: self.accepted_retention,
             batches: self.batch_retention,

@@ -283,18 +283,18 @@ async fn list(
 #[async_trait]
 impl Batches for DynamoDesignStore {
     async fn create_batch(&self, tenant: &TenantId, batch: &NewBatch, items: &[NewItem]) -> PortResult<bool> {
-        create::create(&self.client, &self.table, tenant, batch, items, self.batch_retention).await
+        create::create(&self.client, &self.table, tenant, batch, items, self.retention.batches).await
     }
 
     async fn batch(&self, tenant: &TenantId, id: &BatchId) -> PortResult<Option<BatchView>> {
         match get_batch(&self.client, &self.table, tenant, id).await? {
-            Some(row) => live_view(&row, self.batch_retention),
+            Some(row) => live_view(&row, self.retention.batches),
             None => Ok(None),
         }
     }
 
     async fn list_batches(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<BatchView>> {
-        list(&self.client, &self.table, tenant, cursor, limit, self.batch_retention).await
+        list(&self.client, &self.table, tenant, cursor, limit, self.retention.batches).await
     }
 
     async fn batch_items(
@@ -337,7 +337,7 @@ impl Batches for DynamoDesignStore {
     }
 
     async fn open_items(&self, tenant: &TenantId) -> PortResult<u64> {
-        open_items(&self.client, &self.table, tenant, self.batch_retention).await
+        open_items(&self.client, &self.table, tenant, self.retention.batches).await
     }
 }
 

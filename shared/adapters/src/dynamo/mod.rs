@@ -55,7 +55,6 @@ use openqq_core::schedule::{
     DueSchedule, FireOutcome, FireRecord, Recorded, RunnerState, ScheduleId, Schedules, Settle, StoredSchedule,
 };
 use openqq_core::webhook::{AttemptOutcome, Delivery};
-use openqq_core::PortError;
 use openqq_core::{
     AcceptedRevision, AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignView, DesignWrites,
     IdempotencyClaim, IdempotencyKey, IdempotencyKeys, KeptResponse, KeyClaim, Page, StoredReport, TenantId,
@@ -64,6 +63,7 @@ use openqq_core::{
 use openqq_core::{
     DeliveryQueue, FeedEntry, FeedReader, NewFeedEntry, Webhook, WebhookId, WebhookRegistry, WebhookSecret,
 };
+use openqq_core::{PortError, StoreRetention};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -86,18 +86,8 @@ pub struct DynamoDesignStore {
     /// submission is written without a read (a hint: every write planned from it is conditional
     /// on it).
     memory: batch::Memory,
-    /// How long feed entries are kept before their TTL passes
-    /// (`openqq_core::feed::DEFAULT_FEED_RETENTION`).
-    feed_retention: std::time::Duration,
-    /// How long accepted-revision markers are kept
-    /// (`openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION`).
-    accepted_retention: std::time::Duration,
-    /// How long batches are kept after they were created
-    /// (`openqq_core::batch::DEFAULT_BATCH_RETENTION`).
-    batch_retention: std::time::Duration,
-    /// How long deleted designs' tombstones are kept
-    /// (`openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION`).
-    tombstone_retention: std::time::Duration,
+    /// How long what goes by age is kept (through the TTL attribute of its rows).
+    retention: StoreRetention,
 }
 
 impl DynamoDesignStore {
@@ -117,40 +107,15 @@ impl DynamoDesignStore {
             table,
             claim_cursor: Mutex::new(None),
             memory: batch::Memory::default(),
-            feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
-            accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
-            batch_retention: openqq_core::batch::DEFAULT_BATCH_RETENTION,
-            tombstone_retention: openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION,
+            retention: StoreRetention::default(),
         })
     }
 
-    /// Keeps accepted-revision markers for `keep` after their revision was accepted instead of
-    /// the default: reads pass over a marker from then on, and its TTL attribute has DynamoDB
-    /// delete it some time after.
-    pub fn with_accepted_retention(mut self, keep: std::time::Duration) -> Self {
-        self.accepted_retention = keep;
-        self
-    }
-
-    /// Keeps batches for `keep` after they were created instead of the default: reads pass over a
-    /// batch from then on, and the TTL attribute of its rows has DynamoDB delete them some time
-    /// after.
-    pub fn with_batch_retention(mut self, keep: std::time::Duration) -> Self {
-        self.batch_retention = keep;
-        self
-    }
-
-    /// Keeps deleted designs' tombstones for `keep` after the deletion instead of the default:
-    /// their TTL attribute passes then, and DynamoDB deletes them some time after.
-    pub fn with_tombstone_retention(mut self, keep: std::time::Duration) -> Self {
-        self.tombstone_retention = keep;
-        self
-    }
-
-    /// Keeps feed entries (their items, feed-once markers and deliveries) for `keep` instead of
-    /// the default: their TTL attribute passes then, and DynamoDB deletes them some time after.
-    pub fn with_feed_retention(mut self, keep: std::time::Duration) -> Self {
-        self.feed_retention = keep;
+    /// Keeps what goes by age as `retention` says instead of the defaults: each row that goes
+    /// by age carries its TTL attribute (DynamoDB deletes it some time after that passes), and
+    /// reads pass over an accepted marker or a batch from then on.
+    pub fn with_retention(mut self, retention: StoreRetention) -> Self {
+        self.retention = retention;
         self
     }
 
@@ -203,7 +168,7 @@ impl DynamoDesignStore {
 #[async_trait]
 impl AcceptedRevisions for DynamoDesignStore {
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
-        reads::record_accepted(&self.client, &self.table, tenant, accepted, self.accepted_retention).await
+        reads::record_accepted(&self.client, &self.table, tenant, accepted, self.retention.accepted).await
     }
 
     /// One conditional update per marker, the designs' in flight at once and each design's in
@@ -224,7 +189,7 @@ impl AcceptedRevisions for DynamoDesignStore {
         let calls: Vec<_> = per_design
             .into_iter()
             .map(|at| {
-                let (client, table, keep) = (self.client.clone(), self.table.clone(), self.accepted_retention);
+                let (client, table, keep) = (self.client.clone(), self.table.clone(), self.retention.accepted);
                 let markers: Vec<(TenantId, AcceptedRevision)> = at.iter().map(|&i| accepted[i].clone()).collect();
                 let call = tokio::spawn(async move {
                     for (written, (tenant, marker)) in markers.iter().enumerate() {
@@ -289,7 +254,7 @@ impl DesignWrites for DynamoDesignStore {
     ) -> PortResult<Applied> {
         let op = ApplyOp { replayed, tenant, design, entry, change };
         let mut done =
-            batch::apply(&self.client, &self.table, &self.memory, std::slice::from_ref(&op), self.feed_retention).await;
+            batch::apply(&self.client, &self.table, &self.memory, std::slice::from_ref(&op), self.retention.feed).await;
         match (done.error.take(), done.applied.first()) {
             (Some(e), _) => Err(e),
             (None, Some(applied)) => Ok(*applied),
@@ -300,11 +265,11 @@ impl DesignWrites for DynamoDesignStore {
     /// The whole batch from one read (per 100 keys) and in as few transactions as DynamoDB's
     /// limits allow.
     async fn apply_batch(&self, ops: &[ApplyOp<'_>]) -> BatchApplied {
-        batch::apply(&self.client, &self.table, &self.memory, ops, self.feed_retention).await
+        batch::apply(&self.client, &self.table, &self.memory, ops, self.retention.feed).await
     }
 
     async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
-        feed::append(&self.client, &self.table, tenant, new, self.feed_retention).await
+        feed::append(&self.client, &self.table, tenant, new, self.retention.feed).await
     }
 }
 
@@ -404,7 +369,7 @@ impl openqq_core::DesignDeletes for DynamoDesignStore {
         design: &DesignId,
         deletion: &openqq_core::Deletion,
     ) -> PortResult<Option<openqq_core::Deleted>> {
-        let keep = (self.feed_retention, self.tombstone_retention);
+        let keep = (self.retention.feed, self.retention.tombstones);
         deletes::delete(&self.client, &self.table, tenant, design, deletion, keep).await
     }
 }

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use openqq_core::ports::{ApplyOp, BatchApplied, PortResult, Usage, MAX_TIMELINE_ENTRIES, USAGE_ROW_BYTES};
 use openqq_core::revision::{self, DesignWrite, Held, HeldDesign, Plan};
 use openqq_core::webhook::{AttemptOutcome, Delivery};
+use openqq_core::StoreRetention;
 use openqq_core::{
     AcceptedRevisions, Applied, Change, DesignId, DesignReads, DesignStatus, DesignView, DesignWrites, Failure,
     IdempotencyKeys, KeyClaim, Page, PortError, StoredReport, TenantId, TimelineEntry, Verdict,
@@ -67,17 +68,8 @@ pub struct EmbeddedDesignStore {
     /// A pool: WAL readers never block each other or the writer, so concurrent GETs each take
     /// a connection instead of queueing behind one.
     reader: Db,
-    /// How long feed entries are kept (`openqq_core::feed::DEFAULT_FEED_RETENTION`).
-    feed_retention: Duration,
-    /// How long accepted-revision markers are kept
-    /// (`openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION`).
-    accepted_retention: Duration,
-    /// How long batches are kept after they were created
-    /// (`openqq_core::batch::DEFAULT_BATCH_RETENTION`).
-    batch_retention: Duration,
-    /// How long deleted designs' tombstones are kept
-    /// (`openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION`).
-    tombstone_retention: Duration,
+    /// How long what goes by age is kept.
+    retention: StoreRetention,
 }
 
 impl EmbeddedDesignStore {
@@ -109,42 +101,15 @@ impl EmbeddedDesignStore {
         migrate(&writer)?;
         specs::record_objects_of_earlier_specs(&mut writer)?;
         let readers = open_readers(&path, durability, readers)?;
-        Ok(Self {
-            writer: Db::new(writer),
-            reader: Db::pool(readers),
-            feed_retention: openqq_core::feed::DEFAULT_FEED_RETENTION,
-            accepted_retention: openqq_core::accepted::DEFAULT_ACCEPTED_RETENTION,
-            batch_retention: openqq_core::batch::DEFAULT_BATCH_RETENTION,
-            tombstone_retention: openqq_core::deletion::DEFAULT_TOMBSTONE_RETENTION,
-        })
+        Ok(Self { writer: Db::new(writer), reader: Db::pool(readers), retention: StoreRetention::default() })
     }
 
-    /// Keeps feed entries (and the deliveries of them that ended) for `keep` instead of the
-    /// default; older ones are swept as the tenant's feed grows (see `feed.rs`).
-    pub fn with_feed_retention(mut self, keep: Duration) -> Self {
-        self.feed_retention = keep;
-        self
-    }
-
-    /// Keeps accepted-revision markers for `keep` after their revision was accepted instead of
-    /// the default: reads pass over older ones, and writes of markers remove them (see
-    /// `accepted.rs`).
-    pub fn with_accepted_retention(mut self, keep: Duration) -> Self {
-        self.accepted_retention = keep;
-        self
-    }
-
-    /// Keeps batches for `keep` after they were created instead of the default: reads pass over
-    /// older ones, and creations remove them with their items (see `batches.rs`).
-    pub fn with_batch_retention(mut self, keep: Duration) -> Self {
-        self.batch_retention = keep;
-        self
-    }
-
-    /// Keeps deleted designs' tombstones for `keep` after the deletion instead of the default:
-    /// each deletion removes older ones (see `deletes.rs`).
-    pub fn with_tombstone_retention(mut self, keep: Duration) -> Self {
-        self.tombstone_retention = keep;
+    /// Keeps what goes by age as `retention` says instead of the defaults: feed entries are
+    /// swept as the tenant's feed grows (`feed.rs`); reads pass over older accepted markers and
+    /// batches, and writes of markers and creations of batches remove them (`accepted.rs`,
+    /// `batches.rs`); each deletion removes older tombstones (`deletes.rs`).
+    pub fn with_retention(mut self, retention: StoreRetention) -> Self {
+        self.retention = retention;
         self
     }
 }
@@ -389,7 +354,7 @@ impl EmbeddedDesignStore {
         replay: bool,
         append: bool,
     ) -> PortResult<Applied> {
-        let op = Owned::new(&ApplyOp { replayed: replay, tenant, design, entry, change }, self.feed_retention);
+        let op = Owned::new(&ApplyOp { replayed: replay, tenant, design, entry, change }, self.retention.feed);
         self.writer
             .call(move |conn| {
                 let tx = begin_immediate(conn)?;
@@ -407,7 +372,7 @@ impl EmbeddedDesignStore {
 impl AcceptedRevisions for EmbeddedDesignStore {
     async fn record_accepted(&self, tenant: &TenantId, accepted: &AcceptedRevision) -> PortResult<()> {
         count("record_accepted");
-        let (tenant, accepted, keep) = (tenant.to_string(), accepted.clone(), self.accepted_retention);
+        let (tenant, accepted, keep) = (tenant.to_string(), accepted.clone(), self.retention.accepted);
         self.writer
             .call(move |conn| {
                 let tx = begin_immediate(conn)?;
@@ -426,7 +391,7 @@ impl AcceptedRevisions for EmbeddedDesignStore {
         }
         count("record_accepted_many");
         let rows: Vec<(String, AcceptedRevision)> = accepted.iter().map(|(t, a)| (t.to_string(), a.clone())).collect();
-        let keep = self.accepted_retention;
+        let keep = self.retention.accepted;
         let written = self
             .writer
             .call(move |conn| {
@@ -489,7 +454,7 @@ impl DesignWrites for EmbeddedDesignStore {
             return BatchApplied::default();
         }
         count("apply_batch");
-        let ops: Vec<Owned> = ops.iter().map(|op| Owned::new(op, self.feed_retention)).collect();
+        let ops: Vec<Owned> = ops.iter().map(|op| Owned::new(op, self.retention.feed)).collect();
         self.writer
             .call(move |conn| Ok(apply_batch_tx(conn, &ops)))
             .await
@@ -498,7 +463,7 @@ impl DesignWrites for EmbeddedDesignStore {
 
     async fn append_feed(&self, tenant: &TenantId, new: &NewFeedEntry<'_>) -> PortResult<u64> {
         count("append_feed");
-        let (tenant, keep) = (tenant.to_string(), self.feed_retention);
+        let (tenant, keep) = (tenant.to_string(), self.retention.feed);
         let (design, entry, verdict, elapsed_ms, batch) =
             (new.design_id.clone(), new.entry.clone(), new.verdict, new.elapsed_ms, new.batch.cloned());
         self.writer
@@ -516,7 +481,7 @@ impl DesignReads for EmbeddedDesignStore {
     async fn get(&self, tenant: &TenantId, design: &DesignId) -> PortResult<Option<DesignView>> {
         count("get");
         let (tenant, design) = (tenant.to_string(), design.to_string());
-        let cutoff = cutoff(self.accepted_retention);
+        let cutoff = cutoff(self.retention.accepted);
         self.reader
             .call(move |conn| {
                 let view = conn.prepare_cached("SELECT design_id, name, revision, status, verdict, updated_at, failure_reason FROM designs WHERE tenant=?1 AND design_id=?2")
@@ -532,7 +497,7 @@ impl DesignReads for EmbeddedDesignStore {
         count("list");
         let limit = limit.clamp(1, MAX_PAGE);
         let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
-        let cutoff = cutoff(self.accepted_retention);
+        let cutoff = cutoff(self.retention.accepted);
         self.reader
             .call(move |conn| {
                 // Design ids are UUIDv7, so descending id order is newest first and the last id
@@ -607,7 +572,7 @@ impl DesignReads for EmbeddedDesignStore {
         count("timeline");
         let (tenant, design) = (tenant.to_string(), design.to_string());
         let (t, d) = (tenant.clone(), design.clone());
-        let cutoff = cutoff(self.accepted_retention);
+        let cutoff = cutoff(self.retention.accepted);
         let marker = self.reader.call(move |conn| accepted::one(conn, &t, &d, &cutoff)).await?;
         let applied = self
             .reader
@@ -718,21 +683,21 @@ impl Batches for EmbeddedDesignStore {
     async fn create_batch(&self, tenant: &TenantId, batch: &NewBatch, items: &[NewItem]) -> PortResult<bool> {
         count("create_batch");
         let (tenant, batch, items) = (tenant.to_string(), batch.clone(), items.to_vec());
-        let cutoff = cutoff(self.batch_retention);
+        let cutoff = cutoff(self.retention.batches);
         self.writer.call(move |conn| batches::create(conn, &tenant, &batch, &items, &cutoff)).await
     }
 
     async fn batch(&self, tenant: &TenantId, id: &BatchId) -> PortResult<Option<BatchView>> {
         count("batch");
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let cutoff = cutoff(self.batch_retention);
+        let cutoff = cutoff(self.retention.batches);
         self.reader.call(move |conn| batches::get(conn, &tenant, &id, &cutoff)).await
     }
 
     async fn list_batches(&self, tenant: &TenantId, cursor: Option<&str>, limit: usize) -> PortResult<Page<BatchView>> {
         count("list_batches");
         let (tenant, cursor) = (tenant.to_string(), cursor.map(str::to_owned));
-        let cutoff = cutoff(self.batch_retention);
+        let cutoff = cutoff(self.retention.batches);
         self.reader.call(move |conn| batches::list(conn, &tenant, cursor.as_deref(), limit, &cutoff)).await
     }
 
@@ -746,7 +711,7 @@ impl Batches for EmbeddedDesignStore {
     ) -> PortResult<Option<Page<BatchItem>>> {
         count("batch_items");
         let (tenant, id) = (tenant.to_string(), id.to_string());
-        let cutoff = cutoff(self.batch_retention);
+        let cutoff = cutoff(self.retention.batches);
         self.reader.call(move |conn| batches::items(conn, &tenant, &id, status, after, limit, &cutoff)).await
     }
 
@@ -778,14 +743,14 @@ impl Batches for EmbeddedDesignStore {
     ) -> PortResult<Option<BatchView>> {
         count("stop_batch");
         let (tenant, id, reason) = (tenant.to_string(), id.to_string(), reason.to_owned());
-        let cutoff = cutoff(self.batch_retention);
+        let cutoff = cutoff(self.retention.batches);
         self.writer.call(move |conn| batches::stop(conn, &tenant, &id, state, &reason, &cutoff)).await
     }
 
     async fn open_items(&self, tenant: &TenantId) -> PortResult<u64> {
         count("open_items");
         let tenant = tenant.to_string();
-        let cutoff = cutoff(self.batch_retention);
+        let cutoff = cutoff(self.retention.batches);
         self.reader.call(move |conn| batches::open_items(conn, &tenant, &cutoff)).await
     }
 }
@@ -919,7 +884,7 @@ impl openqq_core::DesignDeletes for EmbeddedDesignStore {
     ) -> PortResult<Option<openqq_core::Deleted>> {
         count("delete_design");
         let (tenant, design, deletion) = (tenant.to_string(), design.clone(), deletion.clone());
-        let (feed, tombstones) = (self.feed_retention, self.tombstone_retention);
+        let (feed, tombstones) = (self.retention.feed, self.retention.tombstones);
         self.writer
             .call(move |conn| {
                 let tx = begin_immediate(conn)?;

@@ -74,12 +74,12 @@ pub fn settings(args: &DynamoArgs) -> Result<Option<DynamoSettings>> {
 }
 
 /// The design store on DynamoDB when `settings` says so (`None` when it stays embedded), keeping
-/// feed entries and accepted-revision markers as `retention` says. A table that cannot be reached, or is missing on AWS, stops
+/// what goes by age as `retention` says. A table that cannot be reached, or is missing on AWS, stops
 /// start-up with a sentence naming the setting.
 #[cfg(feature = "dynamodb")]
 pub async fn connect(
     settings: Option<DynamoSettings>,
-    retention: crate::settings::StoreRetention,
+    retention: openqq_core::StoreRetention,
 ) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     use anyhow::Context;
     let Some(settings) = settings else { return Ok(None) };
@@ -88,18 +88,13 @@ pub async fn connect(
         format!("putting the design store on the DynamoDB table {} ({TABLE}) at {where_}", settings.table)
     })?;
     tracing::info!(table = settings.table, endpoint = where_, "The design store is on DynamoDB.");
-    let store = store
-        .with_feed_retention(retention.feed)
-        .with_accepted_retention(retention.accepted)
-        .with_batch_retention(retention.batches)
-        .with_tombstone_retention(retention.tombstones);
-    Ok(Some(std::sync::Arc::new(store)))
+    Ok(Some(std::sync::Arc::new(store.with_retention(retention))))
 }
 
 #[cfg(not(feature = "dynamodb"))]
 pub async fn connect(
     settings: Option<DynamoSettings>,
-    _retention: crate::settings::StoreRetention,
+    _retention: openqq_core::StoreRetention,
 ) -> Result<Option<std::sync::Arc<dyn openqq_core::DesignStore>>> {
     match settings {
         Some(never) => match never {},
