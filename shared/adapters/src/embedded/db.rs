@@ -61,7 +61,7 @@ pub(crate) fn open(path: &Path, durability: Durability, page_size: u32, schema: 
 /// busy, locked, I/O and disk-full errors are worth retrying; constraint, schema and misuse
 /// errors are not. The rusqlite error is kept as the cause.
 pub(crate) fn sqlite_error(what: &str, e: rusqlite::Error) -> PortError {
-    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+    if no_space(&e) {
         // SQLite rolled the statement back: nothing was written, and the file is whole.
         return PortError::storage_full(format!("sqlite: {what}: the data dir's file system is full"), e);
     }
@@ -74,6 +74,19 @@ pub(crate) fn sqlite_error(what: &str, e: rusqlite::Error) -> PortError {
         )
     );
     PortError::backend(format!("sqlite: {what}: {e}"), retriable, e)
+}
+
+/// Whether SQLite failed for want of space: a full database file or WAL (`SQLITE_FULL`), or a
+/// `-shm` file that could not grow (`SQLITE_IOERR_SHMSIZE`, what opening a database on a full
+/// file system answers).
+fn no_space(e: &rusqlite::Error) -> bool {
+    match e {
+        rusqlite::Error::SqliteFailure(failure, _) => {
+            failure.code == rusqlite::ErrorCode::DiskFull
+                || failure.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE
+        }
+        _ => false,
+    }
 }
 
 /// A stored value that does not parse as `what`: the row is corrupt, not the caller's request.
@@ -216,6 +229,10 @@ mod tests {
         assert_eq!(e.label(), "storage_full", "{e}");
         assert!(e.is_retriable(), "space may return");
         assert!(e.to_string().contains("file system is full"), "{e}");
+        // Opening a database on a full file system fails to grow its `-shm` file instead.
+        let shm = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR_SHMSIZE), None);
+        let e = sqlite_error("initialise schema", shm);
+        assert_eq!((e.label(), e.is_retriable()), ("storage_full", true), "{e}");
     }
 
     fn memory_pool(n: usize) -> Db {
