@@ -153,7 +153,10 @@ impl EventSourceMapping {
         for w in workers {
             let _ = w.await;
         }
-        self.lease.leave();
+        // Leaving waits (up to the source's timeout) for the group to take the partitions back:
+        // on the blocking pool, so every mapping leaves at once and no runtime worker waits.
+        let lease = self.lease.clone();
+        let _ = tokio::task::spawn_blocking(move || lease.leave()).await;
         info!(function = self.function(), topic = %self.cfg.topic, "The event source mapping drained and stopped.");
     }
 
