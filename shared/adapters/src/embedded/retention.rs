@@ -88,7 +88,12 @@ impl Compactor {
     }
 
     pub(super) async fn run(self, retention: Retention) {
-        let mut tick = tokio::time::interval(retention.every);
+        // The first pass one period after start, not at once: a start-up that fails right after
+        // opening the log then finds this task asleep, and the runtime's shutdown drops it
+        // instead of catching it inside a pass (where its next sleep met a stopped timer and
+        // panicked).
+        let first = tokio::time::Instant::now() + retention.every;
+        let mut tick = tokio::time::interval_at(first, retention.every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
