@@ -108,13 +108,18 @@ pub(super) fn commit_tx(tx: rusqlite::Transaction<'_>) -> PortResult<()> {
 
 /// One connection, or a small pool of them, used from async code. A call takes a free
 /// connection for its duration, so a pool of N serves N calls at once; a writer is a pool of one,
-/// which also serialises writes in this process. With no connection free, a call waits for one.
+/// which also serialises writes in this process. With no connection free, a call waits for one,
+/// asynchronously and in turn: only a call that holds a connection occupies a thread.
 #[derive(Clone)]
 pub(crate) struct Db(Arc<Pool>);
 
 struct Pool {
     free: Mutex<Vec<Connection>>,
     returned: Condvar,
+    /// One permit per connection: async calls wait here, not on `returned`, so a burst of calls
+    /// queued for the one writer is a queue of tasks rather than of blocked threads (each of
+    /// which the runtime would replace with a new one, keeping the pool at the burst's size).
+    turns: tokio::sync::Semaphore,
 }
 
 /// Gives its connection back to the pool when the call ends, even if the call panicked.
@@ -152,7 +157,8 @@ impl Db {
     /// A pool of `conns` (at least one).
     pub fn pool(conns: Vec<Connection>) -> Self {
         assert!(!conns.is_empty(), "a pool needs a connection");
-        Self(Arc::new(Pool { free: Mutex::new(conns), returned: Condvar::new() }))
+        let turns = tokio::sync::Semaphore::new(conns.len());
+        Self(Arc::new(Pool { free: Mutex::new(conns), returned: Condvar::new(), turns }))
     }
 
     /// Runs `f` on a free connection from synchronous code (start-up), blocking the thread.
@@ -170,7 +176,10 @@ impl Db {
         // in place on the calling worker: handing each to the blocking pool cost more in thread
         // switches than the call itself (measured end to end: 5.1k vs 4.5k events/s).
         // `block_in_place` lets the runtime move this worker's other tasks meanwhile; a
-        // current-thread runtime (unit tests) cannot, and simply runs the call.
+        // current-thread runtime (unit tests) cannot, and simply runs the call. The turn comes
+        // first, so the connection below is free (bar a start-up `call_sync`) and the thread
+        // handed over is busy for the call alone.
+        let _turn = self.0.turns.acquire().await.expect("the pool's semaphore is never closed");
         let run = || {
             let mut lent = self.0.lend();
             f(lent.conn.as_mut().expect("a lent connection is present until dropped"))
@@ -184,11 +193,21 @@ impl Db {
 
 /// Publishes SQLite's heap in this process (page caches, prepared statements, schemas) as the
 /// gauge `openqq_sqlite_memory_bytes`, so the part of the process's memory that is bounded cache
-/// can be told from the rest. `openqq up` samples it every few seconds.
+/// can be told from the rest, and of it the page caches' as `openqq_sqlite_page_cache_bytes`.
+/// `openqq up` samples them every few seconds.
 pub fn record_sqlite_memory() {
     // SAFETY: sqlite3_memory_used only reads SQLite's own counter, under its own mutex.
     let used = unsafe { rusqlite::ffi::sqlite3_memory_used() };
     metrics::gauge!("openqq_sqlite_memory_bytes").set(used as f64);
+    let (mut cache, mut highest) = (0i64, 0i64);
+    // SAFETY: sqlite3_status64 writes the two counters it is given and reads SQLite's own. With
+    // no page-cache buffer configured, every page-cache page is this "overflow" allocation.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_status64(rusqlite::ffi::SQLITE_STATUS_PAGECACHE_OVERFLOW, &mut cache, &mut highest, 0)
+    };
+    if rc == rusqlite::ffi::SQLITE_OK {
+        metrics::gauge!("openqq_sqlite_page_cache_bytes").set(cache as f64);
+    }
 }
 
 /// Reader connections for a pool: one per core, at least two (so one slow read never queues
@@ -266,6 +285,47 @@ mod tests {
     async fn a_pool_of_readers_serves_calls_at_once_and_a_single_connection_one_at_a_time() {
         assert!(most_at_once(memory_pool(3)).await >= 2, "a pool of three serves calls side by side");
         assert_eq!(most_at_once(memory_pool(1)).await, 1, "one connection serves one call at a time");
+    }
+
+    #[test]
+    fn calls_waiting_for_a_connection_wait_as_tasks_not_threads() {
+        // One worker and two blocking threads: were each call queued behind the held connection
+        // a blocked thread, the third would find none left to hand the worker's core to, and the
+        // task that lets the first call go would never run.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .max_blocking_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            let ran = rt.block_on(async {
+                let db = memory_pool(1);
+                let (open, gate) = std::sync::mpsc::channel::<()>();
+                let held = tokio::spawn({
+                    let db = db.clone();
+                    async move { db.call(move |_| Ok(gate.recv().is_ok())).await }
+                });
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let queued: Vec<_> = (0..16)
+                    .map(|_| tokio::spawn({
+                        let db = db.clone();
+                        async move { db.call(|c| Ok(c.is_autocommit())).await }
+                    }))
+                    .collect();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                open.send(()).unwrap();
+                let mut ran = usize::from(held.await.unwrap().unwrap());
+                for call in queued {
+                    ran += usize::from(call.await.unwrap().unwrap());
+                }
+                ran
+            });
+            let _ = done.send(ran);
+        });
+        let ran = finished.recv_timeout(Duration::from_secs(20)).expect("the queued calls do not starve the runtime");
+        assert_eq!(ran, 17);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
