@@ -269,6 +269,8 @@ pub async fn start(args: UpArgs) -> Result<Running> {
         lanes.chain(crate::BATCH_CONSUMED.iter().map(|&k| (k, false))).collect()
     };
     let deliveries = platform.start_deliveries()?;
+    let sqlite_heap = openqq_adapters::embedded::bound_sqlite_heap();
+    tracing::debug!(bytes = sqlite_heap, "SQLite's heap is held to its page caches' sizes.");
     tokio::spawn(sample_sqlite_memory(stop_rx.clone()));
     for (kind, batch) in consumed {
         let b = &platform.backends;

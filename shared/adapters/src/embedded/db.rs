@@ -210,6 +210,22 @@ pub fn record_sqlite_memory() {
     }
 }
 
+/// Holds SQLite's heap in this process to the page caches' configured sizes (2 MiB for each of
+/// the log's writer and reader and the store's writer, 1 MiB for each of the default number of
+/// store readers) plus 1 MiB for statements and schemas, with SQLite's soft heap limit; returns
+/// that many bytes. The bundled SQLite is built with `SQLITE_ENABLE_MEMORY_MANAGEMENT`, so every
+/// connection's page cache draws on one shared pool bounded in *pages*, not bytes: a log
+/// connection (16 KiB pages) that takes pages a store connection (4 KiB) gave back grows the
+/// heap though the page count holds (the log's retention did so once per burst, by up to 5 MiB).
+/// Above the limit SQLite reuses and frees cached pages before it allocates more (it never fails
+/// an allocation for it).
+pub fn bound_sqlite_heap() -> u64 {
+    let kib = 3 * WRITER_CACHE_KIB as u64 + default_readers() as u64 * READER_CACHE_KIB as u64 + 1024;
+    // SAFETY: sqlite3_soft_heap_limit64 only sets SQLite's own limit, under its own mutex.
+    unsafe { rusqlite::ffi::sqlite3_soft_heap_limit64((kib * 1024) as i64) };
+    kib * 1024
+}
+
 /// Reader connections for a pool: one per core, at least two (so one slow read never queues
 /// the rest) and at most eight (each connection has its own page cache and memory map).
 pub(crate) fn default_readers() -> usize {

@@ -17,7 +17,7 @@ mod specs;
 mod store;
 pub(crate) mod webhooks;
 
-pub use db::{record_sqlite_memory, Durability};
+pub use db::{bound_sqlite_heap, record_sqlite_memory, Durability};
 pub use limiter::InProcessRateLimiter;
 pub use lock::WriterLock;
 pub use log::{Compacted, EmbeddedEventLog, Retention};
