@@ -280,7 +280,7 @@ fn checks(deleting: bool) -> Vec<Check> {
             why: format!(
                 "SQLite's page caches at their configured size: 2 MiB for each of the log's writer and reader and \
                  the store's writer, 1 MiB for each of {readers} store readers ({caches} MiB), plus 1 MiB of \
-                 statements and schemas"
+                 statements and schemas; SQLite's soft heap limit, set to that, holds it"
             ),
         },
         check(Col::RestMib, "MiB", means(0.05, 2.0), "the platform's own heap (anonymous less SQLite's): flat"),
@@ -297,7 +297,14 @@ fn checks(deleting: bool) -> Vec<Check> {
             peaks(0.0, 8.0),
             "open descriptors: the databases, the listeners, the clients' connections",
         ),
-        check(Col::Threads, "", peaks(0.0, 4.0), "threads: the runtime's workers; blocking threads come and go"),
+        check(
+            Col::Threads,
+            "",
+            peaks(0.0, 4.0),
+            "threads: the runtime's workers and blocking pool, which keeps its busiest moment's size (store calls, \
+             one per connection at a time, their handoffs, validations, file reads); the warm-up holds a burst with \
+             the purge of the one before",
+        ),
         check(
             Col::LogDbMib,
             "MiB",
