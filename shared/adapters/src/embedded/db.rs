@@ -325,10 +325,12 @@ mod tests {
                 });
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 let queued: Vec<_> = (0..16)
-                    .map(|_| tokio::spawn({
-                        let db = db.clone();
-                        async move { db.call(|c| Ok(c.is_autocommit())).await }
-                    }))
+                    .map(|_| {
+                        tokio::spawn({
+                            let db = db.clone();
+                            async move { db.call(|c| Ok(c.is_autocommit())).await }
+                        })
+                    })
                     .collect();
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 open.send(()).unwrap();
