@@ -31,8 +31,22 @@ pub fn run(cmd: UpCommand) -> Result<()> {
     openqq_platform::data_dir::owner_only();
     // Settings are checked before the runtime starts, let alone anything is opened.
     cmd.up.check()?;
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve(cmd.up))
+    tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(BLOCKING_THREADS)
+        .enable_all()
+        .build()?
+        .block_on(serve(cmd.up))
 }
+
+/// The runtime's blocking pool, at most: store and log calls run in place (`block_in_place`, one
+/// per SQLite connection at a time: 7 on two cores, 13 at most), each handing its worker's core
+/// to a pool thread meanwhile, and validations, synthesis and object reads run on it. Tokio's
+/// default cap is 512, and an idle pool thread ends only after 10 s without work, which a steady
+/// trickle of calls never leaves it: without a lower cap the pool kept its busiest moment's size
+/// (a burst on a loaded machine: 54 threads). At the cap nothing waits forever: a core no thread
+/// took is taken back by its own worker when the call ends, and no blocking task waits on
+/// another one, so work queued for a thread runs as others finish.
+const BLOCKING_THREADS: usize = 32;
 
 async fn serve(args: UpArgs) -> Result<()> {
     let data_dir = args.platform.data_dir.clone();

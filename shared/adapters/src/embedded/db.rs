@@ -346,6 +346,44 @@ mod tests {
         assert_eq!(ran, 17);
     }
 
+    #[test]
+    fn calls_complete_with_the_blocking_pool_at_its_cap() {
+        // Three connections, one worker and one blocking thread: most calls' cores find no thread
+        // to take them, so their worker takes its core back when the call ends.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .max_blocking_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let ran = rt.block_on(async {
+                let db = memory_pool(3);
+                let calls: Vec<_> = (0..32)
+                    .map(|_| {
+                        let db = db.clone();
+                        tokio::spawn(async move {
+                            db.call(|c| {
+                                std::thread::sleep(Duration::from_millis(5));
+                                Ok(c.is_autocommit())
+                            })
+                            .await
+                        })
+                    })
+                    .collect();
+                let mut ran = 0;
+                for call in calls {
+                    ran += usize::from(call.await.unwrap().unwrap());
+                }
+                ran
+            });
+            let _ = done.send(ran);
+        });
+        let ran = finished.recv_timeout(Duration::from_secs(20)).expect("every call completes");
+        assert_eq!(ran, 32);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_that_panics_gives_its_connection_back() {
         let db = memory_pool(1);
