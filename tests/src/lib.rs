@@ -343,16 +343,18 @@ impl Client {
         Ok((status, body))
     }
 
-    /// GETs `path` until it answers 200 (a backend may be briefly unavailable: 503), within `within`.
+    /// GETs `path` until it answers 200 within `within`: a backend may be briefly unavailable
+    /// (503), or slow enough under throttling that one request outlives the client's timeout.
     pub async fn get_ok(&self, path: &str, within: Duration) -> Result<Value> {
         let deadline = Instant::now() + within;
         loop {
-            let (status, body) = self.get(path).await?;
-            if status == 200 {
-                return Ok(body);
-            }
-            if status < 500 || Instant::now() > deadline {
-                bail!("GET {path} answered {status}: {body}");
+            match self.get(path).await {
+                Ok((200, body)) => return Ok(body),
+                Ok((status, body)) if status < 500 || Instant::now() > deadline => {
+                    bail!("GET {path} answered {status}: {body}")
+                }
+                Err(e) if Instant::now() > deadline => return Err(e.context(format!("GET {path}"))),
+                _ => {}
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
