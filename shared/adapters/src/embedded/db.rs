@@ -303,85 +303,82 @@ mod tests {
         assert_eq!(most_at_once(memory_pool(1)).await, 1, "one connection serves one call at a time");
     }
 
+    /// Runs `work` on a runtime of one worker and `blocking` blocking threads, in a thread of its
+    /// own; `None` when it has not finished within 20 s (a starved runtime never does).
+    fn on_one_worker(
+        blocking: usize,
+        work: impl std::future::Future<Output = usize> + Send + 'static,
+    ) -> Option<usize> {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .max_blocking_threads(blocking)
+                .enable_all()
+                .build()
+                .unwrap();
+            let _ = done.send(rt.block_on(work));
+        });
+        finished.recv_timeout(Duration::from_secs(20)).ok()
+    }
+
     #[test]
     fn calls_waiting_for_a_connection_wait_as_tasks_not_threads() {
         // One worker and two blocking threads: were each call queued behind the held connection
         // a blocked thread, the third would find none left to hand the worker's core to, and the
         // task that lets the first call go would never run.
-        let (done, finished) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .max_blocking_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            let ran = rt.block_on(async {
-                let db = memory_pool(1);
-                let (open, gate) = std::sync::mpsc::channel::<()>();
-                let held = tokio::spawn({
-                    let db = db.clone();
-                    async move { db.call(move |_| Ok(gate.recv().is_ok())).await }
-                });
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let queued: Vec<_> = (0..16)
-                    .map(|_| {
-                        tokio::spawn({
-                            let db = db.clone();
-                            async move { db.call(|c| Ok(c.is_autocommit())).await }
-                        })
-                    })
-                    .collect();
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                open.send(()).unwrap();
-                let mut ran = usize::from(held.await.unwrap().unwrap());
-                for call in queued {
-                    ran += usize::from(call.await.unwrap().unwrap());
-                }
-                ran
+        let ran = on_one_worker(2, async {
+            let db = memory_pool(1);
+            let (open, gate) = std::sync::mpsc::channel::<()>();
+            let held = tokio::spawn({
+                let db = db.clone();
+                async move { db.call(move |_| Ok(gate.recv().is_ok())).await }
             });
-            let _ = done.send(ran);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let queued: Vec<_> = (0..16)
+                .map(|_| {
+                    tokio::spawn({
+                        let db = db.clone();
+                        async move { db.call(|c| Ok(c.is_autocommit())).await }
+                    })
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            open.send(()).unwrap();
+            let mut ran = usize::from(held.await.unwrap().unwrap());
+            for call in queued {
+                ran += usize::from(call.await.unwrap().unwrap());
+            }
+            ran
         });
-        let ran = finished.recv_timeout(Duration::from_secs(20)).expect("the queued calls do not starve the runtime");
-        assert_eq!(ran, 17);
+        assert_eq!(ran, Some(17), "the queued calls do not starve the runtime");
     }
 
     #[test]
     fn calls_complete_with_the_blocking_pool_at_its_cap() {
         // Three connections, one worker and one blocking thread: most calls' cores find no thread
         // to take them, so their worker takes its core back when the call ends.
-        let (done, finished) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .max_blocking_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            let ran = rt.block_on(async {
-                let db = memory_pool(3);
-                let calls: Vec<_> = (0..32)
-                    .map(|_| {
-                        let db = db.clone();
-                        tokio::spawn(async move {
-                            db.call(|c| {
-                                std::thread::sleep(Duration::from_millis(5));
-                                Ok(c.is_autocommit())
-                            })
-                            .await
+        let ran = on_one_worker(1, async {
+            let db = memory_pool(3);
+            let calls: Vec<_> = (0..32)
+                .map(|_| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        db.call(|c| {
+                            std::thread::sleep(Duration::from_millis(5));
+                            Ok(c.is_autocommit())
                         })
+                        .await
                     })
-                    .collect();
-                let mut ran = 0;
-                for call in calls {
-                    ran += usize::from(call.await.unwrap().unwrap());
-                }
-                ran
-            });
-            let _ = done.send(ran);
+                })
+                .collect();
+            let mut ran = 0;
+            for call in calls {
+                ran += usize::from(call.await.unwrap().unwrap());
+            }
+            ran
         });
-        let ran = finished.recv_timeout(Duration::from_secs(20)).expect("every call completes");
-        assert_eq!(ran, 32);
+        assert_eq!(ran, Some(32), "every call completes");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
