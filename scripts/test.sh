@@ -209,5 +209,15 @@ tests=$!
 tail -n +1 -f --pid="$tests" "$STEPS_LOGS/tests.log"
 wait "$tests" || status=$?
 count_tests "$STEPS_LOGS/tests.log"
+if [ "$status" -ne 0 ]; then
+  # A Kafka suite's failure may be the shared broker's: show what it complained of, if anything
+  # (creating a topic that exists is every suite's start, not a complaint).
+  complaints=$(sed 's/\x1b\[[0-9;]*m//g' "$OPENQQ_SERVICES_DIR/tansu/log" 2>/dev/null |
+    grep -E ' (ERROR|WARN) ' | grep -v TopicAlreadyExists | tail -n 40 || true)
+  if [ -n "$complaints" ]; then
+    echo "The shared Kafka broker (tansu) logged, last 40 lines:"
+    echo "$complaints"
+  fi
+fi
 summary
 exit $status

@@ -118,6 +118,23 @@ pub fn tenants_apart(n: usize, partitions: u32) -> Vec<String> {
 /// one request at a time to every suite running beside it.
 pub const READY_WITHIN: Duration = Duration::from_secs(180);
 
+/// The kinds every acknowledged revision reaches, in the order it reaches them.
+const KINDS: [&str; 4] = ["design.submitted", "validation.started", "validation.finished", "results.ready"];
+
+/// How a timeline's revisions of one kind differ from the acknowledged ones: which are missing,
+/// which are there more than once, and whether the rest are out of order.
+fn differences(acked: &[u64], revs: &[u64]) -> String {
+    let missing: Vec<u64> = acked.iter().copied().filter(|r| !revs.contains(r)).collect();
+    let mut seen = HashSet::new();
+    let repeated: Vec<u64> = revs.iter().copied().filter(|r| !seen.insert(*r)).collect();
+    let unacknowledged: Vec<u64> = revs.iter().copied().filter(|r| !acked.contains(r)).collect();
+    let in_order = revs.windows(2).all(|w| w[0] < w[1]);
+    format!(
+        "missing {missing:?}, repeated {repeated:?}, never acknowledged {unacknowledged:?}, {}",
+        if in_order { "the rest in order" } else { "OUT OF ORDER" }
+    )
+}
+
 /// Waits until each design is `ready` at its last acknowledged revision, then checks its
 /// timeline: every acknowledged revision has exactly one entry of each of the four kinds, in
 /// revision order, and no event was applied twice.
@@ -140,11 +157,27 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
         }
         let events = c.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(30)).await.unwrap();
         let events = events["events"].as_array().unwrap();
-        for kind in ["design.submitted", "validation.started", "validation.finished", "results.ready"] {
-            let revs: Vec<u64> =
-                events.iter().filter(|e| e["kind"] == kind).map(|e| e["revision"].as_u64().unwrap()).collect();
-            assert_eq!(&revs, acked, "editor {i}: every acknowledged revision has exactly one {kind}, in order");
-        }
+        let by_kind: Vec<(&str, Vec<u64>)> = KINDS
+            .iter()
+            .map(|kind| {
+                let revs = events.iter().filter(|e| e["kind"] == *kind).map(|e| e["revision"].as_u64().unwrap());
+                (*kind, revs.collect())
+            })
+            .collect();
+        // Every kind's differences at once: which stage first missed a revision says where it went.
+        let wrong: Vec<String> = by_kind
+            .iter()
+            .filter(|(_, revs)| revs != acked)
+            .map(|(kind, revs)| format!("{kind}: {}", differences(acked, revs)))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "editor {i} (design {id}): every acknowledged revision must have exactly one entry of each kind, in order; \
+             acknowledged {}..={last} ({} revisions), but\n  {}",
+            acked[0],
+            acked.len(),
+            wrong.join("\n  ")
+        );
         let ids: HashSet<&str> = events.iter().map(|e| e["event_id"].as_str().unwrap()).collect();
         assert_eq!(ids.len(), events.len(), "editor {i}: no event applied twice");
     }

@@ -240,6 +240,18 @@ impl LogSource for KafkaEventLog {
                 if m.topic() != topic || m.partition() != partition as i32 || offset < from {
                     continue; // left over from an earlier assignment
                 }
+                let expected = next.unwrap_or(from);
+                if offset > expected {
+                    // Our topics are neither compacted nor transactional: a gap is records the
+                    // broker did not return (or retention deleted unread), worth a look.
+                    tracing::warn!(
+                        topic,
+                        partition,
+                        expected,
+                        offset,
+                        "Kafka returned a record past the expected offset; the records between were skipped."
+                    );
+                }
                 out.push(LogRecord {
                     topic: topic.to_owned(),
                     partition,
