@@ -25,6 +25,15 @@ fn settings(brokers: &str, topics: Vec<String>) -> KafkaSettings {
     s
 }
 
+/// The scenarios that run `openqq up` through kills, restarts and rebalances take turns. Each
+/// keeps a broker busy (every server polls each partition it reads ten times a second) and
+/// tansu answers from one SQLite file: with three at once on two cores, and a fourth server
+/// beside them, the shared broker sat at a full core, its answers came late, and the suites
+/// failed on the broker (a joining runner given no partition within 30 s, the conformance
+/// suite's waiter woken late) rather than on what they check. A turn lasts one scenario: 1 to
+/// 2 minutes.
+static ONE_SCENARIO_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A topic prefix no other test uses, so tests can share one broker.
 fn prefix(name: &str) -> String {
     format!("{}.", conformance::unique(name))
@@ -91,6 +100,7 @@ async fn on_tansu_a_submitted_design_reaches_ready_only_its_tenant_sees_it_and_e
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_tansu_every_acknowledged_revision_reaches_results_ready_once_in_order_across_sigkill_restarts() {
+    let _turn = ONE_SCENARIO_AT_A_TIME.lock().await;
     let (_guard, brokers) = tansu::shared();
     let prefix = prefix("sigkill");
     let dir = tempfile::tempdir().unwrap();
@@ -126,6 +136,7 @@ async fn on_tansu_every_acknowledged_revision_reaches_results_ready_once_in_orde
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_tansu_runners_joining_and_leaving_the_groups_keep_every_acknowledged_revision_in_order() {
+    let _turn = ONE_SCENARIO_AT_A_TIME.lock().await;
     let (_guard, brokers) = tansu::shared();
     let prefix = prefix("rebalance");
     let dir = tempfile::tempdir().unwrap();
@@ -201,6 +212,7 @@ async fn duplicated_event_ids(log: &KafkaEventLog, topic: &str) -> Vec<String> {
 /// test keeps timeouts out of the way so it exercises the retry, not that tansu bug.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_tansu_publishes_whose_acknowledgement_was_lost_are_retried_without_duplicates() {
+    let _turn = ONE_SCENARIO_AT_A_TIME.lock().await;
     let proxy_port = tansu::free_port();
     let broker = Tansu::start_advertising(tansu::free_port(), proxy_port);
     let proxy = AckDropper::start(proxy_port, broker.port).await;
@@ -267,6 +279,7 @@ async fn on_tansu_publishes_whose_acknowledgement_was_lost_are_retried_without_d
 /// which tansu 0.6 cannot take (see the lost-acknowledgement test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_tansu_a_broker_killed_and_restarted_mid_burst_loses_nothing_acknowledged() {
+    let _turn = ONE_SCENARIO_AT_A_TIME.lock().await;
     let mut broker = Tansu::start();
     let brokers = broker.brokers();
     let dir = tempfile::tempdir().unwrap();

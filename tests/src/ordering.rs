@@ -170,10 +170,16 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
             .filter(|(_, revs)| revs != acked)
             .map(|(kind, revs)| format!("{kind}: {}", differences(acked, revs)))
             .collect();
+        // Entries of other kinds (a revision given up on shows as design.failed) tell why.
+        let others: Vec<String> = events
+            .iter()
+            .filter(|e| !KINDS.iter().any(|k| e["kind"] == *k))
+            .map(|e| format!("{}@{}", e["kind"].as_str().unwrap_or("?"), e["revision"]))
+            .collect();
         assert!(
             wrong.is_empty(),
             "editor {i} (design {id}): every acknowledged revision must have exactly one entry of each kind, in order; \
-             acknowledged {}..={last} ({} revisions), but\n  {}",
+             acknowledged {}..={last} ({} revisions), but\n  {}\n  entries of other kinds: {others:?}",
             acked[0],
             acked.len(),
             wrong.join("\n  ")
