@@ -58,8 +58,10 @@ pub(crate) fn open(path: &Path, durability: Durability, page_size: u32, schema: 
 }
 
 /// The port error for a SQLite failure while doing `what`, classified by SQLite's error code:
-/// busy, locked, I/O and disk-full errors are worth retrying; constraint, schema and misuse
-/// errors are not. The rusqlite error is kept as the cause.
+/// busy, locked, I/O and disk-full errors are worth retrying, and so is `SQLITE_PROTOCOL` (in WAL
+/// mode, a connection that lost the race to start a transaction many times over: contention,
+/// as SQLite documents it); constraint, schema and misuse errors are not. The rusqlite error is
+/// kept as the cause.
 pub(crate) fn sqlite_error(what: &str, e: rusqlite::Error) -> PortError {
     if no_space(&e) {
         // SQLite rolled the statement back: nothing was written, and the file is whole.
@@ -71,6 +73,7 @@ pub(crate) fn sqlite_error(what: &str, e: rusqlite::Error) -> PortError {
             rusqlite::ErrorCode::DatabaseBusy
                 | rusqlite::ErrorCode::DatabaseLocked
                 | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::FileLockingProtocolFailed
         )
     );
     PortError::backend(format!("sqlite: {what}: {e}"), retriable, e)
@@ -407,5 +410,8 @@ mod tests {
         let err = sqlite_error("commit", busy);
         assert!(err.is_retriable(), "a busy database may be free on retry: {err}");
         assert!(std::error::Error::source(&err).and_then(|s| s.downcast_ref::<rusqlite::Error>()).is_some());
+
+        let raced = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_PROTOCOL), None);
+        assert!(sqlite_error("begin", raced).is_retriable(), "a lost race for the WAL lock may be won on retry");
     }
 }
