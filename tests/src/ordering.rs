@@ -135,6 +135,11 @@ fn differences(acked: &[u64], revs: &[u64]) -> String {
     )
 }
 
+/// A timeline entry as `kind@revision`, for failure messages.
+fn entry_label(e: &Value) -> String {
+    format!("{}@{}", e["kind"].as_str().unwrap_or("?"), e["revision"])
+}
+
 /// Waits until each design is `ready` at its last acknowledged revision, then checks its
 /// timeline: every acknowledged revision has exactly one entry of each of the four kinds, in
 /// revision order, and no event was applied twice.
@@ -147,35 +152,23 @@ pub async fn assert_every_acknowledged_revision_ready_once_in_order(
         let last = *acked.last().unwrap();
         if let Err(e) = c.wait_for(id, READY_WITHIN, |d| d["revision"] == last && d["status"] == "ready").await {
             let events = c.get(&format!("/v1/designs/{id}/events")).await.map(|(_, v)| v).unwrap_or_default();
-            let timeline: Vec<String> = events["events"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| format!("{}@{}", e["kind"].as_str().unwrap_or("?"), e["revision"]))
-                .collect();
+            let timeline: Vec<String> = events["events"].as_array().into_iter().flatten().map(entry_label).collect();
             panic!("editor {i}: {e:#}\nacknowledged revisions: {acked:?}\ntimeline: {timeline:?}");
         }
         let events = c.get_ok(&format!("/v1/designs/{id}/events"), Duration::from_secs(30)).await.unwrap();
         let events = events["events"].as_array().unwrap();
-        let by_kind: Vec<(&str, Vec<u64>)> = KINDS
+        // Every kind's differences at once: which stage first missed a revision says where it went.
+        let wrong: Vec<String> = KINDS
             .iter()
-            .map(|kind| {
-                let revs = events.iter().filter(|e| e["kind"] == *kind).map(|e| e["revision"].as_u64().unwrap());
-                (*kind, revs.collect())
+            .filter_map(|kind| {
+                let revs: Vec<u64> =
+                    events.iter().filter(|e| e["kind"] == *kind).map(|e| e["revision"].as_u64().unwrap()).collect();
+                (&revs != acked).then(|| format!("{kind}: {}", differences(acked, &revs)))
             })
             .collect();
-        // Every kind's differences at once: which stage first missed a revision says where it went.
-        let wrong: Vec<String> = by_kind
-            .iter()
-            .filter(|(_, revs)| revs != acked)
-            .map(|(kind, revs)| format!("{kind}: {}", differences(acked, revs)))
-            .collect();
         // Entries of other kinds (a revision given up on shows as design.failed) tell why.
-        let others: Vec<String> = events
-            .iter()
-            .filter(|e| !KINDS.iter().any(|k| e["kind"] == *k))
-            .map(|e| format!("{}@{}", e["kind"].as_str().unwrap_or("?"), e["revision"]))
-            .collect();
+        let others: Vec<String> =
+            events.iter().filter(|e| !KINDS.iter().any(|k| e["kind"] == *k)).map(entry_label).collect();
         assert!(
             wrong.is_empty(),
             "editor {i} (design {id}): every acknowledged revision must have exactly one entry of each kind, in order; \

@@ -263,9 +263,9 @@ fn line(s: &Sample) -> String {
 /// Each series' bound after the warm-up, and why it is the bound; `deleting`: the tenants delete
 /// their designs a few minutes after they end.
 fn checks(deleting: bool) -> Vec<Check> {
-    let readers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8) as f64;
-    let caches = 2.0 * 3.0 + readers;
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as f64;
+    let readers = cores.clamp(2.0, 8.0);
+    let caches = 2.0 * 3.0 + readers;
     let peaks = |rel: f64, abs: f64| Bound::PeaksFlat { rel, abs };
     let means = |rel: f64, abs: f64| Bound::MeanFlat { rel, abs };
     let check = |col, unit, bound, why: &str| Check { col, unit, bound, why: why.to_owned() };
